@@ -1,0 +1,83 @@
+//! The `tower` command line.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand};
+
+use crate::app::AppState;
+use crate::{assets, demo, server};
+
+/// Tower: the delivery console for the Hangar platform.
+///
+/// Tower reads clusters and GitHub and never writes to a cluster: every change it makes is
+/// a Git commit or a pull request.
+#[derive(Debug, Parser)]
+#[command(name = "tower", version, about, long_about)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run Tower against its built-in demo data and print the URL to open.
+    ///
+    /// Serves the built frontend and the JSON API from one process on 127.0.0.1; nothing
+    /// is built at run time. Stop it with Ctrl-C.
+    Demo(DemoArgs),
+    /// Serve Tower for a fleet described in a JSON file (the `GET /api/fleet` format).
+    ///
+    /// Live cluster and GitHub clients replace the file in a later release.
+    Serve(ServeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct FrontendArgs {
+    /// The built frontend (Trunk's output folder).
+    #[arg(long, env = "TOWER_DIST", default_value_os_t = assets::default_dist())]
+    pub dist: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Port on 127.0.0.1; 0 picks any free port.
+    #[arg(long, default_value_t = 8080)]
+    pub port: u16,
+    #[command(flatten)]
+    pub frontend: FrontendArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long, env = "TOWER_LISTEN", default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+    /// The fleet to serve, as JSON in the `GET /api/fleet` format.
+    #[arg(long, env = "TOWER_FLEET_FILE")]
+    pub fleet_file: PathBuf,
+    #[command(flatten)]
+    pub frontend: FrontendArgs,
+}
+
+/// Runs one `tower` command to completion.
+pub fn run(cli: Cli) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
+    match cli.command {
+        Command::Demo(args) => {
+            let dist = assets::Dist::open(&args.frontend.dist)?;
+            let state = AppState::new(demo::fleet(chrono::Utc::now())?);
+            let addr = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), args.port);
+            runtime.block_on(server::serve(addr, state, dist))
+        }
+        Command::Serve(args) => {
+            let dist = assets::Dist::open(&args.frontend.dist)?;
+            let text = std::fs::read_to_string(&args.fleet_file)
+                .with_context(|| format!("reading {}", args.fleet_file.display()))?;
+            let fleet = serde_json::from_str(&text)
+                .with_context(|| format!("{} is not a fleet", args.fleet_file.display()))?;
+            runtime.block_on(server::serve(args.listen, AppState::new(fleet), dist))
+        }
+    }
+}

@@ -1,0 +1,159 @@
+//! The two commands every developer and CI runs:
+//!
+//! - `cargo xtask demo [-- ARGS]` — installs what is missing, builds the frontend and runs
+//!   `tower demo ARGS` (default port 8080; `-- --port 0` picks a free one).
+//! - `cargo xtask test` — installs what is missing, then runs every check: rustfmt, clippy
+//!   (native, and wasm32 for `shared` and `frontend`), the frontend release build with its
+//!   size report, and all Rust tests including the browser tests.
+//!
+//! Also: `cargo xtask setup` (install tools only) and `cargo xtask frontend` (build only).
+//!
+//! Module map: [`tools`] finds or installs the toolchain pieces; [`frontend`] runs Trunk and
+//! measures the bundle; [`steps`] runs a command as a named step.
+
+#![allow(clippy::print_stdout)]
+
+mod frontend;
+mod steps;
+mod tools;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{bail, Context};
+
+const USAGE: &str = "usage: cargo xtask <demo [-- TOWER-DEMO-ARGS] | test | setup | frontend>";
+
+fn main() -> std::process::ExitCode {
+    match run() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("xtask: {err:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> anyhow::Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let root = workspace_root();
+    match args.first().map(String::as_str) {
+        Some("demo") => demo(&root, &args[1..]),
+        Some("test") => test(&root),
+        Some("setup") => {
+            tools::Toolchain::ensure(&root, tools::Need::Everything)?;
+            Ok(())
+        }
+        Some("frontend") => {
+            let toolchain = tools::Toolchain::ensure(&root, tools::Need::Build)?;
+            frontend::build(&root, &toolchain)?;
+            Ok(())
+        }
+        Some(other) => bail!("unknown command `{other}`\n{USAGE}"),
+        None => bail!("{USAGE}"),
+    }
+}
+
+/// The workspace root: two levels above this crate.
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .nth(2)
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+}
+
+fn cargo() -> Command {
+    Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+}
+
+fn demo(root: &Path, args: &[String]) -> anyhow::Result<()> {
+    let toolchain = tools::Toolchain::ensure(root, tools::Need::Build)?;
+    frontend::build(root, &toolchain)?;
+    let tower_args = match args.first().map(String::as_str) {
+        Some("--") => &args[1..],
+        _ => args,
+    };
+    let mut run = cargo();
+    run.current_dir(root)
+        .args([
+            "run",
+            "--profile",
+            "server",
+            "--package",
+            "tower-backend",
+            "--bin",
+        ])
+        .args(["tower", "--", "demo", "--dist"])
+        .arg(root.join("dist"))
+        .args(tower_args);
+    steps::run("tower demo", &mut run)
+}
+
+fn test(root: &Path) -> anyhow::Result<()> {
+    let started = std::time::Instant::now();
+    let toolchain = tools::Toolchain::ensure(root, tools::Need::Everything)?;
+    let browser = toolchain
+        .browser
+        .as_ref()
+        .context("the browser tests need chromium and chromedriver")?;
+
+    steps::run(
+        "rustfmt",
+        cargo()
+            .current_dir(root)
+            .args(["fmt", "--all", "--", "--check"]),
+    )?;
+    steps::run(
+        "clippy (native)",
+        cargo().current_dir(root).args([
+            "clippy",
+            "--locked",
+            "--workspace",
+            "--exclude",
+            "tower-frontend",
+            "--all-targets",
+            "--",
+            "-D",
+            "warnings",
+        ]),
+    )?;
+    steps::run(
+        "clippy (wasm32: shared, frontend)",
+        cargo().current_dir(root).args([
+            "clippy",
+            "--locked",
+            "--target",
+            "wasm32-unknown-unknown",
+            "--package",
+            "tower-shared",
+            "--package",
+            "tower-frontend",
+            "--",
+            "-D",
+            "warnings",
+        ]),
+    )?;
+    let bundle = frontend::build(root, &toolchain)?;
+    bundle.check_budget()?;
+    steps::run(
+        "tests",
+        cargo()
+            .current_dir(root)
+            .env("TOWER_DIST", root.join("dist"))
+            .env("CHROMEDRIVER", &browser.chromedriver)
+            .env("CHROMIUM", &browser.chromium)
+            .args([
+                "test",
+                "--locked",
+                "--workspace",
+                "--exclude",
+                "tower-frontend",
+            ]),
+    )
+    .context("the tests failed (browser screenshots, if any, are in target/screenshots/)")?;
+    println!(
+        "xtask: every check passed in {}s",
+        started.elapsed().as_secs()
+    );
+    Ok(())
+}

@@ -1,0 +1,230 @@
+//! Finding, and installing when missing, everything the build and tests need beyond the
+//! Rust toolchain. Tools that are already there at the right version are not rebuilt.
+//!
+//! | tool | from | why this way |
+//! |---|---|---|
+//! | `wasm32-unknown-unknown` | rustup | the frontend's target |
+//! | trunk 0.21.14 | `cargo install --locked` | 0.22 needs a newer rustc |
+//! | wasm-bindgen-cli = the `wasm-bindgen` in Cargo.lock | `cargo install`, not `--locked` | Trunk insists on the exact version; `--locked` pins a yanked dependency |
+//! | wasm-opt (binaryen 132) | npm, into the tools folder | Debian's binaryen 108 emits WASM that fails at load |
+//! | chromium, chromedriver | apt-get | browser tests |
+//!
+//! The tools folder is `$TOWER_TOOLS_DIR`, else `~/.cache/tower-tools`: outside the clone,
+//! so clean clones on one machine share it.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{bail, Context};
+
+use crate::steps;
+
+pub const TRUNK_VERSION: &str = "0.21.14";
+pub const BINARYEN_VERSION: &str = "132";
+
+/// Which tools a command needs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Need {
+    /// Enough to build the frontend.
+    Build,
+    /// Also a browser and its driver, for the browser tests.
+    Everything,
+}
+
+/// Where the tools are, once present.
+#[derive(Debug)]
+pub struct Toolchain {
+    /// `PATH` with cargo's bin folder and the npm tools folder first.
+    pub path: OsString,
+    pub browser: Option<Browser>,
+}
+
+#[derive(Debug)]
+pub struct Browser {
+    pub chromium: PathBuf,
+    pub chromedriver: PathBuf,
+}
+
+impl Toolchain {
+    /// Checks every tool `need` asks for and installs the missing ones.
+    pub fn ensure(root: &Path, need: Need) -> anyhow::Result<Self> {
+        let tools_dir = std::env::var_os("TOWER_TOOLS_DIR")
+            .map_or_else(|| home().join(".cache/tower-tools"), PathBuf::from);
+        let path = search_path(&[cargo_bin(), tools_dir.join("node_modules/.bin")]);
+
+        ensure_wasm_target()?;
+        ensure_cargo_tool(&path, "trunk", "trunk", TRUNK_VERSION, &["--locked"])?;
+        let wasm_bindgen = wasm_bindgen_version(root)?;
+        ensure_cargo_tool(
+            &path,
+            "wasm-bindgen",
+            "wasm-bindgen-cli",
+            &wasm_bindgen,
+            &[],
+        )?;
+        ensure_wasm_opt(&path, &tools_dir)?;
+        let browser = match need {
+            Need::Build => None,
+            Need::Everything => Some(ensure_browser()?),
+        };
+        Ok(Self { path, browser })
+    }
+}
+
+fn home() -> PathBuf {
+    std::env::var_os("HOME").map_or_else(|| PathBuf::from("/root"), PathBuf::from)
+}
+
+fn cargo_bin() -> PathBuf {
+    std::env::var_os("CARGO_HOME")
+        .map_or_else(|| home().join(".cargo"), PathBuf::from)
+        .join("bin")
+}
+
+fn search_path(first: &[PathBuf]) -> OsString {
+    let rest = std::env::var_os("PATH").unwrap_or_default();
+    let all = first.iter().cloned().chain(std::env::split_paths(&rest));
+    std::env::join_paths(all).unwrap_or(rest)
+}
+
+/// The first line a tool prints for `--version`, found on our `PATH`.
+fn version_line(path: &OsString, program: &str) -> Option<String> {
+    let found = which(path, program)?;
+    let out = steps::output(Command::new(found).env("PATH", path).arg("--version"))?;
+    Some(out.lines().next().unwrap_or_default().to_owned())
+}
+
+/// Looks `program` up in `path` (Command::new looks in the parent's PATH, not the child's).
+fn which(path: &OsString, program: &str) -> Option<PathBuf> {
+    std::env::split_paths(path)
+        .map(|dir| dir.join(program))
+        .find(|candidate| candidate.is_file())
+}
+
+fn ensure_wasm_target() -> anyhow::Result<()> {
+    let installed = steps::output(Command::new("rustup").args(["target", "list", "--installed"]))
+        .unwrap_or_default();
+    if installed
+        .lines()
+        .any(|l| l.trim() == "wasm32-unknown-unknown")
+    {
+        return Ok(());
+    }
+    steps::run(
+        "install the wasm32 target",
+        Command::new("rustup").args(["target", "add", "wasm32-unknown-unknown"]),
+    )
+}
+
+/// Installs `krate@version` with cargo unless `program --version` already names `version`.
+fn ensure_cargo_tool(
+    path: &OsString,
+    program: &str,
+    krate: &str,
+    version: &str,
+    extra: &[&str],
+) -> anyhow::Result<()> {
+    let found = version_line(path, program);
+    if found
+        .as_deref()
+        .is_some_and(|line| line.split_whitespace().any(|w| w == version))
+    {
+        return Ok(());
+    }
+    println!(
+        "xtask: {program} {version} is needed (found: {}); installing with cargo — this takes minutes, once per machine",
+        found.as_deref().unwrap_or("none")
+    );
+    steps::run(
+        &format!("install {krate}@{version}"),
+        Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+            .args(["install", "--force"])
+            .args(extra)
+            .arg(format!("{krate}@{version}")),
+    )
+}
+
+/// The `wasm-bindgen` version Cargo.lock resolved; the CLI must match it exactly.
+fn wasm_bindgen_version(root: &Path) -> anyhow::Result<String> {
+    let lock = std::fs::read_to_string(root.join("Cargo.lock")).context("reading Cargo.lock")?;
+    let mut lines = lock.lines();
+    while let Some(line) = lines.next() {
+        if line.trim() == "name = \"wasm-bindgen\"" {
+            if let Some(version) = lines
+                .next()
+                .and_then(|l| l.trim().strip_prefix("version = \""))
+                .and_then(|v| v.strip_suffix('"'))
+            {
+                return Ok(version.to_owned());
+            }
+        }
+    }
+    bail!("Cargo.lock has no wasm-bindgen package")
+}
+
+fn ensure_wasm_opt(path: &OsString, tools_dir: &Path) -> anyhow::Result<()> {
+    let ours = tools_dir.join("node_modules/.bin/wasm-opt");
+    let version = steps::output(Command::new(&ours).arg("--version")).unwrap_or_default();
+    if version.contains(&format!("version {BINARYEN_VERSION}")) {
+        return Ok(());
+    }
+    if which(path, "npm").is_none() {
+        apt_install(&["nodejs", "npm"])?;
+    }
+    std::fs::create_dir_all(tools_dir)
+        .with_context(|| format!("creating {}", tools_dir.display()))?;
+    steps::run(
+        &format!("install wasm-opt (npm binaryen@{BINARYEN_VERSION})"),
+        Command::new("npm")
+            .args(["install", "--no-audit", "--no-fund", "--prefix"])
+            .arg(tools_dir)
+            .arg(format!("binaryen@{BINARYEN_VERSION}")),
+    )
+}
+
+fn ensure_browser() -> anyhow::Result<Browser> {
+    let find = |names: &[&str]| {
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        names.iter().find_map(|n| which(&path, n))
+    };
+    if let (Some(chromium), Some(chromedriver)) = (
+        find(&["chromium", "chromium-browser"]),
+        find(&["chromedriver"]),
+    ) {
+        return Ok(Browser {
+            chromium,
+            chromedriver,
+        });
+    }
+    apt_install(&["chromium", "chromium-driver"])?;
+    match (find(&["chromium"]), find(&["chromedriver"])) {
+        (Some(chromium), Some(chromedriver)) => Ok(Browser {
+            chromium,
+            chromedriver,
+        }),
+        _ => bail!("chromium and chromedriver are still missing after apt-get install"),
+    }
+}
+
+fn apt_install(packages: &[&str]) -> anyhow::Result<()> {
+    let as_root = steps::output(Command::new("id").arg("-u")).is_some_and(|u| u.trim() == "0");
+    let apt = |args: &[&str]| {
+        let mut command = if as_root {
+            Command::new("apt-get")
+        } else {
+            let mut sudo = Command::new("sudo");
+            sudo.arg("apt-get");
+            sudo
+        };
+        command.env("DEBIAN_FRONTEND", "noninteractive").args(args);
+        command
+    };
+    steps::run("apt-get update", &mut apt(&["update", "-q"]))?;
+    let mut install = apt(&["install", "-y", "-q"]);
+    install.args(packages);
+    steps::run(
+        &format!("apt-get install {}", packages.join(" ")),
+        &mut install,
+    )
+}

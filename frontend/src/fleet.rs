@@ -1,0 +1,167 @@
+//! The fleet overview: every app × every environment, trouble first.
+
+use chrono::{DateTime, Utc};
+use leptos::prelude::*;
+use tower_shared::fleet::{attention, sort_by_trouble, Fleet, FleetApp, FleetCell, Severity};
+use tower_shared::time::age;
+
+use crate::api;
+
+/// Loads `/api/fleet` and shows it, with distinct loading and error states.
+#[component]
+pub fn FleetOverview(now: ReadSignal<DateTime<Utc>>) -> impl IntoView {
+    let fleet = LocalResource::new(api::fleet);
+    view! {
+        <section class="fleet" aria-labelledby="fleet-title">
+            <h2 id="fleet-title">"Fleet"</h2>
+            <Transition fallback=|| view! { <p class="state loading">"Loading the fleet…"</p> }>
+                {move || {
+                    fleet
+                        .get()
+                        .map(|result| match result {
+                            Ok(fleet) => view! { <FleetMatrix fleet=fleet now=now /> }.into_any(),
+                            Err(err) => {
+                                view! {
+                                    <p class="state error" role="alert">
+                                        "✖ "
+                                        {err.to_string()}
+                                    </p>
+                                }
+                                    .into_any()
+                            }
+                        })
+                }}
+            </Transition>
+        </section>
+    }
+}
+
+#[component]
+fn FleetMatrix(fleet: Fleet, now: ReadSignal<DateTime<Utc>>) -> impl IntoView {
+    let Fleet {
+        generated_at,
+        environments,
+        mut apps,
+    } = fleet;
+    sort_by_trouble(&mut apps);
+    let query = RwSignal::new(String::new());
+    let only_trouble = RwSignal::new(false);
+    let apps = StoredValue::new(apps);
+    let environments = StoredValue::new(environments);
+
+    let visible = Memo::new(move |_| {
+        let needle = query.get().trim().to_lowercase();
+        let only_trouble = only_trouble.get();
+        apps.with_value(|apps| {
+            apps.iter()
+                .filter(|app| needle.is_empty() || app.name.to_lowercase().contains(&needle))
+                .filter(|app| !only_trouble || needs_attention(app))
+                .cloned()
+                .collect::<Vec<_>>()
+        })
+    });
+
+    view! {
+        <div class="toolbar">
+            <label>
+                "Filter "
+                <input
+                    type="search"
+                    placeholder="app name"
+                    prop:value=move || query.get()
+                    on:input=move |ev| query.set(event_target_value(&ev))
+                />
+            </label>
+            <label>
+                <input
+                    type="checkbox"
+                    prop:checked=move || only_trouble.get()
+                    on:change=move |ev| only_trouble.set(event_target_checked(&ev))
+                />
+                " Needs attention only"
+            </label>
+            <span class="updated">"Updated " {move || age(generated_at, now.get())}</span>
+        </div>
+        <table class="matrix">
+            <thead>
+                <tr>
+                    <th scope="col">"App"</th>
+                    {environments
+                        .get_value()
+                        .into_iter()
+                        .map(|env| view! { <th scope="col">{env}</th> })
+                        .collect_view()}
+                </tr>
+            </thead>
+            <tbody>
+                <For each=move || visible.get() key=|app| app.name.clone() let:app>
+                    <FleetRow app=app environments=environments.get_value() />
+                </For>
+            </tbody>
+        </table>
+        <Show when=move || visible.with(Vec::is_empty)>
+            <p class="state empty">"No app matches."</p>
+        </Show>
+    }
+}
+
+fn needs_attention(app: &FleetApp) -> bool {
+    app.cells
+        .iter()
+        .filter_map(attention)
+        .any(|a| a.severity >= Severity::Attention)
+}
+
+#[component]
+fn FleetRow(app: FleetApp, environments: Vec<String>) -> impl IntoView {
+    let cells = environments
+        .into_iter()
+        .map(|env| {
+            let cell = app.cells.iter().find(|c| c.environment == env).cloned();
+            view! { <FleetCellView cell=cell /> }
+        })
+        .collect_view();
+    view! {
+        <tr>
+            <th scope="row" class="app">
+                <span class="app-name">{app.name.clone()}</span>
+                <span class="app-kind">{app.kind.clone()}</span>
+            </th>
+            {cells}
+        </tr>
+    }
+}
+
+#[component]
+fn FleetCellView(cell: Option<FleetCell>) -> impl IntoView {
+    let Some(cell) = cell else {
+        return view! { <td class="cell absent" title="Not deployed here">"—"</td> }.into_any();
+    };
+    let tag = cell
+        .image_tag
+        .clone()
+        .unwrap_or_else(|| "image unknown".to_owned());
+    match attention(&cell) {
+        None => view! {
+            <td class="cell calm" tabindex="0" title="Synced and healthy">
+                <span class="status">"✔ Healthy"</span>
+                <span class="tag">{tag}</span>
+            </td>
+        }
+        .into_any(),
+        Some(a) => {
+            let (class, icon) = match a.severity {
+                Severity::Notice => ("cell notice", "◌"),
+                Severity::Attention => ("cell attention", "⚠"),
+                Severity::Failing => ("cell failing", "✖"),
+            };
+            view! {
+                <td class=class tabindex="0" title=a.reason.clone()>
+                    <span class="status">{icon} " " {a.reason.clone()}</span>
+                    <span class="tag">{tag}</span>
+                </td>
+            }
+            .into_any()
+        }
+    }
+}

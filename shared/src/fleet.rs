@@ -1,0 +1,303 @@
+//! The fleet overview: every app in every environment, and which cells need attention.
+//!
+//! Wire types use Argo CD's and Argo Rollouts' own status words. A status Tower has not
+//! seen (or that a newer controller invented) is kept as [`SyncStatus::Unknown`] /
+//! [`HealthStatus::Unknown`] / `None`, never guessed.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+/// The fleet as the backend last saw it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Fleet {
+    /// When the backend assembled this view (its own clock, not the browser's).
+    pub generated_at: DateTime<Utc>,
+    /// Environments in promotion order (e.g. dev, staging, prod): the matrix columns.
+    pub environments: Vec<String>,
+    pub apps: Vec<FleetApp>,
+}
+
+/// One app: a row of the matrix.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FleetApp {
+    pub name: String,
+    /// The Hangar XR kind, e.g. `NodeJS`, `Go`, `LambdaFunction`.
+    pub kind: String,
+    /// One cell per environment the app is deployed to; an environment with no cell is
+    /// one the app does not deploy to.
+    pub cells: Vec<FleetCell>,
+}
+
+/// One app in one environment.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FleetCell {
+    pub environment: String,
+    /// Argo CD `status.sync.status`.
+    pub sync: SyncStatus,
+    /// Argo CD `status.health.status`.
+    pub health: HealthStatus,
+    /// The image tag running there, when known.
+    pub image_tag: Option<String>,
+    /// The app's Argo Rollout in that environment, if it has one.
+    pub rollout: Option<RolloutState>,
+}
+
+/// Argo CD sync status codes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SyncStatus {
+    Synced,
+    OutOfSync,
+    #[serde(other)]
+    Unknown,
+}
+
+/// Argo CD health status codes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum HealthStatus {
+    Healthy,
+    Progressing,
+    Degraded,
+    Suspended,
+    Missing,
+    #[serde(other)]
+    Unknown,
+}
+
+/// Argo Rollouts phase (as `kubectl argo rollouts` decides it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RolloutPhase {
+    Healthy,
+    Progressing,
+    Paused,
+    Degraded,
+    #[serde(other)]
+    Unknown,
+}
+
+/// A canary rollout's position.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RolloutState {
+    pub phase: RolloutPhase,
+    /// Percentage of traffic on the canary, when the rollout is mid-way.
+    pub canary_weight: Option<u8>,
+    /// The controller's own message, e.g. `CanaryPauseStep`.
+    pub message: Option<String>,
+}
+
+/// How loudly a cell asks for attention.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// Something is moving (a sync, a canary step); worth a glance, not an alarm.
+    Notice,
+    /// Amber: something is off and a person may need to act.
+    Attention,
+    /// Broken.
+    Failing,
+}
+
+/// Why a cell is not calm, in plain words.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Attention {
+    pub severity: Severity,
+    pub reason: String,
+}
+
+/// Whether a cell needs attention, and why. `None` means calm: synced and healthy with
+/// no rollout in motion.
+pub fn attention(cell: &FleetCell) -> Option<Attention> {
+    let mut found: Vec<Attention> = Vec::new();
+    let mut note = |severity, reason: String| found.push(Attention { severity, reason });
+
+    // Argo CD derives an app's health from its Rollout (a paused canary is "Suspended"), so
+    // when the rollout is mid-way or failing its own line says it better.
+    let rollout_explains_health = cell
+        .rollout
+        .as_ref()
+        .is_some_and(|r| !matches!(r.phase, RolloutPhase::Healthy | RolloutPhase::Unknown));
+    match cell.health {
+        HealthStatus::Healthy => {}
+        HealthStatus::Progressing | HealthStatus::Degraded | HealthStatus::Suspended
+            if rollout_explains_health => {}
+        HealthStatus::Degraded => note(Severity::Failing, "Degraded".to_owned()),
+        HealthStatus::Missing => note(Severity::Failing, "Resources missing".to_owned()),
+        HealthStatus::Progressing => note(Severity::Notice, "Progressing".to_owned()),
+        HealthStatus::Suspended => note(Severity::Attention, "Suspended".to_owned()),
+        HealthStatus::Unknown => note(Severity::Attention, "Health unknown".to_owned()),
+    }
+    match cell.sync {
+        SyncStatus::Synced => {}
+        SyncStatus::OutOfSync => note(Severity::Attention, "Out of sync with Git".to_owned()),
+        SyncStatus::Unknown => note(Severity::Attention, "Sync status unknown".to_owned()),
+    }
+    if let Some(rollout) = &cell.rollout {
+        let at = rollout
+            .canary_weight
+            .map(|w| format!(" at {w}% traffic"))
+            .unwrap_or_default();
+        match rollout.phase {
+            RolloutPhase::Healthy => {}
+            RolloutPhase::Paused => note(Severity::Attention, format!("Canary paused{at}")),
+            RolloutPhase::Progressing => note(Severity::Notice, format!("Canary progressing{at}")),
+            RolloutPhase::Degraded => note(Severity::Failing, format!("Rollout degraded{at}")),
+            RolloutPhase::Unknown => note(Severity::Attention, "Rollout state unknown".to_owned()),
+        }
+    }
+
+    let severity = found.iter().map(|a| a.severity).max()?;
+    let reason = found
+        .iter()
+        .map(|a| a.reason.as_str())
+        .collect::<Vec<_>>()
+        .join("; ");
+    Some(Attention { severity, reason })
+}
+
+/// The loudest attention among an app's cells, if any.
+pub fn app_attention(app: &FleetApp) -> Option<Severity> {
+    app.cells
+        .iter()
+        .filter_map(|c| attention(c).map(|a| a.severity))
+        .max()
+}
+
+/// Apps ordered so trouble rises to the top: failing, then attention, then notice, then
+/// calm; ties by name. Stable for equal keys, so the order never depends on input order.
+pub fn sort_by_trouble(apps: &mut [FleetApp]) {
+    apps.sort_by(|a, b| {
+        app_attention(b)
+            .cmp(&app_attention(a))
+            .then_with(|| a.name.cmp(&b.name))
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cell(sync: SyncStatus, health: HealthStatus, rollout: Option<RolloutState>) -> FleetCell {
+        FleetCell {
+            environment: "prod".to_owned(),
+            sync,
+            health,
+            image_tag: None,
+            rollout,
+        }
+    }
+
+    fn paused_canary(weight: Option<u8>) -> Option<RolloutState> {
+        Some(RolloutState {
+            phase: RolloutPhase::Paused,
+            canary_weight: weight,
+            message: Some("CanaryPauseStep".to_owned()),
+        })
+    }
+
+    #[test]
+    fn synced_and_healthy_is_calm() {
+        assert_eq!(
+            attention(&cell(SyncStatus::Synced, HealthStatus::Healthy, None)),
+            None
+        );
+    }
+
+    #[test]
+    fn paused_canary_is_amber_with_its_weight() {
+        let a = attention(&cell(
+            SyncStatus::Synced,
+            HealthStatus::Suspended,
+            paused_canary(Some(40)),
+        ))
+        .unwrap();
+        assert_eq!(a.severity, Severity::Attention);
+        assert_eq!(a.reason, "Canary paused at 40% traffic");
+    }
+
+    #[test]
+    fn unknown_weight_is_not_shown_as_zero() {
+        let a = attention(&cell(
+            SyncStatus::Synced,
+            HealthStatus::Suspended,
+            paused_canary(None),
+        ))
+        .unwrap();
+        assert_eq!(a.reason, "Canary paused");
+    }
+
+    #[test]
+    fn reasons_combine_and_the_loudest_wins() {
+        let a = attention(&cell(SyncStatus::OutOfSync, HealthStatus::Degraded, None)).unwrap();
+        assert_eq!(a.severity, Severity::Failing);
+        assert_eq!(a.reason, "Degraded; Out of sync with Git");
+    }
+
+    #[test]
+    fn a_rollout_is_not_described_twice() {
+        let degraded = Some(RolloutState {
+            phase: RolloutPhase::Degraded,
+            canary_weight: None,
+            message: None,
+        });
+        let a = attention(&cell(SyncStatus::Synced, HealthStatus::Degraded, degraded)).unwrap();
+        assert_eq!(a.severity, Severity::Failing);
+        assert_eq!(a.reason, "Rollout degraded");
+
+        // A healthy rollout explains nothing: the app's own health still speaks.
+        let healthy = Some(RolloutState {
+            phase: RolloutPhase::Healthy,
+            canary_weight: None,
+            message: None,
+        });
+        let a = attention(&cell(SyncStatus::Synced, HealthStatus::Degraded, healthy)).unwrap();
+        assert_eq!(a.reason, "Degraded");
+    }
+
+    #[test]
+    fn unknown_status_words_deserialize_as_unknown() {
+        let c: FleetCell = serde_json::from_str(
+            r#"{"environment":"dev","sync":"Weird","health":"Brand-new","imageTag":null,"rollout":null}"#,
+        )
+        .unwrap();
+        assert_eq!(c.sync, SyncStatus::Unknown);
+        assert_eq!(c.health, HealthStatus::Unknown);
+        assert_eq!(attention(&c).unwrap().severity, Severity::Attention);
+    }
+
+    #[test]
+    fn trouble_rises_to_the_top() {
+        let app = |name: &str, c: FleetCell| FleetApp {
+            name: name.to_owned(),
+            kind: "Go".to_owned(),
+            cells: vec![c],
+        };
+        let mut apps = vec![
+            app(
+                "calm-a",
+                cell(SyncStatus::Synced, HealthStatus::Healthy, None),
+            ),
+            app(
+                "moving",
+                cell(SyncStatus::Synced, HealthStatus::Progressing, None),
+            ),
+            app(
+                "broken",
+                cell(SyncStatus::Synced, HealthStatus::Degraded, None),
+            ),
+            app(
+                "amber",
+                cell(SyncStatus::OutOfSync, HealthStatus::Healthy, None),
+            ),
+            app(
+                "calm-b",
+                cell(SyncStatus::Synced, HealthStatus::Healthy, None),
+            ),
+        ];
+        sort_by_trouble(&mut apps);
+        let names: Vec<_> = apps.iter().map(|a| a.name.as_str()).collect();
+        assert_eq!(names, ["broken", "amber", "moving", "calm-a", "calm-b"]);
+    }
+}

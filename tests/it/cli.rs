@@ -1,0 +1,77 @@
+//! The `tower` command line: bad input gets a one-line reason and exit code 2.
+
+use std::process::Command;
+
+use crate::support::{dist, tower_bin, Demo};
+
+fn tower(args: &[&str]) -> (i32, String) {
+    let out = Command::new(tower_bin()).args(args).output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn help_names_every_subcommand() {
+    let out = Command::new(tower_bin()).arg("--help").output().unwrap();
+    assert!(out.status.success());
+    let help = String::from_utf8_lossy(&out.stdout);
+    for word in ["demo", "serve", "never writes to a cluster"] {
+        assert!(help.contains(word), "--help lacks {word:?}:\n{help}");
+    }
+}
+
+#[test]
+fn demo_without_a_built_frontend_says_how_to_build_it() {
+    let empty = tempfile::tempdir().unwrap();
+    let (code, stderr) = tower(&[
+        "demo",
+        "--port",
+        "0",
+        "--dist",
+        empty.path().to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("the frontend is not built"), "{stderr}");
+    assert!(stderr.contains("cargo xtask demo"), "{stderr}");
+}
+
+#[test]
+fn serve_rejects_a_malformed_fleet_file_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("fleet.json");
+    std::fs::write(&file, r#"{"apps": "not a list"}"#).unwrap();
+    let dist = dist().unwrap();
+    let (code, stderr) = tower(&[
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--fleet-file",
+        file.to_str().unwrap(),
+        "--dist",
+        dist.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("fleet.json is not a fleet"), "{stderr}");
+}
+
+#[test]
+fn unknown_arguments_are_refused() {
+    let (code, stderr) = tower(&["demo", "--port", "not-a-port"]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("--port"), "{stderr}");
+}
+
+#[tokio::test]
+async fn demo_stops_cleanly_on_ctrl_c() {
+    let demo = Demo::start().await.unwrap();
+    let url = demo.url.clone();
+    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+    let status = demo.interrupt().await.unwrap();
+    assert!(status.success(), "tower demo exited with {status}");
+    assert!(
+        reqwest::get(format!("{url}healthz")).await.is_err(),
+        "still answering after Ctrl-C"
+    );
+}

@@ -1,0 +1,94 @@
+//! `tower demo`'s HTTP surface through a real socket.
+
+use reqwest::header::{ACCEPT_ENCODING, CACHE_CONTROL, CONTENT_ENCODING, CONTENT_TYPE};
+use reqwest::StatusCode;
+use tower_shared::fleet::Fleet;
+
+use crate::support::Demo;
+
+fn client() -> reqwest::Client {
+    // No automatic decompression: these tests look at the encoding the server chose.
+    reqwest::Client::builder().build().unwrap()
+}
+
+#[tokio::test]
+async fn api_serves_the_fleet_as_json() {
+    let demo = Demo::start().await.unwrap();
+    let response = client()
+        .get(format!("{}api/fleet", demo.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(response.headers()[CONTENT_TYPE], "application/json");
+    let fleet: Fleet = response.json().await.unwrap();
+    assert_eq!(fleet.environments, ["dev", "staging", "prod"]);
+    assert!(fleet.apps.iter().any(|a| a.name == "flight-api"));
+}
+
+#[tokio::test]
+async fn unknown_api_routes_get_a_json_404() {
+    let demo = Demo::start().await.unwrap();
+    let response = client()
+        .get(format!("{}api/no-such-thing", demo.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::NOT_FOUND);
+    let body: serde_json::Value = response.json().await.unwrap();
+    assert_eq!(body["path"], "/api/no-such-thing");
+    assert!(body["error"]
+        .as_str()
+        .unwrap()
+        .contains("no such API route"));
+}
+
+#[tokio::test]
+async fn frontend_assets_are_typed_compressed_and_cached() {
+    let demo = Demo::start().await.unwrap();
+    let client = client();
+    let index = client.get(&demo.url).send().await.unwrap();
+    assert_eq!(index.status(), StatusCode::OK);
+    assert_eq!(index.headers()[CACHE_CONTROL], "no-cache");
+    let html = index.text().await.unwrap();
+
+    let end = html.find("_bg.wasm").expect("index.html names the wasm") + "_bg.wasm".len();
+    let start = html[..end]
+        .rfind("tower-frontend-")
+        .expect("Trunk's file name");
+    let wasm_name = &html[start..end];
+
+    for (accept, encoding) in [("br", "br"), ("gzip", "gzip")] {
+        let wasm = client
+            .get(format!("{}{wasm_name}", demo.url))
+            .header(ACCEPT_ENCODING, accept)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(wasm.status(), StatusCode::OK, "{wasm_name}");
+        assert_eq!(wasm.headers()[CONTENT_TYPE], "application/wasm");
+        assert_eq!(wasm.headers()[CONTENT_ENCODING], encoding);
+        assert_eq!(
+            wasm.headers()[CACHE_CONTROL],
+            "public, max-age=31536000, immutable"
+        );
+    }
+
+    let deep_link = client
+        .get(format!(
+            "{}tower?view=provisioning&service=checkout-web",
+            demo.url
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(deep_link.status(), StatusCode::OK);
+    assert_eq!(deep_link.text().await.unwrap(), html);
+
+    let health = client
+        .get(format!("{}healthz", demo.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(health.status(), StatusCode::OK);
+}

@@ -1,0 +1,15 @@
+//! Tower's integration tests: one binary, a module per area.
+//!
+//! - [`support`] — starting `tower demo` and a headless Chromium for a test.
+//! - [`tidy`] — invariants of the code base itself (the `shared` crate stays pure).
+//! - [`http`] — the demo's HTTP surface through a real socket.
+//! - [`cli`] — the `tower` command line and its errors.
+//! - [`browser`] — the app in headless Chromium, driven through chromedriver.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
+
+mod browser;
+mod cli;
+mod http;
+mod support;
+mod tidy;

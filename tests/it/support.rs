@@ -1,0 +1,194 @@
+//! Processes a test needs: `tower demo` and a WebDriver session in headless Chromium.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use fantoccini::wd::Capabilities;
+use hyper_util::client::legacy::connect::HttpConnector;
+use serde_json::json;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+/// The workspace root.
+pub fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the backend sits in the workspace")
+        .to_owned()
+}
+
+/// The `tower` binary cargo built for this test run.
+pub fn tower_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_tower"))
+}
+
+/// The built frontend: `$TOWER_DIST`, else `dist/` at the root.
+pub fn dist() -> anyhow::Result<PathBuf> {
+    let dist = std::env::var_os("TOWER_DIST").map_or_else(|| root().join("dist"), PathBuf::from);
+    if !dist.join("index.html").is_file() {
+        bail!(
+            "the frontend is not built at {}: run `cargo xtask test` (it builds it) or `cargo xtask frontend`",
+            dist.display()
+        );
+    }
+    Ok(dist)
+}
+
+/// A running `tower demo` on a free port; killed when dropped.
+#[derive(Debug)]
+pub struct Demo {
+    pub url: String,
+    child: Child,
+}
+
+impl Demo {
+    /// Starts `tower demo --port 0` and waits for the line announcing its URL.
+    pub async fn start() -> anyhow::Result<Self> {
+        let mut child = Command::new(tower_bin())
+            .args(["demo", "--port", "0", "--dist"])
+            .arg(dist()?)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .context("starting tower demo")?;
+        let stdout = child.stdout.take().context("no stdout")?;
+        let mut lines = BufReader::new(stdout).lines();
+        let url = tokio::time::timeout(Duration::from_secs(30), async {
+            while let Some(line) = lines.next_line().await? {
+                if let Some(url) = line.strip_prefix("Tower is running at ") {
+                    return Ok(url.trim().to_owned());
+                }
+            }
+            bail!("tower demo exited without printing its URL")
+        })
+        .await
+        .context("tower demo did not print its URL within 30 s")??;
+        // Keep draining stdout so the demo never blocks on a full pipe.
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        Ok(Self { url, child })
+    }
+
+    /// Sends SIGINT (what Ctrl-C sends) and waits up to 10 s for the process to exit.
+    pub async fn interrupt(mut self) -> anyhow::Result<std::process::ExitStatus> {
+        let pid = self.child.id().context("the demo already exited")?;
+        let status = Command::new("kill")
+            .args(["-INT", &pid.to_string()])
+            .status()
+            .await?;
+        anyhow::ensure!(status.success(), "kill -INT {pid} failed");
+        Ok(tokio::time::timeout(Duration::from_secs(10), self.child.wait()).await??)
+    }
+}
+
+/// A WebDriver session in headless Chromium; the driver is killed when dropped.
+pub struct Browser {
+    pub client: fantoccini::Client,
+    _driver: Child,
+    _profile: tempfile::TempDir,
+}
+
+impl std::fmt::Debug for Browser {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Browser").finish_non_exhaustive()
+    }
+}
+
+fn program(env: &str, default: &str) -> anyhow::Result<PathBuf> {
+    let path = std::env::var_os(env).map_or_else(|| PathBuf::from(default), PathBuf::from);
+    if !path.is_file() {
+        bail!(
+            "{} is missing: browser tests need chromium and chromedriver \
+             (`cargo xtask test` installs them; or set {env})",
+            path.display()
+        );
+    }
+    Ok(path)
+}
+
+impl Browser {
+    pub async fn start() -> anyhow::Result<Self> {
+        let chromium = program("CHROMIUM", "/usr/bin/chromium")?;
+        let chromedriver = program("CHROMEDRIVER", "/usr/bin/chromedriver")?;
+        let port = free_port()?;
+        let driver = Command::new(chromedriver)
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .context("starting chromedriver")?;
+        let profile = tempfile::tempdir()?;
+        let mut caps = Capabilities::new();
+        caps.insert(
+            "goog:chromeOptions".to_owned(),
+            json!({
+                "binary": chromium,
+                "args": [
+                    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                    "--no-first-run", "--disable-background-networking",
+                    "--disable-component-update", "--disable-sync",
+                    "--window-size=1280,900",
+                    format!("--user-data-dir={}", profile.path().display()),
+                ],
+            }),
+        );
+        let webdriver = format!("http://127.0.0.1:{port}");
+        let mut last_error = None;
+        for _ in 0..100 {
+            match fantoccini::ClientBuilder::new(HttpConnector::new())
+                .capabilities(caps.clone())
+                .connect(&webdriver)
+                .await
+            {
+                Ok(client) => {
+                    return Ok(Self {
+                        client,
+                        _driver: driver,
+                        _profile: profile,
+                    })
+                }
+                Err(err) => {
+                    last_error = Some(err);
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            }
+        }
+        bail!("cannot open a WebDriver session: {last_error:?}")
+    }
+
+    /// Saves a screenshot as `target/screenshots/<name>.png`.
+    pub async fn screenshot(&self, name: &str) -> anyhow::Result<PathBuf> {
+        let dir = root().join("target/screenshots");
+        std::fs::create_dir_all(&dir)?;
+        let path = dir.join(format!("{name}.png"));
+        std::fs::write(&path, self.client.screenshot().await?)?;
+        Ok(path)
+    }
+
+    /// Runs `check`; on failure saves `<name>-failure.png` and says where.
+    pub async fn checked<F, T>(&self, name: &str, check: F) -> anyhow::Result<T>
+    where
+        F: std::future::Future<Output = anyhow::Result<T>>,
+    {
+        match check.await {
+            Ok(value) => Ok(value),
+            Err(err) => {
+                let shot = self.screenshot(&format!("{name}-failure")).await;
+                Err(err.context(format!("screenshot: {shot:?}")))
+            }
+        }
+    }
+
+    pub async fn close(self) -> anyhow::Result<()> {
+        self.client.close().await?;
+        Ok(())
+    }
+}
+
+fn free_port() -> anyhow::Result<u16> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    Ok(listener.local_addr()?.port())
+}

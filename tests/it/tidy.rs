@@ -1,0 +1,155 @@
+//! The `shared` crate stays pure: no IO or async/cluster/GitHub/database/browser crates in
+//! its dependency tree, no clock reads in its source, and chrono without its clock.
+
+use std::path::Path;
+use std::process::Command;
+
+use crate::support::root;
+
+/// Crates that would mean `shared` does IO or only builds for one side.
+const FORBIDDEN_CRATES: &[&str] = &[
+    "tokio",
+    "mio",
+    "hyper",
+    "reqwest",
+    "axum",
+    "kube",
+    "kube-client",
+    "kube-runtime",
+    "k8s-openapi",
+    "octocrab",
+    "sqlx",
+    "sqlx-core",
+    "rusqlite",
+    "gloo-net",
+    "gloo-timers",
+    "gloo-utils",
+    "web-sys",
+    "js-sys",
+    "wasm-bindgen",
+];
+
+/// Source patterns that read a clock or do IO.
+const FORBIDDEN_CALLS: &[&str] = &[
+    "Utc::now",
+    "Local::now",
+    "SystemTime::now",
+    "Instant::now",
+    "Date::now",
+    "std::fs",
+    "std::net",
+    "std::process",
+    "std::env",
+];
+
+fn cargo(args: &[&str]) -> String {
+    let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned()))
+        .current_dir(root())
+        .args(args)
+        .output()
+        .expect("running cargo");
+    assert!(
+        out.status.success(),
+        "cargo {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("cargo prints UTF-8")
+}
+
+#[test]
+fn shared_depends_on_no_io_crate_for_any_target() {
+    let tree = cargo(&[
+        "tree",
+        "--locked",
+        "-p",
+        "tower-shared",
+        "-e",
+        "normal",
+        "--target",
+        "all",
+        "--prefix",
+        "none",
+        "--format",
+        "{p}",
+    ]);
+    let names: Vec<&str> = tree
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert!(
+        names.contains(&"serde"),
+        "unexpected cargo tree output:\n{tree}"
+    );
+    let bad: Vec<&&str> = names
+        .iter()
+        .filter(|n| FORBIDDEN_CRATES.contains(n))
+        .collect();
+    assert!(bad.is_empty(), "tower-shared depends on {bad:?}");
+}
+
+#[test]
+fn shared_uses_chrono_without_its_clock() {
+    let tree = cargo(&[
+        "tree",
+        "--locked",
+        "-p",
+        "tower-shared",
+        "-e",
+        "features",
+        "--prefix",
+        "none",
+    ]);
+    assert!(tree.contains("chrono feature \"serde\""), "{tree}");
+    assert!(
+        !tree.contains("chrono feature \"clock\""),
+        "tower-shared enables chrono's clock: derivations must take `now`"
+    );
+}
+
+/// Every forbidden call in `text`, as `line: pattern`.
+fn forbidden_calls(text: &str) -> Vec<String> {
+    text.lines()
+        .enumerate()
+        .filter(|(_, line)| !line.trim_start().starts_with("//"))
+        .flat_map(|(i, line)| {
+            FORBIDDEN_CALLS
+                .iter()
+                .filter(move |p| line.contains(*p))
+                .map(move |p| format!("{}: {p}", i + 1))
+        })
+        .collect()
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+    for entry in std::fs::read_dir(dir).expect("reading shared/src") {
+        let path = entry.expect("directory entry").path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+#[test]
+fn shared_source_reads_no_clock_and_does_no_io() {
+    let mut files = Vec::new();
+    rust_files(&root().join("shared/src"), &mut files);
+    assert!(files.len() >= 2, "found no sources under shared/src");
+    let mut found = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).expect("reading a source file");
+        found.extend(
+            forbidden_calls(&text)
+                .into_iter()
+                .map(|hit| format!("{}:{hit}", file.display())),
+        );
+    }
+    assert!(found.is_empty(), "shared must stay pure: {found:#?}");
+}
+
+#[test]
+fn the_scanner_catches_clock_reads() {
+    let code = "fn f() {\n    let t = chrono::Utc::now();\n    // Utc::now in a comment is fine\n}";
+    assert_eq!(forbidden_calls(code), ["2: Utc::now"]);
+}
