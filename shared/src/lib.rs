@@ -9,7 +9,9 @@
 //! Module map:
 //! - [`fleet`] — the fleet overview: every app in every environment, and which cells
 //!   need someone's attention.
+//! - [`kube`] — Kubernetes objects of any kind, read leniently, with their conditions.
 //! - [`time`] — human wording for ages and durations, given `now`.
 
 pub mod fleet;
+pub mod kube;
 pub mod time;
