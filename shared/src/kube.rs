@@ -133,7 +133,7 @@ impl Condition {
             message: str_at(value, &["message"])
                 .filter(|m| !m.is_empty())
                 .map(str::to_owned),
-            last_transition_time: value.get("lastTransitionTime").and_then(|v| time(v)),
+            last_transition_time: value.get("lastTransitionTime").and_then(time),
         })
     }
 
