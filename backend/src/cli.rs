@@ -7,7 +7,7 @@ use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 
 use crate::app::AppState;
-use crate::{assets, demo, server};
+use crate::{assets, demo, offline, server};
 
 /// Tower: the delivery console for the Hangar platform.
 ///
@@ -31,6 +31,47 @@ pub enum Command {
     ///
     /// Live cluster and GitHub clients replace the file in a later release.
     Serve(ServeArgs),
+    /// Print the provisioning progress derived from a snapshot file, as JSON.
+    ///
+    /// Reads the snapshot format of docs/snapshot.md (cluster objects, pull requests, catalog,
+    /// cicd.yaml texts, history, the observer's memory, and `now`) and prints
+    /// `{"services": [...]}` with every step, its status, times, typical duration and events.
+    /// Works offline: nothing is fetched.
+    Provisioning(OfflineArgs),
+    /// Print the cloud Deployments view (ECS, Lambda, Container Apps) of one service, as JSON.
+    ///
+    /// Reads the same snapshot format as `tower provisioning`; `--service` is required.
+    CloudDeploys(CloudDeploysArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct OfflineArgs {
+    /// The snapshot file (JSON, see docs/snapshot.md); `-` reads standard input.
+    #[arg(long)]
+    pub snapshot: PathBuf,
+    /// Only this service.
+    #[arg(long, value_parser = service_name)]
+    pub service: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct CloudDeploysArgs {
+    /// The snapshot file (JSON, see docs/snapshot.md); `-` reads standard input.
+    #[arg(long)]
+    pub snapshot: PathBuf,
+    /// The service to show.
+    #[arg(long, value_parser = service_name)]
+    pub service: String,
+}
+
+fn service_name(value: &str) -> Result<String, String> {
+    if tower_shared::provisioning::is_dns_label(value) {
+        Ok(value.to_owned())
+    } else {
+        Err(format!(
+            "{value:?} is not a service name (lowercase letters, digits and '-', at most 63)"
+        ))
+    }
 }
 
 #[derive(Debug, Args)]
@@ -63,13 +104,12 @@ pub struct ServeArgs {
 
 /// Runs one `tower` command to completion.
 pub fn run(cli: Cli) -> anyhow::Result<()> {
-    let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
     match cli.command {
         Command::Demo(args) => {
             let dist = assets::Dist::open(&args.frontend.dist)?;
             let state = AppState::new(demo::fleet(chrono::Utc::now())?);
             let addr = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), args.port);
-            runtime.block_on(server::serve(addr, state, dist))
+            block_on(server::serve(addr, state, dist))
         }
         Command::Serve(args) => {
             let dist = assets::Dist::open(&args.frontend.dist)?;
@@ -77,7 +117,24 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                 .with_context(|| format!("reading {}", args.fleet_file.display()))?;
             let fleet = serde_json::from_str(&text)
                 .with_context(|| format!("{} is not a fleet", args.fleet_file.display()))?;
-            runtime.block_on(server::serve(args.listen, AppState::new(fleet), dist))
+            block_on(server::serve(args.listen, AppState::new(fleet), dist))
+        }
+        Command::Provisioning(args) => {
+            let snapshot = offline::read_snapshot(&args.snapshot)?;
+            offline::print_json(&offline::provisioning(&snapshot, args.service.as_deref()))
+        }
+        Command::CloudDeploys(args) => {
+            let snapshot = offline::read_snapshot(&args.snapshot)?;
+            offline::print_json(&tower_shared::cloud::derive_cloud_deploys(
+                &snapshot,
+                &args.service,
+            ))
         }
     }
+}
+
+fn block_on<F: std::future::Future<Output = anyhow::Result<()>>>(future: F) -> anyhow::Result<()> {
+    tokio::runtime::Runtime::new()
+        .context("starting the async runtime")?
+        .block_on(future)
 }

@@ -6,6 +6,7 @@
 //!   tests call it directly.
 //! - [`routes`] — one module per JSON endpoint.
 //! - [`assets`] — the built frontend: content types, precompressed files, cache headers.
+//! - [`offline`] — `tower provisioning` and `tower cloud-deploys`: snapshot file in, JSON out.
 //! - [`demo`] — the built-in data set `tower demo` serves until the simulated platform lands.
 //! - [`server`] — binding, the "running at" line, graceful shutdown.
 //!
@@ -16,5 +17,6 @@ pub mod app;
 pub mod assets;
 pub mod cli;
 pub mod demo;
+pub mod offline;
 pub mod routes;
 pub mod server;

@@ -7,11 +7,19 @@
 //! - builds for `wasm32-unknown-unknown` and native alike.
 //!
 //! Module map:
+//! - [`cloud`] — cloud deploys (ECS, Lambda, Container Apps) from Tekton deploy runs.
 //! - [`fleet`] — the fleet overview: every app in every environment, and which cells
 //!   need someone's attention.
 //! - [`kube`] — Kubernetes objects of any kind, read leniently, with their conditions.
+//! - [`provisioning`] — provisioning progress: steps, groups, events, typical durations.
+//! - [`snapshot`] — the derivations' input: cluster objects, pull requests, catalog, history, memory.
+//! - [`tekton`] — PipelineRuns and TaskRuns: status, times, results, params.
 //! - [`time`] — human wording for ages and durations, given `now`.
 
+pub mod cloud;
 pub mod fleet;
 pub mod kube;
+pub mod provisioning;
+pub mod snapshot;
+pub mod tekton;
 pub mod time;

@@ -3,6 +3,7 @@
 //! - [`support`] — starting `tower demo` and a headless Chromium for a test.
 //! - [`tidy`] — invariants of the code base itself (the `shared` crate stays pure).
 //! - [`http`] — the demo's HTTP surface through a real socket.
+//! - [`cloud_deploys`] — the cloud deploy derivation over `fixtures/cloud-deploys/`.
 //! - [`cli`] — the `tower` command line and its errors.
 //! - [`browser`] — the app in headless Chromium, driven through chromedriver.
 
@@ -10,6 +11,7 @@
 
 mod browser;
 mod cli;
+mod cloud_deploys;
 mod http;
 mod support;
 mod tidy;

@@ -1,0 +1,45 @@
+//! The offline derivation commands: read a snapshot file, print JSON.
+
+use std::io::{Read, Write};
+use std::path::Path;
+
+use anyhow::Context;
+use serde::Serialize;
+use tower_shared::provisioning::{derive_provisioning, Provisioning};
+use tower_shared::snapshot::Snapshot;
+
+/// Reads and parses a snapshot; `-` is standard input. Errors name the file and the field.
+pub fn read_snapshot(path: &Path) -> anyhow::Result<Snapshot> {
+    let (label, text) = if path == Path::new("-") {
+        let mut text = String::new();
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .context("reading the snapshot from standard input")?;
+        ("<stdin>".to_owned(), text)
+    } else {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        (path.display().to_string(), text)
+    };
+    Snapshot::from_json(&text).map_err(|err| anyhow::anyhow!("{label}: {err}"))
+}
+
+/// The provisioning derivation, narrowed to one service when asked.
+pub fn provisioning(snapshot: &Snapshot, service: Option<&str>) -> Provisioning {
+    let mut derived = derive_provisioning(snapshot);
+    if let Some(name) = service {
+        derived.services.retain(|s| s.name == name);
+        if derived.services.is_empty() {
+            tracing::warn!("no tracked service is called {name}");
+        }
+    }
+    derived
+}
+
+/// Pretty JSON on stdout, newline-terminated.
+pub fn print_json<T: Serialize>(value: &T) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    serde_json::to_writer_pretty(&mut out, value).context("writing JSON")?;
+    writeln!(out).context("writing JSON")?;
+    Ok(())
+}

@@ -1,0 +1,107 @@
+//! The app's `cicd.yaml`: which environment comes first, and on which cluster.
+//!
+//! `deploy.environments` is a list; each entry is a name (`- dev`) or a map with `name`,
+//! an optional `type` (`ground` or `flight`; `tier` and `kind` are read too) and, for a
+//! Flight environment, the `cluster` it runs on. Ground environments run on the dev cluster.
+
+use serde_yaml_ng::Value;
+
+/// The environment the "Running healthy in <env>" step watches.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FirstEnvironment {
+    pub name: String,
+    /// The cluster to read its Rollout on; `None` means the control-plane (dev) cluster.
+    pub cluster: Option<String>,
+    pub flight: bool,
+    /// Whether cicd.yaml was read and declared it (otherwise dev is assumed).
+    pub declared: bool,
+    /// Whether cicd.yaml names a `deploy-to-<env>` stage; `None` when it was not read.
+    pub has_deploy_stage: Option<bool>,
+}
+
+impl FirstEnvironment {
+    fn assumed_dev(has_deploy_stage: Option<bool>) -> Self {
+        Self {
+            name: "dev".to_owned(),
+            cluster: None,
+            flight: false,
+            declared: false,
+            has_deploy_stage,
+        }
+    }
+}
+
+/// The first environment from `cicd.yaml` text; dev on the dev cluster when the text is
+/// absent, unreadable or declares none.
+pub fn first_environment(cicd: Option<&str>) -> FirstEnvironment {
+    let Some(text) = cicd else {
+        return FirstEnvironment::assumed_dev(None);
+    };
+    let Ok(doc) = serde_yaml_ng::from_str::<Value>(text) else {
+        return FirstEnvironment::assumed_dev(None);
+    };
+    let first = doc
+        .get("deploy")
+        .and_then(|d| d.get("environments"))
+        .and_then(Value::as_sequence)
+        .and_then(|envs| envs.first());
+    let stage = |env: &str| Some(text.contains(&format!("deploy-to-{env}")));
+    let Some(first) = first else {
+        return FirstEnvironment::assumed_dev(stage("dev"));
+    };
+    let field = |keys: &[&str]| {
+        keys.iter()
+            .find_map(|k| first.get(*k).and_then(Value::as_str))
+            .map(str::to_owned)
+    };
+    let name = first
+        .as_str()
+        .map(str::to_owned)
+        .or_else(|| field(&["name"]))
+        .unwrap_or_else(|| "dev".to_owned());
+    let flight = field(&["type", "tier", "kind"]).is_some_and(|t| t.eq_ignore_ascii_case("flight"));
+    let cluster = if flight { field(&["cluster"]) } else { None };
+    FirstEnvironment {
+        has_deploy_stage: stage(&name),
+        name,
+        cluster,
+        flight,
+        declared: true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn absent_or_broken_means_dev() {
+        for text in [
+            None,
+            Some("deploy: [unclosed"),
+            Some("deploy: {}"),
+            Some(""),
+        ] {
+            let env = first_environment(text);
+            assert_eq!(env.name, "dev", "{text:?}");
+            assert_eq!(env.cluster, None);
+            assert!(!env.declared);
+        }
+    }
+
+    #[test]
+    fn names_and_maps() {
+        let env = first_environment(Some("deploy:\n  environments: [staging, prod]\n"));
+        assert_eq!(env.name, "staging");
+        assert!(env.declared && !env.flight);
+        assert_eq!(env.has_deploy_stage, Some(false));
+
+        let env = first_environment(Some(
+            "deploy:\n  environments:\n    - name: prod\n      type: Flight\n      cluster: prod-eu\nstages:\n  - deploy-to-prod\n",
+        ));
+        assert_eq!(env.name, "prod");
+        assert!(env.flight);
+        assert_eq!(env.cluster.as_deref(), Some("prod-eu"));
+        assert_eq!(env.has_deploy_stage, Some(true));
+    }
+}

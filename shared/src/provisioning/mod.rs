@@ -1,0 +1,128 @@
+//! Provisioning progress (spec: `provisioning.md`): for every Hangar XR on the control-plane
+//! cluster, and every pending request PR, the steps from request to running, each from the
+//! signal the spec names.
+//!
+//! [`derive_provisioning`] is a pure function of a [`Snapshot`] (which carries `now` and the
+//! observer's memory). [`remember`] is the observer's side: given what was derived, it
+//! returns the memory to pass in next time. [`record_of`] turns a finished service into a
+//! history record.
+//!
+//! Module map: [`model`] (output types), `index` (the snapshot filed for lookups), `steps`
+//! (one function per step), `request` (request PR titles), `cicd` (the first environment),
+//! `typical` (typical durations).
+
+mod cicd;
+mod index;
+pub mod model;
+mod request;
+mod steps;
+mod typical;
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Duration, Utc};
+
+use crate::snapshot::{Observation, RecordedRun, Snapshot};
+
+pub use cicd::{first_environment, FirstEnvironment};
+pub use model::*;
+pub use request::{is_dns_label, parse_request_title, RequestTitle};
+
+use index::Index;
+use typical::Typicals;
+
+/// The API group of the Hangar XRs.
+pub const XR_GROUP: &str = "catalog.hangar.io";
+
+/// An XR older than this is no longer tracked.
+pub const TRACKED_FOR: Duration = Duration::hours(24);
+/// Built this long ago with nothing deployed (or an InfraService this old with no
+/// environment) means stalled.
+pub const STALLED_AFTER: Duration = Duration::hours(4);
+/// A finished service stays on the strip this long.
+pub const FINISHED_SHOWN_FOR: Duration = Duration::minutes(15);
+/// Merged request PRs stay pending this long while the XR does not exist.
+pub const PENDING_MERGED_WINDOW: Duration = Duration::minutes(30);
+/// A built app with no Rollout after this long gets a "what is missing" hint.
+pub const ROLLOUT_HINT_AFTER: Duration = Duration::minutes(5);
+
+/// Derives the provisioning state of every tracked service, at `snapshot.now`.
+///
+/// Total: odd or missing data gives "waiting"/"unknown" steps with a reason, never a panic.
+/// The result does not depend on the order of objects in the snapshot.
+pub fn derive_provisioning(snapshot: &Snapshot) -> Provisioning {
+    let index = Index::new(snapshot);
+    let typicals = Typicals::new(&snapshot.history);
+    let mut services: Vec<ServiceProgress> = index
+        .xrs
+        .iter()
+        .filter_map(|&(xr, kind)| steps::derive_service(&index, &typicals, xr, kind))
+        .collect();
+    services.extend(steps::pending_requests(&index, &typicals));
+    services.sort_by(|a, b| a.group.cmp(&b.group).then_with(|| a.name.cmp(&b.name)));
+    Provisioning { services }
+}
+
+/// The observer's memory after seeing `derived` at `now`: when a step was first seen
+/// running and, after that, first seen done (the catalog and rollout steps have no other
+/// source of time); and a pending request's PR times, so they outlive the PR lookup.
+/// Services no longer tracked are forgotten.
+pub fn remember(
+    memory: &BTreeMap<String, BTreeMap<String, Observation>>,
+    derived: &Provisioning,
+    now: DateTime<Utc>,
+) -> BTreeMap<String, BTreeMap<String, Observation>> {
+    let mut next = BTreeMap::new();
+    for service in &derived.services {
+        let old = memory.get(&service.name);
+        let mut steps = BTreeMap::new();
+        for step in &service.steps {
+            let key = step.id.as_str();
+            let mut seen = old.and_then(|m| m.get(key)).cloned().unwrap_or_default();
+            if step.id == StepId::RequestPrMerged {
+                seen.running_since = step.started_at.or(seen.running_since);
+                seen.done_at = step.ended_at.or(seen.done_at);
+            } else {
+                match step.status {
+                    StepStatus::Running if seen.running_since.is_none() => {
+                        seen.running_since = Some(now);
+                    }
+                    StepStatus::Done if seen.running_since.is_some() && seen.done_at.is_none() => {
+                        seen.done_at = Some(now);
+                    }
+                    _ => {}
+                }
+            }
+            if seen != Observation::default() {
+                steps.insert(key.to_owned(), seen);
+            }
+        }
+        if !steps.is_empty() {
+            next.insert(service.name.clone(), steps);
+        }
+    }
+    next
+}
+
+/// The history record of a finished provision: its first known start, last known end and
+/// the seconds of every step whose duration is known (unknown ones are left out, never 0).
+pub fn record_of(service: &ServiceProgress) -> Option<RecordedRun> {
+    if service.group != Group::Finished {
+        return None;
+    }
+    let kind = service.kind?;
+    let started_at = service.steps.iter().filter_map(|s| s.started_at).min()?;
+    let finished_at = service.steps.iter().filter_map(|s| s.ended_at).max()?;
+    let steps = service
+        .steps
+        .iter()
+        .filter_map(|s| Some((s.id.as_str().to_owned(), s.duration_sec?)))
+        .collect();
+    Some(RecordedRun {
+        service: service.name.clone(),
+        kind: kind.as_str().to_owned(),
+        started_at,
+        finished_at,
+        steps,
+    })
+}

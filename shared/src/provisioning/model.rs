@@ -1,0 +1,235 @@
+//! The derivation's output: services, their steps, events and what gets created. These are
+//! the field names of `tower provisioning`'s JSON; keep them stable.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+/// The derived provisioning state of every service Tower is tracking.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Provisioning {
+    pub services: Vec<ServiceProgress>,
+}
+
+/// One service being provisioned (or waiting for its request PR).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ServiceProgress {
+    pub name: String,
+    /// `None` for a pending request whose PR title does not name the kind.
+    pub kind: Option<ServiceKind>,
+    pub group: Group,
+    /// When the XR was created; `None` while the request is pending.
+    pub created_at: Option<DateTime<Utc>>,
+    pub steps: Vec<Step>,
+    pub events: Vec<Event>,
+    /// "What gets created": the XR's composed resources, with readiness where Tower can read them.
+    pub created: Vec<CreatedResource>,
+}
+
+/// Where a service sits on the Services tab.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Group {
+    /// A request PR exists but the XR does not yet.
+    Pending,
+    /// Under 24 hours old and not finished.
+    InFlight,
+    /// Built more than 4 hours ago with nothing deployed (or, for an InfraService, no
+    /// environment after 4 hours). Leaves the strip and the badge.
+    Stalled,
+    /// Every step done; shown for 15 minutes after the last one.
+    Finished,
+}
+
+/// The Hangar XR kinds (group `catalog.hangar.io`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum ServiceKind {
+    NodeJS,
+    SpringBoot,
+    Python,
+    Go,
+    LambdaFunction,
+    AzureFunction,
+    InfraService,
+}
+
+impl ServiceKind {
+    pub const ALL: [Self; 7] = [
+        Self::NodeJS,
+        Self::SpringBoot,
+        Self::Python,
+        Self::Go,
+        Self::LambdaFunction,
+        Self::AzureFunction,
+        Self::InfraService,
+    ];
+
+    /// Reads an XR kind as Kubernetes spells it.
+    pub fn from_kind(kind: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.as_str() == kind)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::NodeJS => "NodeJS",
+            Self::SpringBoot => "SpringBoot",
+            Self::Python => "Python",
+            Self::Go => "Go",
+            Self::LambdaFunction => "LambdaFunction",
+            Self::AzureFunction => "AzureFunction",
+            Self::InfraService => "InfraService",
+        }
+    }
+
+    pub fn is_function(self) -> bool {
+        matches!(self, Self::LambdaFunction | Self::AzureFunction)
+    }
+
+    pub fn is_infra(self) -> bool {
+        self == Self::InfraService
+    }
+}
+
+/// The steps, by stable id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StepId {
+    RequestPrMerged,
+    RequestApplied,
+    DevCluster,
+    CicdOnboarded,
+    Repositories,
+    Catalog,
+    OnboardingPrs,
+    Secrets,
+    FirstBuild,
+    RunningHealthy,
+    FirstEnvironment,
+    Deployed,
+}
+
+impl StepId {
+    pub const ALL: [Self; 12] = [
+        Self::RequestPrMerged,
+        Self::RequestApplied,
+        Self::DevCluster,
+        Self::CicdOnboarded,
+        Self::Repositories,
+        Self::Catalog,
+        Self::OnboardingPrs,
+        Self::Secrets,
+        Self::FirstBuild,
+        Self::RunningHealthy,
+        Self::FirstEnvironment,
+        Self::Deployed,
+    ];
+
+    /// The id as it appears in JSON, history records and the observer's memory.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::RequestPrMerged => "request-pr-merged",
+            Self::RequestApplied => "request-applied",
+            Self::DevCluster => "dev-cluster",
+            Self::CicdOnboarded => "cicd-onboarded",
+            Self::Repositories => "repositories",
+            Self::Catalog => "catalog",
+            Self::OnboardingPrs => "onboarding-prs",
+            Self::Secrets => "secrets",
+            Self::FirstBuild => "first-build",
+            Self::RunningHealthy => "running-healthy",
+            Self::FirstEnvironment => "first-environment",
+            Self::Deployed => "deployed",
+        }
+    }
+
+    pub fn from_id(id: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|s| s.as_str() == id)
+    }
+
+    /// The built-in estimate of how long the step takes, used until there is history.
+    pub fn estimate_sec(self) -> u64 {
+        match self {
+            Self::RequestPrMerged => 15 * 60,
+            Self::RequestApplied => 3 * 60,
+            Self::DevCluster => 30,
+            Self::CicdOnboarded => 2 * 60,
+            Self::Repositories => 90,
+            Self::Catalog => 10 * 60,
+            Self::OnboardingPrs => 20 * 60,
+            Self::Secrets => 60,
+            Self::FirstBuild => 7 * 60,
+            Self::RunningHealthy => 3 * 60,
+            Self::FirstEnvironment => 30 * 60,
+            Self::Deployed => 5 * 60,
+        }
+    }
+}
+
+/// A step's state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StepStatus {
+    Done,
+    Running,
+    Waiting,
+    Failed,
+}
+
+/// Whether a typical duration was measured from history or is the built-in estimate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TypicalSource {
+    Measured,
+    Estimate,
+}
+
+/// One step of a provision.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Step {
+    pub id: StepId,
+    pub title: String,
+    pub status: StepStatus,
+    pub started_at: Option<DateTime<Utc>>,
+    pub ended_at: Option<DateTime<Utc>>,
+    /// Done or failed: end − start. Running: now − start. `None` when a needed time is unknown.
+    pub duration_sec: Option<u64>,
+    pub typical_sec: u64,
+    pub typical_source: TypicalSource,
+    /// What is happening or missing, in plain words (the failure message when failed).
+    pub detail: Option<String>,
+    pub links: Vec<Link>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Link {
+    pub title: String,
+    pub url: String,
+}
+
+/// A line of the live events log: seconds since the first event, and what happened.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Event {
+    pub at_sec: u64,
+    pub text: String,
+}
+
+/// One of the XR's composed resources.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CreatedResource {
+    pub kind: String,
+    pub name: String,
+    pub state: ResourceState,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ResourceState {
+    Ready,
+    NotReady,
+    Failed,
+    /// A kind Tower cannot read (or has no grant for).
+    NotTracked,
+}

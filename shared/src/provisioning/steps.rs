@@ -1,0 +1,1120 @@
+//! One function per step, each reading the signal `provisioning.md` names for it.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+
+use crate::cloud::{self, CloudDeploys, CloudTarget};
+use crate::kube::{array_at, at, str_at, time, Object};
+use crate::snapshot::{Observation, PullRequest};
+use crate::tekton::{PipelineRun, RunStatus};
+
+use super::cicd::{first_environment, FirstEnvironment};
+use super::index::{Index, Runs};
+use super::model::*;
+use super::typical::Typicals;
+use super::{
+    FINISHED_SHOWN_FOR, PENDING_MERGED_WINDOW, ROLLOUT_HINT_AFTER, STALLED_AFTER, TRACKED_FOR,
+};
+
+/// A step before its duration and typical are filled in.
+#[derive(Debug)]
+struct Draft {
+    status: StepStatus,
+    started_at: Option<DateTime<Utc>>,
+    ended_at: Option<DateTime<Utc>>,
+    detail: Option<String>,
+    links: Vec<Link>,
+}
+
+impl Draft {
+    fn new(
+        status: StepStatus,
+        started_at: Option<DateTime<Utc>>,
+        ended_at: Option<DateTime<Utc>>,
+    ) -> Self {
+        Self {
+            status,
+            started_at,
+            ended_at,
+            detail: None,
+            links: Vec::new(),
+        }
+    }
+
+    fn done(started_at: Option<DateTime<Utc>>, ended_at: Option<DateTime<Utc>>) -> Self {
+        Self::new(StepStatus::Done, started_at, ended_at)
+    }
+
+    fn running(started_at: Option<DateTime<Utc>>, detail: impl Into<String>) -> Self {
+        Self::new(StepStatus::Running, started_at, None).detail(detail)
+    }
+
+    fn waiting(detail: impl Into<String>) -> Self {
+        Self::new(StepStatus::Waiting, None, None).detail(detail)
+    }
+
+    fn failed(
+        started_at: Option<DateTime<Utc>>,
+        ended_at: Option<DateTime<Utc>>,
+        detail: impl Into<String>,
+    ) -> Self {
+        Self::new(StepStatus::Failed, started_at, ended_at).detail(detail)
+    }
+
+    fn detail(mut self, detail: impl Into<String>) -> Self {
+        self.detail = Some(detail.into());
+        self
+    }
+
+    fn link(mut self, title: impl Into<String>, url: Option<&str>) -> Self {
+        if let Some(url) = url {
+            self.links.push(Link {
+                title: title.into(),
+                url: url.to_owned(),
+            });
+        }
+        self
+    }
+
+    fn pr_link(self, what: &str, pr: &PullRequest) -> Self {
+        self.link(format!("{what} #{}", pr.number), pr.html_url.as_deref())
+    }
+}
+
+/// Seconds from `from` to `to`; `None` when either is unknown or `to` is earlier.
+fn seconds(from: Option<DateTime<Utc>>, to: Option<DateTime<Utc>>) -> Option<u64> {
+    u64::try_from((to? - from?).num_seconds()).ok()
+}
+
+fn latest(times: impl IntoIterator<Item = Option<DateTime<Utc>>>) -> Option<DateTime<Utc>> {
+    times.into_iter().flatten().max()
+}
+
+/// Everything the steps of one service share.
+struct Ctx<'s, 'a> {
+    index: &'s Index<'a>,
+    typicals: &'s Typicals,
+    now: DateTime<Utc>,
+    name: &'a str,
+    kind: ServiceKind,
+    xr: &'a Object,
+    created_at: Option<DateTime<Utc>>,
+    observed: Option<&'a BTreeMap<String, Observation>>,
+    cicd_namespace: String,
+    runs: Option<&'s Runs<'a>>,
+    first_build: Option<PipelineRun<'a>>,
+    /// For functions and cloud-target apps: their deploy runs.
+    cloud: Option<CloudDeploys>,
+    env: FirstEnvironment,
+}
+
+impl<'a> Ctx<'_, 'a> {
+    fn observed(&self, step: StepId) -> Option<&'a Observation> {
+        self.observed.and_then(|m| m.get(step.as_str()))
+    }
+
+    /// The time a step was first seen done, if it had been seen running before.
+    fn observed_done(&self, step: StepId) -> Option<DateTime<Utc>> {
+        self.observed(step)
+            .filter(|o| o.running_since.is_some())
+            .and_then(|o| o.done_at)
+    }
+
+    fn request_pr(&self) -> Option<&'a PullRequest> {
+        let candidates = self.index.request_prs.get(self.name)?;
+        let mut matching: Vec<&'a PullRequest> = candidates
+            .iter()
+            .filter(|(_, title)| title.kind.is_none_or(|k| k == self.kind))
+            .map(|(pr, _)| *pr)
+            .collect();
+        matching.sort_by_key(|pr| {
+            (
+                pr.merged_at.is_none(),
+                pr.is_abandoned(),
+                std::cmp::Reverse(pr.created_at),
+                pr.number,
+            )
+        });
+        matching.first().copied()
+    }
+
+    fn request_merged_at(&self) -> Option<DateTime<Utc>> {
+        self.request_pr().and_then(|pr| pr.merged_at).or_else(|| {
+            self.observed(StepId::RequestPrMerged)
+                .and_then(|o| o.done_at)
+        })
+    }
+
+    fn rollouts(&self) -> Vec<&'a Object> {
+        let cluster = self
+            .env
+            .cluster
+            .as_deref()
+            .unwrap_or(&self.index.snapshot.control_plane_cluster);
+        let namespace = format!("app-{}-{}", self.name, self.env.name);
+        let mut rollouts = self.index.rollouts(cluster, &namespace).to_vec();
+        rollouts.sort_by_key(|r| (r.name() != self.name, r.name()));
+        rollouts
+    }
+
+    fn build_succeeded_at(&self) -> Option<DateTime<Utc>> {
+        self.first_build
+            .filter(|b| b.status() == RunStatus::Succeeded)
+            .and_then(|b| b.completed_at())
+    }
+
+    fn finish(&self, id: StepId, title: String, draft: Draft) -> Step {
+        finish_step(self.typicals, Some(self.kind), self.now, id, title, draft)
+    }
+}
+
+/// A step from its draft: the duration (done or failed: end − start; running: now − start;
+/// unknown when a time is) and the typical duration for the kind.
+fn finish_step(
+    typicals: &Typicals,
+    kind: Option<ServiceKind>,
+    now: DateTime<Utc>,
+    id: StepId,
+    title: String,
+    draft: Draft,
+) -> Step {
+    let duration_sec = match draft.status {
+        StepStatus::Done | StepStatus::Failed => seconds(draft.started_at, draft.ended_at),
+        StepStatus::Running => seconds(draft.started_at, Some(now)),
+        StepStatus::Waiting => None,
+    };
+    let (typical_sec, typical_source) = typicals.get(kind, id);
+    Step {
+        id,
+        title,
+        status: draft.status,
+        started_at: draft.started_at,
+        ended_at: draft.ended_at,
+        duration_sec,
+        typical_sec,
+        typical_source,
+        detail: draft.detail,
+        links: draft.links,
+    }
+}
+
+/// The service an XR describes, or `None` when it is no longer tracked (over 24 h old, or
+/// finished more than 15 minutes ago).
+pub fn derive_service<'a>(
+    index: &Index<'a>,
+    typicals: &Typicals,
+    xr: &'a Object,
+    kind: ServiceKind,
+) -> Option<ServiceProgress> {
+    let snapshot = index.snapshot;
+    let now = snapshot.now;
+    let name = xr.name();
+    let created_at = xr.metadata.creation_timestamp;
+    if created_at.is_some_and(|c| now - c > TRACKED_FOR) {
+        return None;
+    }
+    let cicd_namespace = if kind.is_infra() {
+        format!("infra-{name}-cicd")
+    } else {
+        cloud::cicd_namespace(name)
+    };
+    let runs = index.runs(&cicd_namespace);
+    let first_build = runs.and_then(|r| {
+        r.pipeline_runs
+            .iter()
+            .filter(|run| run.pipeline() == Some("build"))
+            .filter(|run| {
+                !run.name().contains("onboarding-resync") && !run.name().contains("values-check")
+            })
+            .min_by_key(|run| (run.started_at(), run.name()))
+            .copied()
+    });
+    let declared = cloud::object_target(xr).or_else(|| index.catalog_target(name));
+    let cloud = if kind.is_infra() {
+        None
+    } else {
+        let (pipeline_runs, task_runs) = runs.map_or((&[][..], &[][..]), |r| {
+            (r.pipeline_runs.as_slice(), r.task_runs.as_slice())
+        });
+        let deploys = cloud::derive_from_runs(name, declared, pipeline_runs, task_runs);
+        (kind.is_function() || deploys.capability == cloud::Capability::CloudRuntime)
+            .then_some(deploys)
+    };
+    let ctx = Ctx {
+        index,
+        typicals,
+        now,
+        name,
+        kind,
+        xr,
+        created_at,
+        observed: snapshot.observed.get(name),
+        cicd_namespace,
+        runs,
+        first_build,
+        cloud,
+        env: first_environment(snapshot.cicd.get(name).map(String::as_str)),
+    };
+
+    let mut steps = vec![
+        ctx.finish(
+            StepId::RequestPrMerged,
+            "Request PR merged".into(),
+            request_pr_merged(&ctx),
+        ),
+        ctx.finish(
+            StepId::RequestApplied,
+            "Request applied".into(),
+            request_applied(&ctx),
+        ),
+        ctx.finish(
+            StepId::DevCluster,
+            "Dev cluster chosen".into(),
+            dev_cluster(&ctx),
+        ),
+        ctx.finish(
+            StepId::CicdOnboarded,
+            "CI/CD onboarded".into(),
+            cicd_onboarded(&ctx),
+        ),
+        ctx.finish(
+            StepId::Repositories,
+            if kind.is_function() {
+                "Source repo created"
+            } else {
+                "Repositories and starter files"
+            }
+            .into(),
+            repositories(&ctx),
+        ),
+        ctx.finish(
+            StepId::Catalog,
+            "Available in the Backstage catalog".into(),
+            catalog(&ctx),
+        ),
+    ];
+    if !kind.is_infra() {
+        let title = if kind.is_function() {
+            "Application onboarding PR"
+        } else {
+            "Application onboarding PRs"
+        };
+        steps.push(ctx.finish(StepId::OnboardingPrs, title.into(), onboarding_prs(&ctx)));
+    }
+    steps.push(ctx.finish(
+        StepId::Secrets,
+        "Infisical secrets resources".into(),
+        secrets(&ctx),
+    ));
+    if kind.is_infra() {
+        let cicd_done = steps[3].status == StepStatus::Done;
+        let repos_done = steps[4].status == StepStatus::Done;
+        let after = latest([steps[3].ended_at, steps[4].ended_at]);
+        steps.push(ctx.finish(
+            StepId::FirstEnvironment,
+            "First environment up".into(),
+            first_environment_up(&ctx, cicd_done && repos_done, after),
+        ));
+    } else {
+        steps.push(ctx.finish(
+            StepId::FirstBuild,
+            "First build and checks".into(),
+            first_build_step(&ctx),
+        ));
+        if let Some(deploys) = &ctx.cloud {
+            let target = deploys.target.or(match kind {
+                ServiceKind::LambdaFunction => Some(CloudTarget::AwsLambda),
+                ServiceKind::AzureFunction => Some(CloudTarget::AzureContainerApps),
+                _ => None,
+            });
+            let title = format!(
+                "Deployed to {}",
+                target.map_or("the cloud", CloudTarget::title)
+            );
+            steps.push(ctx.finish(StepId::Deployed, title, deployed(&ctx, deploys)));
+        } else {
+            let title = format!("Running healthy in {}", ctx.env.name);
+            steps.push(ctx.finish(StepId::RunningHealthy, title, running_healthy(&ctx)));
+        }
+    }
+
+    let group = group(&ctx, &steps)?;
+    Some(ServiceProgress {
+        name: name.to_owned(),
+        kind: Some(kind),
+        group,
+        created_at,
+        events: events(&steps),
+        created: created_resources(&ctx),
+        steps,
+    })
+}
+
+/// Pending, in flight, stalled or finished — or `None` when no longer shown.
+fn group(ctx: &Ctx<'_, '_>, steps: &[Step]) -> Option<Group> {
+    let now = ctx.now;
+    if steps.iter().all(|s| s.status == StepStatus::Done) {
+        let finished_at = steps.iter().filter_map(|s| s.ended_at).max()?;
+        return (now - finished_at <= FINISHED_SHOWN_FOR).then_some(Group::Finished);
+    }
+    let stalled = if ctx.kind.is_infra() {
+        let no_environment = ctx
+            .index
+            .applications(&format!("{}-dev", ctx.name))
+            .is_empty();
+        no_environment && ctx.created_at.is_some_and(|c| now - c > STALLED_AFTER)
+    } else {
+        let built_long_ago = ctx
+            .build_succeeded_at()
+            .is_some_and(|b| now - b > STALLED_AFTER);
+        let deployed = match &ctx.cloud {
+            Some(deploys) => deploys.last_success.is_some(),
+            None => !ctx.rollouts().is_empty(),
+        };
+        built_long_ago && !deployed
+    };
+    Some(if stalled {
+        Group::Stalled
+    } else {
+        Group::InFlight
+    })
+}
+
+/// The live events log, from the steps' own timestamps; a step without a known time has
+/// no line.
+pub fn events(steps: &[Step]) -> Vec<Event> {
+    let mut lines: Vec<(DateTime<Utc>, usize, String)> = Vec::new();
+    for (order, step) in steps.iter().enumerate() {
+        if let Some(at) = step.started_at {
+            lines.push((at, order * 2, format!("▸ {} started", step.title)));
+        }
+        if let Some(at) = step.ended_at {
+            match step.status {
+                StepStatus::Done => {
+                    lines.push((at, order * 2 + 1, format!("✓ {} done", step.title)))
+                }
+                StepStatus::Failed => {
+                    lines.push((at, order * 2 + 1, format!("✗ {} failed", step.title)))
+                }
+                StepStatus::Running | StepStatus::Waiting => {}
+            }
+        }
+    }
+    lines.sort();
+    let Some(first) = lines.first().map(|l| l.0) else {
+        return Vec::new();
+    };
+    lines
+        .into_iter()
+        .map(|(at, _, text)| Event {
+            at_sec: seconds(Some(first), Some(at)).unwrap_or(0),
+            text,
+        })
+        .collect()
+}
+
+fn request_pr_merged(ctx: &Ctx<'_, '_>) -> Draft {
+    // The XR exists, so the request was merged and applied.
+    match ctx.request_pr() {
+        Some(pr) if pr.is_merged() => {
+            Draft::done(pr.created_at, pr.merged_at).pr_link("Request PR", pr)
+        }
+        pr => {
+            let memory = ctx.observed(StepId::RequestPrMerged);
+            let draft = Draft::done(
+                memory.and_then(|m| m.running_since),
+                memory.and_then(|m| m.done_at),
+            );
+            match pr {
+                Some(pr) => draft.pr_link("Request PR", pr),
+                None => draft,
+            }
+        }
+    }
+}
+
+fn request_applied(ctx: &Ctx<'_, '_>) -> Draft {
+    let draft = Draft::done(ctx.request_merged_at(), ctx.created_at);
+    let xr = ctx.xr;
+    draft.detail(format!("{} {} exists", xr.kind, xr.name()))
+}
+
+fn dev_cluster(ctx: &Ctx<'_, '_>) -> Draft {
+    match ctx.xr.condition("DevClusterReady") {
+        Some(c) if c.is_true() => Draft::done(ctx.created_at, c.last_transition_time),
+        c => Draft::running(
+            ctx.created_at,
+            c.and_then(|c| c.message)
+                .unwrap_or_else(|| "Crossplane is choosing a dev cluster".to_owned()),
+        ),
+    }
+}
+
+/// Argo CD's view of an Application: (sync, health, health's last transition).
+fn argo_state(app: &Object) -> (&str, &str, Option<DateTime<Utc>>) {
+    (
+        str_at(&app.status, &["sync", "status"]).unwrap_or("Unknown"),
+        str_at(&app.status, &["health", "status"]).unwrap_or("Unknown"),
+        at(&app.status, &["health", "lastTransitionTime"]).and_then(time),
+    )
+}
+
+fn cicd_onboarded(ctx: &Ctx<'_, '_>) -> Draft {
+    let condition = ctx.xr.condition("CicdOnboarded");
+    let app_name = format!("{}-cicd", ctx.name);
+    let control_plane = ctx.index.snapshot.control_plane_cluster.as_str();
+    let app = ctx
+        .index
+        .applications(&app_name)
+        .iter()
+        .filter(|(cluster, app)| *cluster == control_plane && app.namespace() == Some("argocd"))
+        .map(|(_, app)| *app)
+        .min_by_key(|app| app.metadata.uid.clone());
+    match condition {
+        Some(c) if c.is_true() => match app.map(argo_state) {
+            // No read grant on the platform's Applications: the condition alone decides.
+            None => Draft::done(ctx.created_at, c.last_transition_time),
+            Some(("Synced", "Healthy", healthy_since)) => Draft::done(
+                ctx.created_at,
+                latest([c.last_transition_time, healthy_since]),
+            ),
+            Some((sync, health, _)) => Draft::running(
+                ctx.created_at,
+                format!("Argo CD application {app_name} is {sync} and {health}"),
+            ),
+        },
+        c => Draft::running(
+            ctx.created_at,
+            c.and_then(|c| c.message)
+                .unwrap_or_else(|| "Waiting for CI/CD onboarding".to_owned()),
+        ),
+    }
+}
+
+/// The XR's composed resources: `spec.crossplane.resourceRefs` (Crossplane v2) or
+/// `spec.resourceRefs` (legacy), as (apiVersion, kind, name).
+fn resource_refs(xr: &Object) -> Vec<(&str, &str, &str)> {
+    let v2 = array_at(&xr.spec, &["crossplane", "resourceRefs"]);
+    let refs = if v2.is_empty() {
+        array_at(&xr.spec, &["resourceRefs"])
+    } else {
+        v2
+    };
+    refs.iter()
+        .filter_map(|r| {
+            Some((
+                str_at(r, &["apiVersion"]).unwrap_or_default(),
+                str_at(r, &["kind"])?,
+                str_at(r, &["name"])?,
+            ))
+        })
+        .collect()
+}
+
+fn is_repo_kind(kind: &str) -> bool {
+    kind == "Repository" || kind == "RepositoryFile"
+}
+
+/// A composed object's readiness, and the provider's error when it is failing.
+fn readiness(object: &Object) -> (ResourceState, Option<String>) {
+    let failing = object
+        .conditions()
+        .find(|c| (c.type_ == "Synced" || c.type_ == "LastAsyncOperation") && c.is_false());
+    if let Some(c) = failing {
+        return (ResourceState::Failed, c.message.or(c.reason));
+    }
+    match object.condition("Ready") {
+        Some(c) if c.is_true() => (ResourceState::Ready, None),
+        _ => (ResourceState::NotReady, None),
+    }
+}
+
+fn repositories(ctx: &Ctx<'_, '_>) -> Draft {
+    let labelled = ctx.index.repo_objects(ctx.name);
+    let refs: Vec<(&str, &str)> = resource_refs(ctx.xr)
+        .into_iter()
+        .filter(|(_, kind, _)| is_repo_kind(kind))
+        .map(|(_, kind, name)| (kind, name))
+        .collect();
+    // Scaffold files leave resourceRefs once done: count only what is still composed.
+    let mut objects: Vec<&Object> = labelled
+        .iter()
+        .filter(|o| refs.is_empty() || refs.contains(&(o.kind.as_str(), o.name())))
+        .copied()
+        .collect();
+    objects.sort_by_key(|o| (o.kind.as_str(), o.name()));
+    let missing = refs
+        .iter()
+        .filter(|(kind, name)| {
+            !labelled
+                .iter()
+                .any(|o| o.kind == *kind && o.name() == *name)
+        })
+        .count();
+
+    let links: Vec<(String, &str)> = objects
+        .iter()
+        .filter(|o| o.kind == "Repository")
+        .filter_map(|o| {
+            let url = str_at(&o.status, &["atProvider", "htmlUrl"])?;
+            let repo = url.rsplit('/').next().unwrap_or_default();
+            let title = if repo.starts_with("gitops-") {
+                "GitOps repo"
+            } else {
+                "Source repo"
+            };
+            Some((title.to_owned(), url))
+        })
+        .collect();
+    let with_links = |mut draft: Draft| {
+        for (title, url) in &links {
+            draft = draft.link(title.clone(), Some(url));
+        }
+        draft
+    };
+
+    if objects.is_empty() && missing == 0 {
+        // Nothing readable (no grant, or not composed yet): fall back to the XR's Ready.
+        return match ctx.xr.condition("Ready") {
+            Some(c) if c.is_true() => Draft::done(ctx.created_at, c.last_transition_time),
+            _ => Draft::running(ctx.created_at, "Waiting for the resource to be Ready"),
+        };
+    }
+    let states: Vec<(&Object, ResourceState, Option<String>)> = objects
+        .iter()
+        .map(|o| {
+            let (state, message) = readiness(o);
+            (*o, state, message)
+        })
+        .collect();
+    if let Some((o, _, message)) = states.iter().find(|(_, s, _)| *s == ResourceState::Failed) {
+        let message = message
+            .as_deref()
+            .unwrap_or("the provider reports an error");
+        return with_links(Draft::failed(
+            ctx.created_at,
+            None,
+            format!("{} {}: {message}", o.kind, o.name()),
+        ));
+    }
+    let ready = states
+        .iter()
+        .filter(|(_, s, _)| *s == ResourceState::Ready)
+        .count();
+    let total = states.len() + missing;
+    if ready == total {
+        let ended = latest(
+            objects
+                .iter()
+                .map(|o| o.condition("Ready").and_then(|c| c.last_transition_time)),
+        );
+        with_links(Draft::done(ctx.created_at, ended))
+    } else {
+        with_links(Draft::running(
+            ctx.created_at,
+            format!("{ready} of {total} ready"),
+        ))
+    }
+}
+
+fn catalog(ctx: &Ctx<'_, '_>) -> Draft {
+    match ctx.index.in_catalog(ctx.name) {
+        Some(true) => Draft::done(ctx.created_at, ctx.observed_done(StepId::Catalog)),
+        Some(false) => Draft::running(
+            ctx.created_at,
+            "The catalog ingestor adds it on its next sync (every 10 minutes by default)",
+        ),
+        None if ctx.first_build.is_some() => Draft::done(None, None)
+            .detail("The catalog lookup cannot answer; a build has run, so it is there"),
+        None => Draft::waiting("The catalog lookup cannot answer right now"),
+    }
+}
+
+fn onboarding_prs(ctx: &Ctx<'_, '_>) -> Draft {
+    let gitops = format!("gitops-{}", ctx.name);
+    let repos: Vec<&str> = if ctx.kind.is_function() {
+        vec![ctx.name]
+    } else {
+        vec![ctx.name, gitops.as_str()]
+    };
+    let mut prs: Vec<&PullRequest> = repos
+        .iter()
+        .filter_map(|repo| {
+            ctx.index
+                .prs_in_repo(repo)
+                .iter()
+                .filter(|pr| pr.title.to_ascii_lowercase().starts_with("onboarding:"))
+                .min_by_key(|pr| (pr.is_abandoned(), pr.merged_at.is_none(), pr.number))
+                .copied()
+        })
+        .collect();
+    prs.sort_by_key(|pr| (pr.repo.clone(), pr.number));
+    let started = prs.iter().filter_map(|pr| pr.created_at).min();
+    let all_merged = prs.len() == repos.len() && prs.iter().all(|pr| pr.is_merged());
+    let merged_at = if all_merged {
+        latest(prs.iter().map(|pr| pr.merged_at))
+    } else {
+        None
+    };
+    let with_links = |mut draft: Draft| {
+        for pr in &prs {
+            draft = draft.pr_link(&format!("Onboarding PR on {}", pr.repo_name()), pr);
+        }
+        draft
+    };
+
+    let deployed_proof = ctx.first_build.is_some() || !ctx.rollouts().is_empty();
+    if all_merged || deployed_proof {
+        return with_links(Draft::done(started, merged_at));
+    }
+    if !ctx.index.knows_pull_requests() {
+        return Draft::waiting("GitHub has not answered the pull request lookup");
+    }
+    if let Some(pr) = prs.iter().find(|pr| pr.is_abandoned()) {
+        return with_links(Draft::failed(
+            pr.created_at,
+            pr.closed_at,
+            format!(
+                "The onboarding PR on {} was closed without merging",
+                pr.repo_name()
+            ),
+        ));
+    }
+    if prs.is_empty() {
+        return Draft::waiting("Glidepath opens the onboarding PRs once the repositories exist");
+    }
+    let open: Vec<String> = prs
+        .iter()
+        .filter(|pr| !pr.is_merged())
+        .map(|pr| format!("{}#{}", pr.repo_name(), pr.number))
+        .collect();
+    let missing = repos.len() - prs.len();
+    let mut detail = format!("Merge {}", open.join(" and "));
+    if missing > 0 {
+        detail = if open.is_empty() {
+            "Waiting for Glidepath to open the other onboarding PR".to_owned()
+        } else {
+            format!("{detail}; one more PR is still to be opened")
+        };
+    }
+    with_links(Draft::running(started, detail))
+}
+
+fn secrets(ctx: &Ctx<'_, '_>) -> Draft {
+    let store = ctx
+        .index
+        .secret_stores(ctx.name)
+        .iter()
+        .filter(|s| s.namespace() == Some(ctx.cicd_namespace.as_str()))
+        .min_by_key(|s| s.name())
+        .copied();
+    let Some(store) = store else {
+        return if ctx.first_build.is_some() {
+            Draft::done(None, None).detail("No SecretStore: nothing to wait for")
+        } else {
+            Draft::waiting(format!(
+                "Waiting for the SecretStore in {}",
+                ctx.cicd_namespace
+            ))
+        };
+    };
+    let link = infisical_link(ctx, store);
+    let started = store.metadata.creation_timestamp;
+    let draft = match readiness(store) {
+        (ResourceState::Failed, message) => Draft::failed(
+            started,
+            None,
+            format!(
+                "SecretStore {}: {}",
+                store.name(),
+                message.unwrap_or_else(|| "not synced".to_owned())
+            ),
+        ),
+        (ResourceState::Ready, _) => Draft::done(
+            started,
+            store
+                .condition("Ready")
+                .and_then(|c| c.last_transition_time),
+        ),
+        _ => Draft::running(
+            started,
+            format!("SecretStore {} is not Ready yet", store.name()),
+        ),
+    };
+    draft.link("Infisical project", link.as_deref())
+}
+
+/// The Infisical project page, from the Project object's external name.
+fn infisical_link(ctx: &Ctx<'_, '_>, store: &Object) -> Option<String> {
+    let base = ctx.index.snapshot.infisical_url.as_deref()?;
+    let project = ctx
+        .index
+        .infisical_projects
+        .iter()
+        .filter(|p| {
+            let composite = p.label("crossplane.io/composite");
+            p.name() == ctx.name || composite == Some(ctx.name) || composite == Some(store.name())
+        })
+        .min_by_key(|p| p.name())?;
+    let id = project.annotation("crossplane.io/external-name")?;
+    Some(format!(
+        "{}/projects/secret-management/{id}/overview",
+        base.trim_end_matches('/')
+    ))
+}
+
+fn first_build_step(ctx: &Ctx<'_, '_>) -> Draft {
+    let Some(build) = ctx.first_build else {
+        return Draft::waiting("Starts by itself when the source onboarding PR is merged");
+    };
+    let tasks: Vec<_> = ctx
+        .runs
+        .map(|r| {
+            r.task_runs
+                .iter()
+                .filter(|t| t.pipeline_run() == Some(build.name()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let finished = tasks
+        .iter()
+        .filter(|t| t.status() != RunStatus::Running)
+        .count();
+    let total = build.task_names().len();
+    match build.status() {
+        RunStatus::Succeeded => Draft::done(build.started_at(), build.completed_at()),
+        RunStatus::Running if total > 0 => Draft::running(
+            build.started_at(),
+            format!("{finished} of {total} tasks finished ({})", build.name()),
+        ),
+        RunStatus::Running => Draft::running(
+            build.started_at(),
+            format!("{finished} tasks finished ({})", build.name()),
+        ),
+        RunStatus::Failed => {
+            let failed = tasks
+                .iter()
+                .filter(|t| t.status() == RunStatus::Failed)
+                .min_by_key(|t| (t.completed_at(), t.name()));
+            let detail = match failed {
+                Some(t) => format!(
+                    "{} failed: {}",
+                    t.pipeline_task().unwrap_or(t.name()),
+                    t.message().unwrap_or_else(|| "no message".to_owned())
+                ),
+                None => build
+                    .message()
+                    .unwrap_or_else(|| format!("{} failed", build.name())),
+            };
+            Draft::failed(build.started_at(), build.completed_at(), detail)
+        }
+    }
+}
+
+fn rollout_state(rollout: &Object) -> (String, Option<String>, i64, i64) {
+    let phase = str_at(&rollout.status, &["phase"])
+        .map(str::to_owned)
+        .unwrap_or_else(|| match rollout.condition("Healthy") {
+            Some(c) if c.is_true() => "Healthy".to_owned(),
+            _ => "Progressing".to_owned(),
+        });
+    let message = str_at(&rollout.status, &["message"])
+        .filter(|m| !m.is_empty())
+        .map(str::to_owned);
+    let desired = at(&rollout.spec, &["replicas"])
+        .and_then(serde_json::Value::as_i64)
+        .unwrap_or(1);
+    // Kubernetes omits zero counts.
+    let available = at(&rollout.status, &["availableReplicas"])
+        .and_then(serde_json::Value::as_i64)
+        .unwrap_or(0);
+    (phase, message, desired, available)
+}
+
+fn running_healthy(ctx: &Ctx<'_, '_>) -> Draft {
+    let env = &ctx.env;
+    let namespace = format!("app-{}-{}", ctx.name, env.name);
+    let built_at = ctx.build_succeeded_at();
+    let rollouts = ctx.rollouts();
+    if let Some(rollout) = rollouts.first() {
+        let (phase, message, desired, available) = rollout_state(rollout);
+        if phase == "Healthy" && available >= desired {
+            return Draft::done(built_at, ctx.observed_done(StepId::RunningHealthy));
+        }
+        let counts = format!("{available} of {desired} replicas available");
+        let said = message.map(|m| format!(": {m}")).unwrap_or_default();
+        if phase == "Degraded" {
+            return Draft::failed(
+                built_at,
+                None,
+                format!("Rollout {} is Degraded{said}", rollout.name()),
+            );
+        }
+        return Draft::running(
+            built_at,
+            format!("Rollout {} is {phase}{said} ({counts})", rollout.name()),
+        );
+    }
+    let Some(built_at) = built_at else {
+        return Draft::waiting(format!("Deploys to {} after the first build", env.name));
+    };
+    let mut detail = format!("Waiting for a Rollout in {namespace}");
+    if ctx.now - built_at > ROLLOUT_HINT_AFTER {
+        detail = if env.flight {
+            let release = ctx
+                .index
+                .prs_in_repo(&format!("gitops-{}", ctx.name))
+                .iter()
+                .filter(|pr| pr.is_open() && pr.title.to_ascii_lowercase().contains("release"))
+                .min_by_key(|pr| pr.number)
+                .copied();
+            match release {
+                Some(pr) => format!(
+                    "No Rollout yet: the first release PR to {} (#{}) is still unmerged",
+                    env.name, pr.number
+                ),
+                None => format!(
+                    "No Rollout in {namespace} yet: the first release PR to {} has not been merged",
+                    env.name
+                ),
+            }
+        } else if env.has_deploy_stage == Some(false) {
+            format!(
+                "No Rollout in {namespace} yet: cicd.yaml has no deploy-to-{} stage",
+                env.name
+            )
+        } else {
+            format!(
+                "No Rollout in {namespace} yet: check that glidepath/envs/{}.yaml exists in gitops-{}{}",
+                env.name,
+                ctx.name,
+                if env.has_deploy_stage.is_none() { " and cicd.yaml has a deploy stage" } else { "" }
+            )
+        };
+    }
+    Draft::running(Some(built_at), detail)
+}
+
+fn deployed(ctx: &Ctx<'_, '_>, deploys: &CloudDeploys) -> Draft {
+    let console = deploys.console_url.as_deref();
+    if let Some(run) = &deploys.in_progress {
+        let what = match (&run.image, &run.environment) {
+            (Some(image), Some(env)) => format!("Deploying {image} to {env}"),
+            (Some(image), None) => format!("Deploying {image}"),
+            _ => format!("Deploy run {} is running", run.run),
+        };
+        return Draft::running(run.started_at, what);
+    }
+    if let Some(run) = &deploys.latest_failure {
+        let detail = format!(
+            "{} failed: {}",
+            run.failed_task.as_deref().unwrap_or(&run.run),
+            run.message.as_deref().unwrap_or("no message")
+        );
+        return Draft::failed(run.started_at, run.finished_at, detail);
+    }
+    if let Some(run) = &deploys.last_success {
+        return Draft::done(run.started_at, run.finished_at).link("Open in console", console);
+    }
+    if ctx.build_succeeded_at().is_some() {
+        Draft::running(
+            ctx.build_succeeded_at(),
+            "Waiting for the deploy stage to start",
+        )
+    } else {
+        Draft::waiting("The deploy stage runs after the first build")
+    }
+}
+
+fn first_environment_up(
+    ctx: &Ctx<'_, '_>,
+    prerequisites_done: bool,
+    after: Option<DateTime<Utc>>,
+) -> Draft {
+    if !prerequisites_done {
+        return Draft::waiting("Waits until CI/CD and the repositories are done");
+    }
+    let app_name = format!("{}-dev", ctx.name);
+    let app = ctx
+        .index
+        .applications(&app_name)
+        .iter()
+        .min_by_key(|(cluster, app)| (app.namespace() != Some("argocd"), *cluster, app.namespace()))
+        .map(|(_, app)| *app);
+    let Some(app) = app else {
+        return Draft::running(
+            after,
+            format!(
+                "Create glidepath/envs/dev.yaml in gitops-infra-{} (Configure › Environments › dev › Values), then add the component",
+                ctx.name
+            ),
+        );
+    };
+    match argo_state(app) {
+        ("Synced", "Healthy", since) => Draft::done(after, since),
+        (_, "Degraded", since) => {
+            let message =
+                str_at(&app.status, &["health", "message"]).unwrap_or("the component is unhealthy");
+            Draft::failed(
+                after,
+                since,
+                format!("Argo CD application {app_name} is Degraded: {message}"),
+            )
+        }
+        (sync, health, _) => Draft::running(
+            after,
+            format!("Argo CD application {app_name} is {sync} and {health}"),
+        ),
+    }
+}
+
+/// "What gets created": the XR's resourceRefs, with readiness for the kinds Tower reads
+/// (GitHub repositories and files, Hangar XRs such as the CI/CD child), plus the SecretStore.
+fn created_resources(ctx: &Ctx<'_, '_>) -> Vec<CreatedResource> {
+    let labelled = ctx.index.repo_objects(ctx.name);
+    let mut created: Vec<CreatedResource> = resource_refs(ctx.xr)
+        .into_iter()
+        .map(|(api_version, kind, name)| {
+            let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
+            let state = if is_repo_kind(kind) {
+                labelled
+                    .iter()
+                    .find(|o| o.kind == kind && o.name() == name)
+                    .map_or(ResourceState::NotReady, |o| readiness(o).0)
+            } else if group.ends_with("hangar.io") {
+                ctx.index
+                    .hangar_object(kind, name)
+                    .map_or(ResourceState::NotReady, |o| readiness(o).0)
+            } else {
+                ResourceState::NotTracked
+            };
+            CreatedResource {
+                kind: kind.to_owned(),
+                name: name.to_owned(),
+                state,
+            }
+        })
+        .collect();
+    let store = ctx
+        .index
+        .secret_stores(ctx.name)
+        .iter()
+        .filter(|s| s.namespace() == Some(ctx.cicd_namespace.as_str()))
+        .min_by_key(|s| s.name());
+    if let Some(store) = store {
+        if !created
+            .iter()
+            .any(|c| c.kind == "SecretStore" && c.name == store.name())
+        {
+            created.push(CreatedResource {
+                kind: "SecretStore".to_owned(),
+                name: store.name().to_owned(),
+                state: readiness(store).0,
+            });
+        }
+    }
+    created
+}
+
+/// Request PRs whose XR does not exist yet: open ones, and ones merged in the last 30 minutes.
+pub fn pending_requests(index: &Index<'_>, typicals: &Typicals) -> Vec<ServiceProgress> {
+    let now = index.snapshot.now;
+    let mut pending = Vec::new();
+    for (&name, prs) in &index.request_prs {
+        if index.has_xr(name) {
+            continue;
+        }
+        let pr = prs
+            .iter()
+            .filter(|(pr, _)| {
+                pr.is_open()
+                    || pr
+                        .merged_at
+                        .is_some_and(|m| now - m <= PENDING_MERGED_WINDOW)
+            })
+            .min_by_key(|(pr, _)| (!pr.is_open(), std::cmp::Reverse(pr.created_at), pr.number));
+        let Some(&(pr, title)) = pr else {
+            continue;
+        };
+        pending.push(pending_service(index, typicals, pr, title.kind, name));
+    }
+    pending
+}
+
+fn pending_service(
+    index: &Index<'_>,
+    typicals: &Typicals,
+    pr: &PullRequest,
+    kind: Option<ServiceKind>,
+    name: &str,
+) -> ServiceProgress {
+    let now = index.snapshot.now;
+    let step = |id: StepId, title: &str, draft: Draft| {
+        finish_step(typicals, kind, now, id, title.to_owned(), draft)
+    };
+    let (merged, applied) = match pr.merged_at {
+        Some(merged_at) => (
+            Draft::done(pr.created_at, Some(merged_at)).pr_link("Request PR", pr),
+            Draft::running(
+                Some(merged_at),
+                "Merged. ArgoCD polls the repo about every 3 minutes, then creates the resource",
+            ),
+        ),
+        None => (
+            Draft::running(pr.created_at, "Merge the request PR to start provisioning")
+                .pr_link("Request PR", pr),
+            Draft::waiting("Waits for the request PR to be merged"),
+        ),
+    };
+    let mut steps = vec![
+        step(StepId::RequestPrMerged, "Request PR merged", merged),
+        step(StepId::RequestApplied, "Request applied", applied),
+    ];
+    let later: &[(StepId, &str)] = match kind {
+        Some(ServiceKind::InfraService) => &[
+            (StepId::DevCluster, "Dev cluster chosen"),
+            (StepId::CicdOnboarded, "CI/CD onboarded"),
+            (StepId::Repositories, "Repositories and starter files"),
+            (StepId::Catalog, "Available in the Backstage catalog"),
+            (StepId::Secrets, "Infisical secrets resources"),
+            (StepId::FirstEnvironment, "First environment up"),
+        ],
+        Some(k) if k.is_function() => &[
+            (StepId::DevCluster, "Dev cluster chosen"),
+            (StepId::CicdOnboarded, "CI/CD onboarded"),
+            (StepId::Repositories, "Source repo created"),
+            (StepId::Catalog, "Available in the Backstage catalog"),
+            (StepId::OnboardingPrs, "Application onboarding PR"),
+            (StepId::Secrets, "Infisical secrets resources"),
+            (StepId::FirstBuild, "First build and checks"),
+            (StepId::Deployed, "Deployed"),
+        ],
+        _ => &[
+            (StepId::DevCluster, "Dev cluster chosen"),
+            (StepId::CicdOnboarded, "CI/CD onboarded"),
+            (StepId::Repositories, "Repositories and starter files"),
+            (StepId::Catalog, "Available in the Backstage catalog"),
+            (StepId::OnboardingPrs, "Application onboarding PRs"),
+            (StepId::Secrets, "Infisical secrets resources"),
+            (StepId::FirstBuild, "First build and checks"),
+            (StepId::RunningHealthy, "Running healthy"),
+        ],
+    };
+    steps.extend(later.iter().map(|&(id, title)| {
+        step(
+            id,
+            title,
+            Draft::waiting("Waits for the request to be applied"),
+        )
+    }));
+    ServiceProgress {
+        name: name.to_owned(),
+        kind,
+        group: Group::Pending,
+        created_at: None,
+        events: events(&steps),
+        created: Vec::new(),
+        steps,
+    }
+}

@@ -1,0 +1,233 @@
+//! The snapshot: everything a derivation reads, in one value.
+//!
+//! This is the input format of `tower provisioning` and `tower cloud-deploys` (documented in
+//! `docs/snapshot.md`) and what `GET /api/snapshot` serves the browser. Field names are a
+//! public interface: keep them stable. An absent field means "not known", which is not the
+//! same as empty: `catalog: null` means the catalog lookup could not answer, while
+//! `catalog: []` means it answered and found nothing.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::kube::Object;
+
+/// Everything known at one moment.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Snapshot {
+    /// The moment the derivation describes.
+    pub now: DateTime<Utc>,
+    /// The cluster holding the Hangar XRs, Tekton runs and the platform's Argo CD.
+    #[serde(default = "default_control_plane")]
+    pub control_plane_cluster: String,
+    /// Objects per cluster, exactly as the API serves them. Objects without a `kind` or
+    /// `metadata.name` are dropped; objects of kinds Tower does not use are ignored.
+    #[serde(default, deserialize_with = "lenient_clusters")]
+    pub clusters: BTreeMap<String, Vec<Object>>,
+    /// GitHub pull requests Tower looked up (request PRs, onboarding PRs, release PRs).
+    /// `None`: GitHub was not asked or did not answer.
+    #[serde(default)]
+    pub pull_requests: Option<Vec<PullRequest>>,
+    /// Backstage catalog entities. `None`: the lookup could not answer.
+    #[serde(default)]
+    pub catalog: Option<Vec<CatalogEntity>>,
+    /// Each service's `cicd.yaml`, as text, when it has been read.
+    #[serde(default)]
+    pub cicd: BTreeMap<String, String>,
+    /// Recorded provisioning runs, for typical durations.
+    #[serde(default)]
+    pub history: Vec<RecordedRun>,
+    /// The observer's memory of when it first saw steps running and done.
+    #[serde(default)]
+    pub observed: BTreeMap<String, BTreeMap<String, Observation>>,
+    /// Base URL of the Infisical UI, for links to a service's secrets project.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub infisical_url: Option<String>,
+}
+
+fn default_control_plane() -> String {
+    "dev".to_owned()
+}
+
+fn lenient_clusters<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<BTreeMap<String, Vec<Object>>, D::Error> {
+    let clusters = BTreeMap::<String, Vec<Value>>::deserialize(d)?;
+    Ok(clusters
+        .into_iter()
+        .map(|(name, objects)| {
+            let objects = objects.into_iter().filter_map(Object::from_value).collect();
+            (name, objects)
+        })
+        .collect())
+}
+
+/// A GitHub pull request, in GitHub's own field names, plus the repository it belongs to.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PullRequest {
+    /// `owner/name`.
+    pub repo: String,
+    pub number: u64,
+    pub title: String,
+    /// `open` or `closed`.
+    pub state: String,
+    #[serde(default)]
+    pub created_at: Option<DateTime<Utc>>,
+    #[serde(default)]
+    pub merged_at: Option<DateTime<Utc>>,
+    #[serde(default)]
+    pub closed_at: Option<DateTime<Utc>>,
+    #[serde(default)]
+    pub html_url: Option<String>,
+    #[serde(default)]
+    pub user: Option<GitHubUser>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GitHubUser {
+    pub login: String,
+}
+
+impl PullRequest {
+    /// The repository's name without its owner.
+    pub fn repo_name(&self) -> &str {
+        self.repo.rsplit('/').next().unwrap_or(&self.repo)
+    }
+
+    pub fn is_merged(&self) -> bool {
+        self.merged_at.is_some()
+    }
+
+    pub fn is_open(&self) -> bool {
+        self.state == "open" && !self.is_merged()
+    }
+
+    /// Closed by someone without being merged.
+    pub fn is_abandoned(&self) -> bool {
+        self.state == "closed" && !self.is_merged()
+    }
+}
+
+/// A Backstage catalog entity; Tower needs its kind, name and annotations.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CatalogEntity {
+    pub kind: String,
+    pub metadata: CatalogMetadata,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CatalogMetadata {
+    pub name: String,
+    #[serde(default)]
+    pub namespace: Option<String>,
+    #[serde(default)]
+    pub annotations: BTreeMap<String, String>,
+}
+
+/// One provision Tower saw complete.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RecordedRun {
+    pub service: String,
+    pub kind: String,
+    pub started_at: DateTime<Utc>,
+    pub finished_at: DateTime<Utc>,
+    /// Seconds per step id, only for steps whose duration was known.
+    #[serde(default)]
+    pub steps: BTreeMap<String, u64>,
+}
+
+/// When the observer first saw a step running, and then done.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Observation {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub running_since: Option<DateTime<Utc>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub done_at: Option<DateTime<Utc>>,
+}
+
+/// Why a snapshot could not be read: one line naming the field and the problem.
+#[derive(Debug, thiserror::Error)]
+#[error("{path}: {message}")]
+pub struct SnapshotError {
+    pub path: String,
+    pub message: String,
+}
+
+impl Snapshot {
+    /// Parses a snapshot from JSON text.
+    pub fn from_json(text: &str) -> Result<Self, SnapshotError> {
+        let de = &mut serde_json::Deserializer::from_str(text);
+        serde_path_to_error::deserialize(de).map_err(|err| {
+            let path = err.path().to_string();
+            SnapshotError {
+                path: if path == "." {
+                    "snapshot".to_owned()
+                } else {
+                    path
+                },
+                message: err.into_inner().to_string(),
+            }
+        })
+    }
+
+    /// The objects of one cluster (empty when the cluster is not in the snapshot).
+    pub fn cluster(&self, name: &str) -> &[Object] {
+        self.clusters.get(name).map_or(&[], Vec::as_slice)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn absent_fields_mean_not_known() {
+        let s = Snapshot::from_json(r#"{"now": "2026-11-30T10:00:00Z"}"#).unwrap();
+        assert_eq!(s.control_plane_cluster, "dev");
+        assert!(s.pull_requests.is_none());
+        assert!(s.catalog.is_none());
+        assert!(s.clusters.is_empty());
+    }
+
+    #[test]
+    fn malformed_input_names_the_field() {
+        let err = Snapshot::from_json(
+            r#"{"now": "2026-11-30T10:00:00Z", "pullRequests": [{"repo": 3}]}"#,
+        )
+        .unwrap_err();
+        assert_eq!(err.path, "pullRequests[0].repo");
+        assert!(
+            err.to_string()
+                .starts_with("pullRequests[0].repo: invalid type"),
+            "{err}"
+        );
+
+        let err = Snapshot::from_json(r#"{"now": "yesterday"}"#).unwrap_err();
+        assert_eq!(err.path, "now");
+
+        let err = Snapshot::from_json("{").unwrap_err();
+        assert!(err.message.contains("EOF"), "{err}");
+
+        let err = Snapshot::from_json("{}").unwrap_err();
+        assert!(err.message.contains("missing field `now`"), "{err}");
+    }
+
+    #[test]
+    fn objects_without_kind_or_name_are_dropped() {
+        let s = Snapshot::from_json(
+            r#"{"now": "2026-11-30T10:00:00Z", "clusters": {"dev": [
+                {"kind": "Pod", "metadata": {"name": "a"}},
+                {"metadata": {"name": "no-kind"}},
+                42
+            ]}}"#,
+        )
+        .unwrap();
+        assert_eq!(s.cluster("dev").len(), 1);
+        assert!(s.cluster("prod").is_empty());
+    }
+}
