@@ -197,12 +197,16 @@ pub fn derive_from_runs(
     let mut history: Vec<DeployRun> = runs
         .iter()
         .filter_map(|run| {
-            let own: Vec<TaskRun<'_>> = tasks
-                .iter()
-                .filter(|t| t.pipeline_run() == Some(run.name()))
-                .copied()
-                .collect();
-            is_deploy_run(run, &own).then(|| deploy_run(run, &own))
+            let own = || {
+                tasks
+                    .iter()
+                    .filter(|t| t.pipeline_run() == Some(run.name()))
+                    .copied()
+            };
+            if !is_deploy_run(run, own()) {
+                return None;
+            }
+            Some(deploy_run(run, &own().collect::<Vec<_>>()))
         })
         .collect();
     history.sort_by(|a, b| {
@@ -267,14 +271,11 @@ pub fn derive_from_runs(
     }
 }
 
-fn is_deploy_run(run: &PipelineRun<'_>, tasks: &[TaskRun<'_>]) -> bool {
+fn is_deploy_run<'a>(run: &PipelineRun<'a>, mut tasks: impl Iterator<Item = TaskRun<'a>>) -> bool {
     let named_task = |name: &str| name == RESOLVE_TARGET_TASK || is_cloud_task(name);
     run.pipeline() == Some("deploy")
-        || run.task_names().into_iter().any(named_task)
-        || tasks
-            .iter()
-            .filter_map(TaskRun::pipeline_task)
-            .any(named_task)
+        || run.task_names().any(named_task)
+        || tasks.any(|t| t.pipeline_task().is_some_and(named_task))
 }
 
 fn deploy_run(run: &PipelineRun<'_>, tasks: &[TaskRun<'_>]) -> DeployRun {
@@ -283,7 +284,7 @@ fn deploy_run(run: &PipelineRun<'_>, tasks: &[TaskRun<'_>]) -> DeployRun {
     let cloud_task = tasks
         .iter()
         .find(|t| t.pipeline_task().is_some_and(is_cloud_task));
-    let cloud_task_in_spec = run.task_names().into_iter().find(|n| is_cloud_task(n));
+    let cloud_task_in_spec = run.task_names().find(|n| is_cloud_task(n));
     let target = resolve
         .and_then(|r| r.result("target"))
         .and_then(CloudTarget::from_id)
@@ -313,9 +314,9 @@ fn deploy_run(run: &PipelineRun<'_>, tasks: &[TaskRun<'_>]) -> DeployRun {
         match first {
             Some(t) => (
                 t.pipeline_task().map(str::to_owned),
-                t.message().or_else(|| run.message()),
+                t.message().or_else(|| run.message()).map(str::to_owned),
             ),
-            None => (None, run.message()),
+            None => (None, run.message().map(str::to_owned)),
         }
     } else {
         (None, None)

@@ -107,32 +107,30 @@ pub enum ConditionStatus {
     Unknown,
 }
 
-/// A status condition in the permissive shape every project shares.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Condition {
-    #[serde(rename = "type")]
-    pub type_: String,
+/// A status condition in the permissive shape every project shares, borrowed from its
+/// object (reading one allocates nothing).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Condition<'a> {
+    pub type_: &'a str,
     pub status: ConditionStatus,
-    pub reason: Option<String>,
-    pub message: Option<String>,
+    pub reason: Option<&'a str>,
+    /// `None` when absent or empty.
+    pub message: Option<&'a str>,
     pub last_transition_time: Option<DateTime<Utc>>,
 }
 
-impl Condition {
-    fn read(value: &Value) -> Option<Self> {
+impl<'a> Condition<'a> {
+    fn read(value: &'a Value) -> Option<Self> {
         let status = match value.get("status").and_then(Value::as_str) {
             Some("True") => ConditionStatus::True,
             Some("False") => ConditionStatus::False,
             _ => ConditionStatus::Unknown,
         };
         Some(Self {
-            type_: value.get("type")?.as_str()?.to_owned(),
+            type_: value.get("type")?.as_str()?,
             status,
-            reason: str_at(value, &["reason"]).map(str::to_owned),
-            message: str_at(value, &["message"])
-                .filter(|m| !m.is_empty())
-                .map(str::to_owned),
+            reason: str_at(value, &["reason"]),
+            message: str_at(value, &["message"]).filter(|m| !m.is_empty()),
             last_transition_time: value.get("lastTransitionTime").and_then(time),
         })
     }
@@ -176,15 +174,18 @@ impl Object {
     }
 
     /// `status.conditions`, skipping entries without a `type`.
-    pub fn conditions(&self) -> impl Iterator<Item = Condition> + '_ {
+    pub fn conditions(&self) -> impl Iterator<Item = Condition<'_>> + '_ {
         array_at(&self.status, &["conditions"])
             .iter()
             .filter_map(Condition::read)
     }
 
-    /// The condition of type `type_`, if reported.
-    pub fn condition(&self, type_: &str) -> Option<Condition> {
-        self.conditions().find(|c| c.type_ == type_)
+    /// The condition of type `type_`, if reported (only that one is read).
+    pub fn condition(&self, type_: &str) -> Option<Condition<'_>> {
+        array_at(&self.status, &["conditions"])
+            .iter()
+            .find(|c| c.get("type").and_then(Value::as_str) == Some(type_))
+            .and_then(Condition::read)
     }
 }
 

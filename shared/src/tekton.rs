@@ -24,103 +24,121 @@ fn run_status(object: &Object) -> RunStatus {
     }
 }
 
-/// A PipelineRun.
+/// A PipelineRun. Its status and labels are read once, when it is wrapped.
 #[derive(Clone, Copy, Debug)]
-pub struct PipelineRun<'a>(pub &'a Object);
+pub struct PipelineRun<'a> {
+    pub object: &'a Object,
+    status: RunStatus,
+    pipeline: Option<&'a str>,
+}
 
 impl<'a> PipelineRun<'a> {
     /// Wraps `object` if it is a Tekton PipelineRun.
     pub fn new(object: &'a Object) -> Option<Self> {
-        (object.kind == "PipelineRun" && object.group() == "tekton.dev").then_some(Self(object))
+        (object.kind == "PipelineRun" && object.group() == "tekton.dev").then(|| Self {
+            object,
+            status: run_status(object),
+            pipeline: object.label("tekton.dev/pipeline"),
+        })
     }
 
     pub fn name(&self) -> &'a str {
-        &self.0.metadata.name
+        &self.object.metadata.name
     }
 
     /// The `tekton.dev/pipeline` label (the Pipeline's name).
     pub fn pipeline(&self) -> Option<&'a str> {
-        self.0.label("tekton.dev/pipeline")
+        self.pipeline
     }
 
     pub fn status(&self) -> RunStatus {
-        run_status(self.0)
+        self.status
     }
 
     /// `status.startTime`, else the object's creation.
     pub fn started_at(&self) -> Option<DateTime<Utc>> {
-        at(&self.0.status, &["startTime"])
+        at(&self.object.status, &["startTime"])
             .and_then(time)
-            .or(self.0.metadata.creation_timestamp)
+            .or(self.object.metadata.creation_timestamp)
     }
 
     pub fn completed_at(&self) -> Option<DateTime<Utc>> {
-        at(&self.0.status, &["completionTime"]).and_then(time)
+        at(&self.object.status, &["completionTime"]).and_then(time)
     }
 
     /// The `Succeeded` condition's message, e.g. `Tasks Completed: 3 (Failed: 1, …)`.
-    pub fn message(&self) -> Option<String> {
-        self.0.condition("Succeeded").and_then(|c| c.message)
+    pub fn message(&self) -> Option<&'a str> {
+        self.object.condition("Succeeded").and_then(|c| c.message)
     }
 
     /// Pipeline task names from the resolved spec (`status.pipelineSpec`): tasks, then finally.
-    pub fn task_names(&self) -> Vec<&'a str> {
+    pub fn task_names(&self) -> impl Iterator<Item = &'a str> + 'a {
+        let status = &self.object.status;
         ["tasks", "finally"]
-            .iter()
-            .flat_map(|key| array_at(&self.0.status, &["pipelineSpec", key]))
+            .into_iter()
+            .flat_map(move |key| array_at(status, &["pipelineSpec", key]))
             .filter_map(|task| str_at(task, &["name"]))
-            .collect()
     }
 }
 
-/// A TaskRun.
+/// A TaskRun. Its status and labels are read once, when it is wrapped.
 #[derive(Clone, Copy, Debug)]
-pub struct TaskRun<'a>(pub &'a Object);
+pub struct TaskRun<'a> {
+    pub object: &'a Object,
+    status: RunStatus,
+    pipeline_run: Option<&'a str>,
+    pipeline_task: Option<&'a str>,
+}
 
 impl<'a> TaskRun<'a> {
     /// Wraps `object` if it is a Tekton TaskRun.
     pub fn new(object: &'a Object) -> Option<Self> {
-        (object.kind == "TaskRun" && object.group() == "tekton.dev").then_some(Self(object))
+        (object.kind == "TaskRun" && object.group() == "tekton.dev").then(|| Self {
+            object,
+            status: run_status(object),
+            pipeline_run: object.label("tekton.dev/pipelineRun"),
+            pipeline_task: object.label("tekton.dev/pipelineTask"),
+        })
     }
 
     pub fn name(&self) -> &'a str {
-        &self.0.metadata.name
+        &self.object.metadata.name
     }
 
     /// The PipelineRun it belongs to (`tekton.dev/pipelineRun` label).
     pub fn pipeline_run(&self) -> Option<&'a str> {
-        self.0.label("tekton.dev/pipelineRun")
+        self.pipeline_run
     }
 
     /// Its task's name in the pipeline (`tekton.dev/pipelineTask` label).
     pub fn pipeline_task(&self) -> Option<&'a str> {
-        self.0.label("tekton.dev/pipelineTask")
+        self.pipeline_task
     }
 
     pub fn status(&self) -> RunStatus {
-        run_status(self.0)
+        self.status
     }
 
-    pub fn message(&self) -> Option<String> {
-        self.0.condition("Succeeded").and_then(|c| c.message)
+    pub fn message(&self) -> Option<&'a str> {
+        self.object.condition("Succeeded").and_then(|c| c.message)
     }
 
     pub fn started_at(&self) -> Option<DateTime<Utc>> {
-        at(&self.0.status, &["startTime"]).and_then(time)
+        at(&self.object.status, &["startTime"]).and_then(time)
     }
 
     pub fn completed_at(&self) -> Option<DateTime<Utc>> {
-        at(&self.0.status, &["completionTime"]).and_then(time)
+        at(&self.object.status, &["completionTime"]).and_then(time)
     }
 
     /// A string result published by the task (`status.results[name=…].value`).
     pub fn result(&self, name: &str) -> Option<&'a str> {
-        named_string(array_at(&self.0.status, &["results"]), name)
+        named_string(array_at(&self.object.status, &["results"]), name)
     }
 
     /// A string parameter the task was given (`spec.params[name=…].value`).
     pub fn param(&self, name: &str) -> Option<&'a str> {
-        named_string(array_at(&self.0.spec, &["params"]), name)
+        named_string(array_at(&self.object.spec, &["params"]), name)
     }
 }
 
@@ -157,7 +175,10 @@ mod tests {
         assert_eq!(run.status(), RunStatus::Running);
         assert_eq!(run.started_at(), o.metadata.creation_timestamp);
         assert_eq!(run.completed_at(), None);
-        assert_eq!(run.task_names(), ["fetch", "build", "notify"]);
+        assert_eq!(
+            run.task_names().collect::<Vec<_>>(),
+            ["fetch", "build", "notify"]
+        );
     }
 
     #[test]

@@ -75,3 +75,72 @@ async fn demo_stops_cleanly_on_ctrl_c() {
         "still answering after Ctrl-C"
     );
 }
+
+#[test]
+fn offline_commands_name_the_bad_field_and_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("snap.json");
+    std::fs::write(
+        &file,
+        r#"{"now": "2026-11-30T10:00:00Z", "pullRequests": [{"repo": 3}]}"#,
+    )
+    .unwrap();
+    let path = file.to_str().unwrap();
+    let (code, stderr) = tower(&["provisioning", "--snapshot", path]);
+    assert_eq!(code, 2);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("snap.json: pullRequests[0].repo: invalid type"),
+        "{stderr}"
+    );
+
+    let (code, stderr) = tower(&["cloud-deploys", "--snapshot", path, "--service", "Bad_Name"]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("not a service name"), "{stderr}");
+
+    let (code, stderr) = tower(&["provisioning", "--snapshot", "/nonexistent/snap.json"]);
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("cannot read /nonexistent/snap.json"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn offline_commands_print_the_derivation_as_json() {
+    let fixture = crate::support::root().join("fixtures/provisioning/nodejs-5-building.json");
+    let out = Command::new(tower_bin())
+        .args([
+            "provisioning",
+            "--snapshot",
+            fixture.to_str().unwrap(),
+            "--service",
+            "shop",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["services"][0]["name"], "shop");
+    assert_eq!(json["services"][0]["steps"][8]["id"], "first-build");
+    assert_eq!(
+        json["services"][0]["steps"][9]["durationSec"],
+        serde_json::Value::Null
+    );
+
+    let fixture = crate::support::root().join("fixtures/cloud-deploys/ecs-failed.json");
+    let out = Command::new(tower_bin())
+        .args([
+            "cloud-deploys",
+            "--snapshot",
+            fixture.to_str().unwrap(),
+            "--service",
+            "orders-api",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["capability"], "cloud-runtime");
+    assert_eq!(json["latestFailure"]["failedTask"], "deploy-aws-ecs");
+}

@@ -2,6 +2,8 @@
 //!
 //! - [`support`] — starting `tower demo` and a headless Chromium for a test.
 //! - [`tidy`] — invariants of the code base itself (the `shared` crate stays pure).
+//! - [`provisioning`] — the provisioning derivation over `fixtures/provisioning/`.
+//! - [`provisioning_props`] — invariants under shuffled and corrupted snapshots (proptest).
 //! - [`http`] — the demo's HTTP surface through a real socket.
 //! - [`cloud_deploys`] — the cloud deploy derivation over `fixtures/cloud-deploys/`.
 //! - [`cli`] — the `tower` command line and its errors.
@@ -13,5 +15,7 @@ mod browser;
 mod cli;
 mod cloud_deploys;
 mod http;
+mod provisioning;
+mod provisioning_props;
 mod support;
 mod tidy;

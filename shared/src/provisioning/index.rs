@@ -1,7 +1,8 @@
-//! One pass over the snapshot that files every object where the steps look for it, so that
-//! deriving a service costs a few hash lookups rather than a scan.
+//! The [`World`]: a snapshot read once into compact records, filed where the steps look for
+//! them, so that deriving a service costs a few hash lookups rather than a scan, and deriving
+//! again at a later `now` reads no raw object at all.
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use crate::cloud::CloudTarget;
 use crate::kube::Object;
@@ -9,7 +10,9 @@ use crate::snapshot::{PullRequest, Snapshot};
 use crate::tekton::{PipelineRun, TaskRun};
 
 use super::model::ServiceKind;
+use super::records::{Application, Composed, Rollout, Xr};
 use super::request::{parse_request_title, RequestTitle};
+use super::typical::Typicals;
 use super::XR_GROUP;
 
 /// Tekton objects of one namespace.
@@ -19,110 +22,120 @@ pub struct Runs<'a> {
     pub task_runs: Vec<TaskRun<'a>>,
 }
 
-/// The snapshot, filed for lookups.
+/// Everything the provisioning derivation reads, built once from a [`Snapshot`].
+///
+/// Build it when the objects change; derive from it as often as the clock ticks
+/// ([`super::derive`]). It borrows the snapshot.
 #[derive(Debug)]
-pub struct Index<'a> {
+pub struct World<'a> {
     pub snapshot: &'a Snapshot,
-    /// Hangar XRs on the control-plane cluster, with their kind.
-    pub xrs: Vec<(&'a Object, ServiceKind)>,
+    pub(super) typicals: Typicals,
+    /// Hangar XRs on the control-plane cluster, one per name.
+    pub(super) xrs: Vec<Xr<'a>>,
     xr_names: HashSet<&'a str>,
     /// Repository / RepositoryFile objects by their `crossplane.io/composite` label.
-    repo_objects: HashMap<&'a str, Vec<&'a Object>>,
+    repo_objects: HashMap<&'a str, Vec<Composed<'a>>>,
     /// Tekton runs by namespace (control-plane cluster).
     runs: HashMap<&'a str, Runs<'a>>,
     /// Hangar SecretStore XRs by `spec.appRef.name`.
-    secret_stores: HashMap<&'a str, Vec<&'a Object>>,
-    /// Infisical Project objects.
-    pub infisical_projects: Vec<&'a Object>,
-    /// Rollouts by (cluster, namespace).
-    rollouts: HashMap<&'a str, HashMap<&'a str, Vec<&'a Object>>>,
-    /// Argo CD Applications by name, with their cluster.
-    applications: HashMap<&'a str, Vec<(&'a str, &'a Object)>>,
+    secret_stores: HashMap<&'a str, Vec<Composed<'a>>>,
+    /// Infisical Project objects by their name and by their `crossplane.io/composite` label.
+    infisical_projects: HashMap<&'a str, Vec<&'a Object>>,
+    /// Rollouts by cluster, then namespace.
+    rollouts: HashMap<&'a str, HashMap<&'a str, Vec<Rollout<'a>>>>,
+    /// Argo CD Applications by name.
+    applications: HashMap<&'a str, Vec<Application<'a>>>,
     /// Names in the catalog; `None` when the lookup could not answer.
     catalog: Option<HashSet<&'a str>>,
     /// `hangar.io/deploy-target` declared on catalog entities.
     catalog_targets: HashMap<&'a str, CloudTarget>,
     /// Other objects of `*.hangar.io` groups on the control plane (e.g. the CI/CD child XR),
-    /// by (kind, name).
-    hangar_objects: HashMap<&'a str, HashMap<&'a str, &'a Object>>,
+    /// by kind, then name.
+    hangar_objects: HashMap<&'a str, HashMap<&'a str, Composed<'a>>>,
     /// PRs by repository name (without owner).
     prs_by_repo: HashMap<&'a str, Vec<&'a PullRequest>>,
     /// "Create …" request PRs by the service name in their title.
-    pub request_prs: HashMap<&'a str, Vec<(&'a PullRequest, RequestTitle<'a>)>>,
+    pub(super) request_prs: HashMap<&'a str, Vec<(&'a PullRequest, RequestTitle<'a>)>>,
 }
 
-impl<'a> Index<'a> {
+impl<'a> World<'a> {
+    /// Reads every object of the snapshot once.
     pub fn new(snapshot: &'a Snapshot) -> Self {
-        let mut index = Self {
+        let mut world = Self {
             snapshot,
+            typicals: Typicals::new(&snapshot.history),
             xrs: Vec::new(),
-            xr_names: HashSet::new(),
-            repo_objects: HashMap::new(),
-            runs: HashMap::new(),
-            secret_stores: HashMap::new(),
-            infisical_projects: Vec::new(),
-            rollouts: HashMap::new(),
-            applications: HashMap::new(),
+            xr_names: HashSet::default(),
+            repo_objects: HashMap::default(),
+            runs: HashMap::default(),
+            secret_stores: HashMap::default(),
+            infisical_projects: HashMap::default(),
+            rollouts: HashMap::default(),
+            applications: HashMap::default(),
             catalog: None,
-            catalog_targets: HashMap::new(),
-            hangar_objects: HashMap::new(),
-            prs_by_repo: HashMap::new(),
-            request_prs: HashMap::new(),
+            catalog_targets: HashMap::default(),
+            hangar_objects: HashMap::default(),
+            prs_by_repo: HashMap::default(),
+            request_prs: HashMap::default(),
         };
         let control_plane = snapshot.control_plane_cluster.as_str();
         for (cluster, objects) in &snapshot.clusters {
             let on_control_plane = cluster == control_plane;
             for object in objects {
-                index.file(cluster, on_control_plane, object);
+                world.file(cluster, on_control_plane, object);
             }
         }
         // One XR per name, chosen the same way whatever the input order.
-        index.xrs.sort_by(|(a, ak), (b, bk)| {
-            (a.name(), ak, a.namespace(), &a.metadata.uid).cmp(&(
-                b.name(),
-                bk,
-                b.namespace(),
-                &b.metadata.uid,
-            ))
+        world.xrs.sort_by(|a, b| {
+            let key = |x: &Xr<'a>| {
+                (
+                    x.name(),
+                    x.kind,
+                    x.object.namespace(),
+                    x.object.metadata.uid.as_deref(),
+                )
+            };
+            key(a).cmp(&key(b))
         });
-        index.xrs.dedup_by(|(a, _), (b, _)| a.name() == b.name());
+        world.xrs.dedup_by(|a, b| a.name() == b.name());
+        world.xr_names = world.xrs.iter().map(Xr::name).collect();
         for entity in snapshot.catalog.iter().flatten() {
-            if let Some(target) = entity
+            let declared = entity
                 .metadata
                 .annotations
-                .get(crate::cloud::DEPLOY_TARGET_KEY)
-                .and_then(|id| CloudTarget::from_id(id))
-            {
-                index
+                .get(crate::cloud::DEPLOY_TARGET_KEY);
+            if let Some(target) = declared.and_then(|id| CloudTarget::from_id(id)) {
+                world
                     .catalog_targets
                     .insert(entity.metadata.name.as_str(), target);
             }
         }
-        index.catalog = snapshot.catalog.as_ref().map(|entities| {
+        world.catalog = snapshot.catalog.as_ref().map(|entities| {
             entities
                 .iter()
                 .filter(|e| {
-                    let kind = e.kind.to_ascii_lowercase();
-                    kind == "component" || kind == "infraservice" || kind == "resource"
+                    ["component", "infraservice", "resource"]
+                        .iter()
+                        .any(|k| e.kind.eq_ignore_ascii_case(k))
                 })
                 .map(|e| e.metadata.name.as_str())
                 .collect()
         });
         for pr in snapshot.pull_requests.iter().flatten() {
-            index
+            world
                 .prs_by_repo
                 .entry(pr.repo_name())
                 .or_default()
                 .push(pr);
             if let Some(title) = parse_request_title(&pr.title) {
-                index
+                world
                     .request_prs
                     .entry(title.name)
                     .or_default()
                     .push((pr, title));
             }
         }
-        index
+        world
     }
 
     fn file(&mut self, cluster: &'a str, on_control_plane: bool, object: &'a Object) {
@@ -135,36 +148,41 @@ impl<'a> Index<'a> {
                         .or_default()
                         .entry(ns)
                         .or_default()
-                        .push(object);
+                        .push(Rollout::new(object));
                 }
             }
             "Application" if group == "argoproj.io" => {
                 self.applications
                     .entry(object.name())
                     .or_default()
-                    .push((cluster, object));
+                    .push(Application::new(cluster, object));
             }
             _ if !on_control_plane => {}
             kind if group == XR_GROUP && ServiceKind::from_kind(kind).is_some() => {
                 if let Some(kind) = ServiceKind::from_kind(kind) {
-                    self.xrs.push((object, kind));
-                    self.xr_names.insert(object.name());
+                    self.xrs.push(Xr::new(object, kind));
+                }
+            }
+            "Project" if group.contains("infisical") => {
+                let composite = object.label("crossplane.io/composite");
+                for key in std::iter::once(object.name()).chain(composite) {
+                    self.infisical_projects.entry(key).or_default().push(object);
                 }
             }
             kind if group.ends_with("hangar.io") && kind != "SecretStore" => {
-                let slot = self
-                    .hangar_objects
-                    .entry(kind)
-                    .or_default()
-                    .entry(object.name())
-                    .or_insert(object);
-                if object.metadata.uid < slot.metadata.uid {
-                    *slot = object;
+                let by_name = self.hangar_objects.entry(kind).or_default();
+                let record = Composed::new(object);
+                let slot = by_name.entry(object.name()).or_insert(record);
+                if object.metadata.uid < slot.object.metadata.uid {
+                    *slot = record;
                 }
             }
             "Repository" | "RepositoryFile" if group.starts_with("repo.github.") => {
                 if let Some(composite) = object.label("crossplane.io/composite") {
-                    self.repo_objects.entry(composite).or_default().push(object);
+                    self.repo_objects
+                        .entry(composite)
+                        .or_default()
+                        .push(Composed::new(object));
                 }
             }
             "PipelineRun" | "TaskRun" => {
@@ -179,10 +197,12 @@ impl<'a> Index<'a> {
             }
             "SecretStore" => {
                 if let Some(app) = crate::kube::str_at(&object.spec, &["appRef", "name"]) {
-                    self.secret_stores.entry(app).or_default().push(object);
+                    self.secret_stores
+                        .entry(app)
+                        .or_default()
+                        .push(Composed::new(object));
                 }
             }
-            "Project" if group.contains("infisical") => self.infisical_projects.push(object),
             _ => {}
         }
     }
@@ -192,18 +212,22 @@ impl<'a> Index<'a> {
         self.catalog_targets.get(name).copied()
     }
 
-    pub fn hangar_object(&self, kind: &str, name: &str) -> Option<&'a Object> {
+    pub fn hangar_object(&self, kind: &str, name: &str) -> Option<&Composed<'a>> {
         self.hangar_objects
             .get(kind)
             .and_then(|by_name| by_name.get(name))
-            .copied()
+    }
+
+    /// Infisical projects named `key` or composed by `key`.
+    pub fn infisical_projects(&self, key: &str) -> &[&'a Object] {
+        self.infisical_projects.get(key).map_or(&[], Vec::as_slice)
     }
 
     pub fn has_xr(&self, name: &str) -> bool {
         self.xr_names.contains(name)
     }
 
-    pub fn repo_objects(&self, composite: &str) -> &[&'a Object] {
+    pub fn repo_objects(&self, composite: &str) -> &[Composed<'a>] {
         self.repo_objects.get(composite).map_or(&[], Vec::as_slice)
     }
 
@@ -211,11 +235,11 @@ impl<'a> Index<'a> {
         self.runs.get(namespace)
     }
 
-    pub fn secret_stores(&self, app: &str) -> &[&'a Object] {
+    pub fn secret_stores(&self, app: &str) -> &[Composed<'a>] {
         self.secret_stores.get(app).map_or(&[], Vec::as_slice)
     }
 
-    pub fn rollouts(&self, cluster: &str, namespace: &str) -> &[&'a Object] {
+    pub fn rollouts(&self, cluster: &str, namespace: &str) -> &[Rollout<'a>] {
         self.rollouts
             .get(cluster)
             .and_then(|by_namespace| by_namespace.get(namespace))
@@ -223,7 +247,7 @@ impl<'a> Index<'a> {
     }
 
     /// Argo CD Applications called `name`, on any cluster.
-    pub fn applications(&self, name: &str) -> &[(&'a str, &'a Object)] {
+    pub fn applications(&self, name: &str) -> &[Application<'a>] {
         self.applications.get(name).map_or(&[], Vec::as_slice)
     }
 

@@ -3,17 +3,20 @@
 //! signal the spec names.
 //!
 //! [`derive_provisioning`] is a pure function of a [`Snapshot`] (which carries `now` and the
-//! observer's memory). [`remember`] is the observer's side: given what was derived, it
+//! observer's memory). To derive repeatedly as the clock ticks, build a [`World`] once per
+//! snapshot and call [`derive`] with each `now`. [`remember`] is the observer's side: given what was derived, it
 //! returns the memory to pass in next time. [`record_of`] turns a finished service into a
 //! history record.
 //!
-//! Module map: [`model`] (output types), `index` (the snapshot filed for lookups), `steps`
+//! Module map: [`model`] (output types), `index` ([`World`]: the snapshot filed for lookups),
+//! `records` (compact per-object facts), `steps`
 //! (one function per step), `request` (request PR titles), `cicd` (the first environment),
 //! `typical` (typical durations).
 
 mod cicd;
 mod index;
 pub mod model;
+mod records;
 mod request;
 mod steps;
 mod typical;
@@ -28,8 +31,7 @@ pub use cicd::{first_environment, FirstEnvironment};
 pub use model::*;
 pub use request::{is_dns_label, parse_request_title, RequestTitle};
 
-use index::Index;
-use typical::Typicals;
+pub use index::World;
 
 /// The API group of the Hangar XRs.
 pub const XR_GROUP: &str = "catalog.hangar.io";
@@ -48,17 +50,24 @@ pub const ROLLOUT_HINT_AFTER: Duration = Duration::minutes(5);
 
 /// Derives the provisioning state of every tracked service, at `snapshot.now`.
 ///
+/// Shorthand for [`derive`] on a fresh [`World`].
+pub fn derive_provisioning(snapshot: &Snapshot) -> Provisioning {
+    derive(&World::new(snapshot), snapshot.now)
+}
+
+/// Derives the provisioning state of every tracked service at `now`.
+///
 /// Total: odd or missing data gives "waiting"/"unknown" steps with a reason, never a panic.
 /// The result does not depend on the order of objects in the snapshot.
-pub fn derive_provisioning(snapshot: &Snapshot) -> Provisioning {
-    let index = Index::new(snapshot);
-    let typicals = Typicals::new(&snapshot.history);
-    let mut services: Vec<ServiceProgress> = index
-        .xrs
-        .iter()
-        .filter_map(|&(xr, kind)| steps::derive_service(&index, &typicals, xr, kind))
-        .collect();
-    services.extend(steps::pending_requests(&index, &typicals));
+pub fn derive(world: &World<'_>, now: DateTime<Utc>) -> Provisioning {
+    let mut services = Vec::with_capacity(world.xrs.len());
+    services.extend(
+        world
+            .xrs
+            .iter()
+            .filter_map(|xr| steps::derive_service(world, xr, now)),
+    );
+    services.extend(steps::pending_requests(world, now));
     services.sort_by(|a, b| a.group.cmp(&b.group).then_with(|| a.name.cmp(&b.name)));
     Provisioning { services }
 }

@@ -1,6 +1,8 @@
 //! The derivation's output: services, their steps, events and what gets created. These are
 //! the field names of `tower provisioning`'s JSON; keep them stable.
 
+use std::borrow::Cow;
+
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
@@ -188,7 +190,7 @@ pub enum TypicalSource {
 #[serde(rename_all = "camelCase")]
 pub struct Step {
     pub id: StepId,
-    pub title: String,
+    pub title: Cow<'static, str>,
     pub status: StepStatus,
     pub started_at: Option<DateTime<Utc>>,
     pub ended_at: Option<DateTime<Utc>>,
@@ -197,13 +199,13 @@ pub struct Step {
     pub typical_sec: u64,
     pub typical_source: TypicalSource,
     /// What is happening or missing, in plain words (the failure message when failed).
-    pub detail: Option<String>,
+    pub detail: Option<Cow<'static, str>>,
     pub links: Vec<Link>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Link {
-    pub title: String,
+    pub title: Cow<'static, str>,
     pub url: String,
 }
 

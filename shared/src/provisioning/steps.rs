@@ -1,17 +1,18 @@
 //! One function per step, each reading the signal `provisioning.md` names for it.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 
 use crate::cloud::{self, CloudDeploys, CloudTarget};
-use crate::kube::{array_at, at, str_at, time, Object};
 use crate::snapshot::{Observation, PullRequest};
 use crate::tekton::{PipelineRun, RunStatus};
 
 use super::cicd::{first_environment, FirstEnvironment};
-use super::index::{Index, Runs};
+use super::index::{Runs, World};
 use super::model::*;
+use super::records::{Application, Composed, Rollout, Xr};
 use super::typical::Typicals;
 use super::{
     FINISHED_SHOWN_FOR, PENDING_MERGED_WINDOW, ROLLOUT_HINT_AFTER, STALLED_AFTER, TRACKED_FOR,
@@ -23,7 +24,7 @@ struct Draft {
     status: StepStatus,
     started_at: Option<DateTime<Utc>>,
     ended_at: Option<DateTime<Utc>>,
-    detail: Option<String>,
+    detail: Option<Cow<'static, str>>,
     links: Vec<Link>,
 }
 
@@ -46,28 +47,28 @@ impl Draft {
         Self::new(StepStatus::Done, started_at, ended_at)
     }
 
-    fn running(started_at: Option<DateTime<Utc>>, detail: impl Into<String>) -> Self {
+    fn running(started_at: Option<DateTime<Utc>>, detail: impl Into<Cow<'static, str>>) -> Self {
         Self::new(StepStatus::Running, started_at, None).detail(detail)
     }
 
-    fn waiting(detail: impl Into<String>) -> Self {
+    fn waiting(detail: impl Into<Cow<'static, str>>) -> Self {
         Self::new(StepStatus::Waiting, None, None).detail(detail)
     }
 
     fn failed(
         started_at: Option<DateTime<Utc>>,
         ended_at: Option<DateTime<Utc>>,
-        detail: impl Into<String>,
+        detail: impl Into<Cow<'static, str>>,
     ) -> Self {
         Self::new(StepStatus::Failed, started_at, ended_at).detail(detail)
     }
 
-    fn detail(mut self, detail: impl Into<String>) -> Self {
+    fn detail(mut self, detail: impl Into<Cow<'static, str>>) -> Self {
         self.detail = Some(detail.into());
         self
     }
 
-    fn link(mut self, title: impl Into<String>, url: Option<&str>) -> Self {
+    fn link(mut self, title: impl Into<Cow<'static, str>>, url: Option<&str>) -> Self {
         if let Some(url) = url {
             self.links.push(Link {
                 title: title.into(),
@@ -83,6 +84,11 @@ impl Draft {
 }
 
 /// Seconds from `from` to `to`; `None` when either is unknown or `to` is earlier.
+fn starts_with_ignoring_case(text: &str, prefix: &str) -> bool {
+    text.get(..prefix.len())
+        .is_some_and(|head| head.eq_ignore_ascii_case(prefix))
+}
+
 fn seconds(from: Option<DateTime<Utc>>, to: Option<DateTime<Utc>>) -> Option<u64> {
     u64::try_from((to? - from?).num_seconds()).ok()
 }
@@ -93,12 +99,11 @@ fn latest(times: impl IntoIterator<Item = Option<DateTime<Utc>>>) -> Option<Date
 
 /// Everything the steps of one service share.
 struct Ctx<'s, 'a> {
-    index: &'s Index<'a>,
-    typicals: &'s Typicals,
+    index: &'s World<'a>,
     now: DateTime<Utc>,
     name: &'a str,
     kind: ServiceKind,
-    xr: &'a Object,
+    xr: &'s Xr<'a>,
     created_at: Option<DateTime<Utc>>,
     observed: Option<&'a BTreeMap<String, Observation>>,
     cicd_namespace: String,
@@ -107,9 +112,11 @@ struct Ctx<'s, 'a> {
     /// For functions and cloud-target apps: their deploy runs.
     cloud: Option<CloudDeploys>,
     env: FirstEnvironment,
+    /// Rollouts in the first environment's namespace, the app's own first.
+    rollouts: Vec<Rollout<'a>>,
 }
 
-impl<'a> Ctx<'_, 'a> {
+impl<'s, 'a> Ctx<'s, 'a> {
     fn observed(&self, step: StepId) -> Option<&'a Observation> {
         self.observed.and_then(|m| m.get(step.as_str()))
     }
@@ -146,16 +153,13 @@ impl<'a> Ctx<'_, 'a> {
         })
     }
 
-    fn rollouts(&self) -> Vec<&'a Object> {
-        let cluster = self
-            .env
-            .cluster
-            .as_deref()
-            .unwrap_or(&self.index.snapshot.control_plane_cluster);
-        let namespace = format!("app-{}-{}", self.name, self.env.name);
-        let mut rollouts = self.index.rollouts(cluster, &namespace).to_vec();
-        rollouts.sort_by_key(|r| (r.name() != self.name, r.name()));
-        rollouts
+    /// The app's SecretStore in its CI/CD namespace.
+    fn secret_store(&self) -> Option<&'s Composed<'a>> {
+        self.index
+            .secret_stores(self.name)
+            .iter()
+            .filter(|s| s.object.namespace() == Some(self.cicd_namespace.as_str()))
+            .min_by_key(|s| s.name())
     }
 
     fn build_succeeded_at(&self) -> Option<DateTime<Utc>> {
@@ -164,8 +168,15 @@ impl<'a> Ctx<'_, 'a> {
             .and_then(|b| b.completed_at())
     }
 
-    fn finish(&self, id: StepId, title: String, draft: Draft) -> Step {
-        finish_step(self.typicals, Some(self.kind), self.now, id, title, draft)
+    fn finish(&self, id: StepId, title: impl Into<Cow<'static, str>>, draft: Draft) -> Step {
+        finish_step(
+            &self.index.typicals,
+            Some(self.kind),
+            self.now,
+            id,
+            title,
+            draft,
+        )
     }
 }
 
@@ -176,7 +187,7 @@ fn finish_step(
     kind: Option<ServiceKind>,
     now: DateTime<Utc>,
     id: StepId,
-    title: String,
+    title: impl Into<Cow<'static, str>>,
     draft: Draft,
 ) -> Step {
     let duration_sec = match draft.status {
@@ -187,7 +198,7 @@ fn finish_step(
     let (typical_sec, typical_source) = typicals.get(kind, id);
     Step {
         id,
-        title,
+        title: title.into(),
         status: draft.status,
         started_at: draft.started_at,
         ended_at: draft.ended_at,
@@ -199,18 +210,33 @@ fn finish_step(
     }
 }
 
+/// Rollouts in `app-<name>-<env>` on the environment's cluster, the one named after the app first.
+fn first_env_rollouts<'a>(
+    index: &World<'a>,
+    name: &str,
+    env: &FirstEnvironment,
+) -> Vec<Rollout<'a>> {
+    let cluster = env
+        .cluster
+        .as_deref()
+        .unwrap_or(&index.snapshot.control_plane_cluster);
+    let namespace = format!("app-{name}-{}", env.name);
+    let mut rollouts = index.rollouts(cluster, &namespace).to_vec();
+    rollouts.sort_by_key(|r| (r.name != name, r.name));
+    rollouts
+}
+
 /// The service an XR describes, or `None` when it is no longer tracked (over 24 h old, or
 /// finished more than 15 minutes ago).
 pub fn derive_service<'a>(
-    index: &Index<'a>,
-    typicals: &Typicals,
-    xr: &'a Object,
-    kind: ServiceKind,
+    index: &World<'a>,
+    xr: &Xr<'a>,
+    now: DateTime<Utc>,
 ) -> Option<ServiceProgress> {
     let snapshot = index.snapshot;
-    let now = snapshot.now;
+    let kind = xr.kind;
     let name = xr.name();
-    let created_at = xr.metadata.creation_timestamp;
+    let created_at = xr.created_at;
     if created_at.is_some_and(|c| now - c > TRACKED_FOR) {
         return None;
     }
@@ -230,7 +256,7 @@ pub fn derive_service<'a>(
             .min_by_key(|run| (run.started_at(), run.name()))
             .copied()
     });
-    let declared = cloud::object_target(xr).or_else(|| index.catalog_target(name));
+    let declared = xr.target.or_else(|| index.catalog_target(name));
     let cloud = if kind.is_infra() {
         None
     } else {
@@ -243,7 +269,6 @@ pub fn derive_service<'a>(
     };
     let ctx = Ctx {
         index,
-        typicals,
         now,
         name,
         kind,
@@ -254,28 +279,30 @@ pub fn derive_service<'a>(
         runs,
         first_build,
         cloud,
+        rollouts: Vec::new(),
         env: first_environment(snapshot.cicd.get(name).map(String::as_str)),
     };
+    let ctx = Ctx {
+        rollouts: first_env_rollouts(index, name, &ctx.env),
+        ..ctx
+    };
 
-    let mut steps = vec![
+    let mut steps = Vec::with_capacity(10);
+    steps.extend([
         ctx.finish(
             StepId::RequestPrMerged,
-            "Request PR merged".into(),
+            "Request PR merged",
             request_pr_merged(&ctx),
         ),
         ctx.finish(
             StepId::RequestApplied,
-            "Request applied".into(),
+            "Request applied",
             request_applied(&ctx),
         ),
-        ctx.finish(
-            StepId::DevCluster,
-            "Dev cluster chosen".into(),
-            dev_cluster(&ctx),
-        ),
+        ctx.finish(StepId::DevCluster, "Dev cluster chosen", dev_cluster(&ctx)),
         ctx.finish(
             StepId::CicdOnboarded,
-            "CI/CD onboarded".into(),
+            "CI/CD onboarded",
             cicd_onboarded(&ctx),
         ),
         ctx.finish(
@@ -284,27 +311,26 @@ pub fn derive_service<'a>(
                 "Source repo created"
             } else {
                 "Repositories and starter files"
-            }
-            .into(),
+            },
             repositories(&ctx),
         ),
         ctx.finish(
             StepId::Catalog,
-            "Available in the Backstage catalog".into(),
+            "Available in the Backstage catalog",
             catalog(&ctx),
         ),
-    ];
+    ]);
     if !kind.is_infra() {
         let title = if kind.is_function() {
             "Application onboarding PR"
         } else {
             "Application onboarding PRs"
         };
-        steps.push(ctx.finish(StepId::OnboardingPrs, title.into(), onboarding_prs(&ctx)));
+        steps.push(ctx.finish(StepId::OnboardingPrs, title, onboarding_prs(&ctx)));
     }
     steps.push(ctx.finish(
         StepId::Secrets,
-        "Infisical secrets resources".into(),
+        "Infisical secrets resources",
         secrets(&ctx),
     ));
     if kind.is_infra() {
@@ -313,13 +339,13 @@ pub fn derive_service<'a>(
         let after = latest([steps[3].ended_at, steps[4].ended_at]);
         steps.push(ctx.finish(
             StepId::FirstEnvironment,
-            "First environment up".into(),
+            "First environment up",
             first_environment_up(&ctx, cicd_done && repos_done, after),
         ));
     } else {
         steps.push(ctx.finish(
             StepId::FirstBuild,
-            "First build and checks".into(),
+            "First build and checks",
             first_build_step(&ctx),
         ));
         if let Some(deploys) = &ctx.cloud {
@@ -370,7 +396,7 @@ fn group(ctx: &Ctx<'_, '_>, steps: &[Step]) -> Option<Group> {
             .is_some_and(|b| now - b > STALLED_AFTER);
         let deployed = match &ctx.cloud {
             Some(deploys) => deploys.last_success.is_some(),
-            None => !ctx.rollouts().is_empty(),
+            None => !ctx.rollouts.is_empty(),
         };
         built_long_ago && !deployed
     };
@@ -436,180 +462,123 @@ fn request_pr_merged(ctx: &Ctx<'_, '_>) -> Draft {
 
 fn request_applied(ctx: &Ctx<'_, '_>) -> Draft {
     let draft = Draft::done(ctx.request_merged_at(), ctx.created_at);
-    let xr = ctx.xr;
-    draft.detail(format!("{} {} exists", xr.kind, xr.name()))
+    draft.detail(format!("{} {} exists", ctx.kind.as_str(), ctx.name))
 }
 
 fn dev_cluster(ctx: &Ctx<'_, '_>) -> Draft {
-    match ctx.xr.condition("DevClusterReady") {
+    match ctx.xr.dev_cluster {
         Some(c) if c.is_true() => Draft::done(ctx.created_at, c.last_transition_time),
         c => Draft::running(
             ctx.created_at,
             c.and_then(|c| c.message)
-                .unwrap_or_else(|| "Crossplane is choosing a dev cluster".to_owned()),
+                .map_or(Cow::Borrowed("Crossplane is choosing a dev cluster"), |m| {
+                    Cow::Owned(m.to_owned())
+                }),
         ),
     }
 }
 
-/// Argo CD's view of an Application: (sync, health, health's last transition).
-fn argo_state(app: &Object) -> (&str, &str, Option<DateTime<Utc>>) {
-    (
-        str_at(&app.status, &["sync", "status"]).unwrap_or("Unknown"),
-        str_at(&app.status, &["health", "status"]).unwrap_or("Unknown"),
-        at(&app.status, &["health", "lastTransitionTime"]).and_then(time),
-    )
-}
-
 fn cicd_onboarded(ctx: &Ctx<'_, '_>) -> Draft {
-    let condition = ctx.xr.condition("CicdOnboarded");
     let app_name = format!("{}-cicd", ctx.name);
     let control_plane = ctx.index.snapshot.control_plane_cluster.as_str();
     let app = ctx
         .index
         .applications(&app_name)
         .iter()
-        .filter(|(cluster, app)| *cluster == control_plane && app.namespace() == Some("argocd"))
-        .map(|(_, app)| *app)
-        .min_by_key(|app| app.metadata.uid.clone());
-    match condition {
-        Some(c) if c.is_true() => match app.map(argo_state) {
+        .filter(|app| app.cluster == control_plane && app.namespace == Some("argocd"))
+        .min_by_key(|app| app.uid);
+    match ctx.xr.cicd_onboarded {
+        Some(c) if c.is_true() => match app {
             // No read grant on the platform's Applications: the condition alone decides.
             None => Draft::done(ctx.created_at, c.last_transition_time),
-            Some(("Synced", "Healthy", healthy_since)) => Draft::done(
+            Some(app) if app.sync == "Synced" && app.health == "Healthy" => Draft::done(
                 ctx.created_at,
-                latest([c.last_transition_time, healthy_since]),
+                latest([c.last_transition_time, app.health_since]),
             ),
-            Some((sync, health, _)) => Draft::running(
+            Some(app) => Draft::running(
                 ctx.created_at,
-                format!("Argo CD application {app_name} is {sync} and {health}"),
+                format!(
+                    "Argo CD application {app_name} is {} and {}",
+                    app.sync, app.health
+                ),
             ),
         },
         c => Draft::running(
             ctx.created_at,
             c.and_then(|c| c.message)
-                .unwrap_or_else(|| "Waiting for CI/CD onboarding".to_owned()),
+                .map_or(Cow::Borrowed("Waiting for CI/CD onboarding"), |m| {
+                    Cow::Owned(m.to_owned())
+                }),
         ),
     }
-}
-
-/// The XR's composed resources: `spec.crossplane.resourceRefs` (Crossplane v2) or
-/// `spec.resourceRefs` (legacy), as (apiVersion, kind, name).
-fn resource_refs(xr: &Object) -> Vec<(&str, &str, &str)> {
-    let v2 = array_at(&xr.spec, &["crossplane", "resourceRefs"]);
-    let refs = if v2.is_empty() {
-        array_at(&xr.spec, &["resourceRefs"])
-    } else {
-        v2
-    };
-    refs.iter()
-        .filter_map(|r| {
-            Some((
-                str_at(r, &["apiVersion"]).unwrap_or_default(),
-                str_at(r, &["kind"])?,
-                str_at(r, &["name"])?,
-            ))
-        })
-        .collect()
 }
 
 fn is_repo_kind(kind: &str) -> bool {
     kind == "Repository" || kind == "RepositoryFile"
 }
 
-/// A composed object's readiness, and the provider's error when it is failing.
-fn readiness(object: &Object) -> (ResourceState, Option<String>) {
-    let failing = object
-        .conditions()
-        .find(|c| (c.type_ == "Synced" || c.type_ == "LastAsyncOperation") && c.is_false());
-    if let Some(c) = failing {
-        return (ResourceState::Failed, c.message.or(c.reason));
-    }
-    match object.condition("Ready") {
-        Some(c) if c.is_true() => (ResourceState::Ready, None),
-        _ => (ResourceState::NotReady, None),
-    }
-}
-
 fn repositories(ctx: &Ctx<'_, '_>) -> Draft {
     let labelled = ctx.index.repo_objects(ctx.name);
-    let refs: Vec<(&str, &str)> = resource_refs(ctx.xr)
-        .into_iter()
+    let refs: Vec<(&str, &str)> = ctx
+        .xr
+        .resource_refs
+        .iter()
         .filter(|(_, kind, _)| is_repo_kind(kind))
-        .map(|(_, kind, name)| (kind, name))
+        .map(|&(_, kind, name)| (kind, name))
         .collect();
     // Scaffold files leave resourceRefs once done: count only what is still composed.
-    let mut objects: Vec<&Object> = labelled
+    let mut objects: Vec<&Composed<'_>> = labelled
         .iter()
-        .filter(|o| refs.is_empty() || refs.contains(&(o.kind.as_str(), o.name())))
-        .copied()
+        .filter(|o| refs.is_empty() || refs.contains(&(o.kind(), o.name())))
         .collect();
-    objects.sort_by_key(|o| (o.kind.as_str(), o.name()));
+    objects.sort_by_key(|o| (o.kind(), o.name()));
+    if objects.is_empty() {
+        // None readable (no read grant, or none composed yet): fall back to the XR's Ready.
+        return match ctx.xr.ready {
+            Some(c) if c.is_true() => Draft::done(ctx.created_at, c.last_transition_time),
+            _ => Draft::running(ctx.created_at, "Waiting for the resource to be Ready"),
+        };
+    }
     let missing = refs
         .iter()
         .filter(|(kind, name)| {
             !labelled
                 .iter()
-                .any(|o| o.kind == *kind && o.name() == *name)
+                .any(|o| o.kind() == *kind && o.name() == *name)
         })
         .count();
-
-    let links: Vec<(String, &str)> = objects
-        .iter()
-        .filter(|o| o.kind == "Repository")
-        .filter_map(|o| {
-            let url = str_at(&o.status, &["atProvider", "htmlUrl"])?;
-            let repo = url.rsplit('/').next().unwrap_or_default();
-            let title = if repo.starts_with("gitops-") {
-                "GitOps repo"
-            } else {
-                "Source repo"
-            };
-            Some((title.to_owned(), url))
-        })
-        .collect();
     let with_links = |mut draft: Draft| {
-        for (title, url) in &links {
-            draft = draft.link(title.clone(), Some(url));
+        for o in objects.iter().filter(|o| o.kind() == "Repository") {
+            if let Some(url) = o.html_url {
+                let repo = url.rsplit('/').next().unwrap_or_default();
+                let title = if repo.starts_with("gitops-") {
+                    "GitOps repo"
+                } else {
+                    "Source repo"
+                };
+                draft = draft.link(title, Some(url));
+            }
         }
         draft
     };
-
-    if objects.is_empty() && missing == 0 {
-        // Nothing readable (no grant, or not composed yet): fall back to the XR's Ready.
-        return match ctx.xr.condition("Ready") {
-            Some(c) if c.is_true() => Draft::done(ctx.created_at, c.last_transition_time),
-            _ => Draft::running(ctx.created_at, "Waiting for the resource to be Ready"),
-        };
-    }
-    let states: Vec<(&Object, ResourceState, Option<String>)> = objects
-        .iter()
-        .map(|o| {
-            let (state, message) = readiness(o);
-            (*o, state, message)
-        })
-        .collect();
-    if let Some((o, _, message)) = states.iter().find(|(_, s, _)| *s == ResourceState::Failed) {
-        let message = message
-            .as_deref()
-            .unwrap_or("the provider reports an error");
+    if let Some(o) = objects.iter().find(|o| o.state == ResourceState::Failed) {
+        let message = o.message.unwrap_or("the provider reports an error");
         return with_links(Draft::failed(
             ctx.created_at,
             None,
-            format!("{} {}: {message}", o.kind, o.name()),
+            format!("{} {}: {message}", o.kind(), o.name()),
         ));
     }
-    let ready = states
+    let ready = objects
         .iter()
-        .filter(|(_, s, _)| *s == ResourceState::Ready)
+        .filter(|o| o.state == ResourceState::Ready)
         .count();
-    let total = states.len() + missing;
+    let total = objects.len() + missing;
     if ready == total {
-        let ended = latest(
-            objects
-                .iter()
-                .map(|o| o.condition("Ready").and_then(|c| c.last_transition_time)),
-        );
-        with_links(Draft::done(ctx.created_at, ended))
+        with_links(Draft::done(
+            ctx.created_at,
+            latest(objects.iter().map(|o| o.ready_at)),
+        ))
     } else {
         with_links(Draft::running(
             ctx.created_at,
@@ -644,12 +613,12 @@ fn onboarding_prs(ctx: &Ctx<'_, '_>) -> Draft {
             ctx.index
                 .prs_in_repo(repo)
                 .iter()
-                .filter(|pr| pr.title.to_ascii_lowercase().starts_with("onboarding:"))
+                .filter(|pr| starts_with_ignoring_case(&pr.title, "onboarding:"))
                 .min_by_key(|pr| (pr.is_abandoned(), pr.merged_at.is_none(), pr.number))
                 .copied()
         })
         .collect();
-    prs.sort_by_key(|pr| (pr.repo.clone(), pr.number));
+    prs.sort_by(|a, b| a.repo.cmp(&b.repo).then(a.number.cmp(&b.number)));
     let started = prs.iter().filter_map(|pr| pr.created_at).min();
     let all_merged = prs.len() == repos.len() && prs.iter().all(|pr| pr.is_merged());
     let merged_at = if all_merged {
@@ -664,7 +633,7 @@ fn onboarding_prs(ctx: &Ctx<'_, '_>) -> Draft {
         draft
     };
 
-    let deployed_proof = ctx.first_build.is_some() || !ctx.rollouts().is_empty();
+    let deployed_proof = ctx.first_build.is_some() || !ctx.rollouts.is_empty();
     if all_merged || deployed_proof {
         return with_links(Draft::done(started, merged_at));
     }
@@ -702,14 +671,7 @@ fn onboarding_prs(ctx: &Ctx<'_, '_>) -> Draft {
 }
 
 fn secrets(ctx: &Ctx<'_, '_>) -> Draft {
-    let store = ctx
-        .index
-        .secret_stores(ctx.name)
-        .iter()
-        .filter(|s| s.namespace() == Some(ctx.cicd_namespace.as_str()))
-        .min_by_key(|s| s.name())
-        .copied();
-    let Some(store) = store else {
+    let Some(store) = ctx.secret_store() else {
         return if ctx.first_build.is_some() {
             Draft::done(None, None).detail("No SecretStore: nothing to wait for")
         } else {
@@ -719,24 +681,19 @@ fn secrets(ctx: &Ctx<'_, '_>) -> Draft {
             ))
         };
     };
-    let link = infisical_link(ctx, store);
-    let started = store.metadata.creation_timestamp;
-    let draft = match readiness(store) {
-        (ResourceState::Failed, message) => Draft::failed(
+    let link = infisical_link(ctx, store.name());
+    let started = store.object.metadata.creation_timestamp;
+    let draft = match store.state {
+        ResourceState::Failed => Draft::failed(
             started,
             None,
             format!(
                 "SecretStore {}: {}",
                 store.name(),
-                message.unwrap_or_else(|| "not synced".to_owned())
+                store.message.unwrap_or("not synced")
             ),
         ),
-        (ResourceState::Ready, _) => Draft::done(
-            started,
-            store
-                .condition("Ready")
-                .and_then(|c| c.last_transition_time),
-        ),
+        ResourceState::Ready => Draft::done(started, store.ready_at),
         _ => Draft::running(
             started,
             format!("SecretStore {} is not Ready yet", store.name()),
@@ -746,16 +703,11 @@ fn secrets(ctx: &Ctx<'_, '_>) -> Draft {
 }
 
 /// The Infisical project page, from the Project object's external name.
-fn infisical_link(ctx: &Ctx<'_, '_>, store: &Object) -> Option<String> {
+fn infisical_link(ctx: &Ctx<'_, '_>, store_name: &str) -> Option<String> {
     let base = ctx.index.snapshot.infisical_url.as_deref()?;
-    let project = ctx
-        .index
-        .infisical_projects
+    let project = [ctx.name, store_name]
         .iter()
-        .filter(|p| {
-            let composite = p.label("crossplane.io/composite");
-            p.name() == ctx.name || composite == Some(ctx.name) || composite == Some(store.name())
-        })
+        .flat_map(|key| ctx.index.infisical_projects(key))
         .min_by_key(|p| p.name())?;
     let id = project.annotation("crossplane.io/external-name")?;
     Some(format!(
@@ -781,7 +733,7 @@ fn first_build_step(ctx: &Ctx<'_, '_>) -> Draft {
         .iter()
         .filter(|t| t.status() != RunStatus::Running)
         .count();
-    let total = build.task_names().len();
+    let total = build.task_names().count();
     match build.status() {
         RunStatus::Succeeded => Draft::done(build.started_at(), build.completed_at()),
         RunStatus::Running if total > 0 => Draft::running(
@@ -801,99 +753,89 @@ fn first_build_step(ctx: &Ctx<'_, '_>) -> Draft {
                 Some(t) => format!(
                     "{} failed: {}",
                     t.pipeline_task().unwrap_or(t.name()),
-                    t.message().unwrap_or_else(|| "no message".to_owned())
+                    t.message().unwrap_or("no message")
                 ),
                 None => build
                     .message()
-                    .unwrap_or_else(|| format!("{} failed", build.name())),
+                    .map_or_else(|| format!("{} failed", build.name()), str::to_owned),
             };
             Draft::failed(build.started_at(), build.completed_at(), detail)
         }
     }
 }
 
-fn rollout_state(rollout: &Object) -> (String, Option<String>, i64, i64) {
-    let phase = str_at(&rollout.status, &["phase"])
-        .map(str::to_owned)
-        .unwrap_or_else(|| match rollout.condition("Healthy") {
-            Some(c) if c.is_true() => "Healthy".to_owned(),
-            _ => "Progressing".to_owned(),
-        });
-    let message = str_at(&rollout.status, &["message"])
-        .filter(|m| !m.is_empty())
-        .map(str::to_owned);
-    let desired = at(&rollout.spec, &["replicas"])
-        .and_then(serde_json::Value::as_i64)
-        .unwrap_or(1);
-    // Kubernetes omits zero counts.
-    let available = at(&rollout.status, &["availableReplicas"])
-        .and_then(serde_json::Value::as_i64)
-        .unwrap_or(0);
-    (phase, message, desired, available)
-}
-
 fn running_healthy(ctx: &Ctx<'_, '_>) -> Draft {
     let env = &ctx.env;
     let namespace = format!("app-{}-{}", ctx.name, env.name);
     let built_at = ctx.build_succeeded_at();
-    let rollouts = ctx.rollouts();
-    if let Some(rollout) = rollouts.first() {
-        let (phase, message, desired, available) = rollout_state(rollout);
-        if phase == "Healthy" && available >= desired {
+    if let Some(rollout) = ctx.rollouts.first() {
+        if rollout.is_healthy() {
             return Draft::done(built_at, ctx.observed_done(StepId::RunningHealthy));
         }
-        let counts = format!("{available} of {desired} replicas available");
-        let said = message.map(|m| format!(": {m}")).unwrap_or_default();
-        if phase == "Degraded" {
+        let counts = format!(
+            "{} of {} replicas available",
+            rollout.available, rollout.desired
+        );
+        let said = rollout
+            .message
+            .map(|m| format!(": {m}"))
+            .unwrap_or_default();
+        if rollout.phase == "Degraded" {
             return Draft::failed(
                 built_at,
                 None,
-                format!("Rollout {} is Degraded{said}", rollout.name()),
+                format!("Rollout {} is Degraded{said}", rollout.name),
             );
         }
         return Draft::running(
             built_at,
-            format!("Rollout {} is {phase}{said} ({counts})", rollout.name()),
+            format!(
+                "Rollout {} is {}{said} ({counts})",
+                rollout.name, rollout.phase
+            ),
         );
     }
     let Some(built_at) = built_at else {
         return Draft::waiting(format!("Deploys to {} after the first build", env.name));
     };
-    let mut detail = format!("Waiting for a Rollout in {namespace}");
-    if ctx.now - built_at > ROLLOUT_HINT_AFTER {
-        detail = if env.flight {
-            let release = ctx
-                .index
-                .prs_in_repo(&format!("gitops-{}", ctx.name))
-                .iter()
-                .filter(|pr| pr.is_open() && pr.title.to_ascii_lowercase().contains("release"))
-                .min_by_key(|pr| pr.number)
-                .copied();
-            match release {
-                Some(pr) => format!(
-                    "No Rollout yet: the first release PR to {} (#{}) is still unmerged",
-                    env.name, pr.number
-                ),
-                None => format!(
-                    "No Rollout in {namespace} yet: the first release PR to {} has not been merged",
-                    env.name
-                ),
-            }
-        } else if env.has_deploy_stage == Some(false) {
-            format!(
-                "No Rollout in {namespace} yet: cicd.yaml has no deploy-to-{} stage",
-                env.name
-            )
-        } else {
-            format!(
-                "No Rollout in {namespace} yet: check that glidepath/envs/{}.yaml exists in gitops-{}{}",
-                env.name,
-                ctx.name,
-                if env.has_deploy_stage.is_none() { " and cicd.yaml has a deploy stage" } else { "" }
-            )
-        };
+    if ctx.now - built_at <= ROLLOUT_HINT_AFTER {
+        return Draft::running(
+            Some(built_at),
+            format!("Waiting for a Rollout in {namespace}"),
+        );
     }
-    Draft::running(Some(built_at), detail)
+    let hint = if env.flight {
+        let release = ctx
+            .index
+            .prs_in_repo(&format!("gitops-{}", ctx.name))
+            .iter()
+            .filter(|pr| pr.is_open() && pr.title.to_ascii_lowercase().contains("release"))
+            .min_by_key(|pr| pr.number)
+            .copied();
+        match release {
+            Some(pr) => format!(
+                "No Rollout yet: the first release PR to {} (#{}) is still unmerged",
+                env.name, pr.number
+            ),
+            None => format!(
+                "No Rollout in {namespace} yet: the first release PR to {} has not been merged",
+                env.name
+            ),
+        }
+    } else if env.has_deploy_stage == Some(false) {
+        format!(
+            "No Rollout in {namespace} yet: cicd.yaml has no deploy-to-{} stage",
+            env.name
+        )
+    } else {
+        format!(
+            "No Rollout in {namespace} yet: check that glidepath/envs/{}.yaml exists in gitops-{}{}",
+            env.name,
+            ctx.name,
+            if env.has_deploy_stage.is_none() { " and cicd.yaml has a deploy stage" } else { "" }
+        )
+    };
+    Draft::running(Some(built_at), hint)
 }
 
 fn deployed(ctx: &Ctx<'_, '_>, deploys: &CloudDeploys) -> Draft {
@@ -936,12 +878,11 @@ fn first_environment_up(
         return Draft::waiting("Waits until CI/CD and the repositories are done");
     }
     let app_name = format!("{}-dev", ctx.name);
-    let app = ctx
+    let app: Option<&Application<'_>> = ctx
         .index
         .applications(&app_name)
         .iter()
-        .min_by_key(|(cluster, app)| (app.namespace() != Some("argocd"), *cluster, app.namespace()))
-        .map(|(_, app)| *app);
+        .min_by_key(|app| (app.namespace != Some("argocd"), app.cluster, app.namespace));
     let Some(app) = app else {
         return Draft::running(
             after,
@@ -951,18 +892,17 @@ fn first_environment_up(
             ),
         );
     };
-    match argo_state(app) {
-        ("Synced", "Healthy", since) => Draft::done(after, since),
-        (_, "Degraded", since) => {
-            let message =
-                str_at(&app.status, &["health", "message"]).unwrap_or("the component is unhealthy");
-            Draft::failed(
-                after,
-                since,
-                format!("Argo CD application {app_name} is Degraded: {message}"),
-            )
-        }
-        (sync, health, _) => Draft::running(
+    match (app.sync, app.health) {
+        ("Synced", "Healthy") => Draft::done(after, app.health_since),
+        (_, "Degraded") => Draft::failed(
+            after,
+            app.health_since,
+            format!(
+                "Argo CD application {app_name} is Degraded: {}",
+                app.health_message.unwrap_or("the component is unhealthy")
+            ),
+        ),
+        (sync, health) => Draft::running(
             after,
             format!("Argo CD application {app_name} is {sync} and {health}"),
         ),
@@ -973,19 +913,21 @@ fn first_environment_up(
 /// (GitHub repositories and files, Hangar XRs such as the CI/CD child), plus the SecretStore.
 fn created_resources(ctx: &Ctx<'_, '_>) -> Vec<CreatedResource> {
     let labelled = ctx.index.repo_objects(ctx.name);
-    let mut created: Vec<CreatedResource> = resource_refs(ctx.xr)
-        .into_iter()
-        .map(|(api_version, kind, name)| {
+    let mut created: Vec<CreatedResource> = ctx
+        .xr
+        .resource_refs
+        .iter()
+        .map(|&(api_version, kind, name)| {
             let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
             let state = if is_repo_kind(kind) {
                 labelled
                     .iter()
-                    .find(|o| o.kind == kind && o.name() == name)
-                    .map_or(ResourceState::NotReady, |o| readiness(o).0)
+                    .find(|o| o.kind() == kind && o.name() == name)
+                    .map_or(ResourceState::NotReady, |o| o.state)
             } else if group.ends_with("hangar.io") {
                 ctx.index
                     .hangar_object(kind, name)
-                    .map_or(ResourceState::NotReady, |o| readiness(o).0)
+                    .map_or(ResourceState::NotReady, |o| o.state)
             } else {
                 ResourceState::NotTracked
             };
@@ -996,13 +938,7 @@ fn created_resources(ctx: &Ctx<'_, '_>) -> Vec<CreatedResource> {
             }
         })
         .collect();
-    let store = ctx
-        .index
-        .secret_stores(ctx.name)
-        .iter()
-        .filter(|s| s.namespace() == Some(ctx.cicd_namespace.as_str()))
-        .min_by_key(|s| s.name());
-    if let Some(store) = store {
+    if let Some(store) = ctx.secret_store() {
         if !created
             .iter()
             .any(|c| c.kind == "SecretStore" && c.name == store.name())
@@ -1010,7 +946,7 @@ fn created_resources(ctx: &Ctx<'_, '_>) -> Vec<CreatedResource> {
             created.push(CreatedResource {
                 kind: "SecretStore".to_owned(),
                 name: store.name().to_owned(),
-                state: readiness(store).0,
+                state: store.state,
             });
         }
     }
@@ -1018,8 +954,7 @@ fn created_resources(ctx: &Ctx<'_, '_>) -> Vec<CreatedResource> {
 }
 
 /// Request PRs whose XR does not exist yet: open ones, and ones merged in the last 30 minutes.
-pub fn pending_requests(index: &Index<'_>, typicals: &Typicals) -> Vec<ServiceProgress> {
-    let now = index.snapshot.now;
+pub fn pending_requests(index: &World<'_>, now: DateTime<Utc>) -> Vec<ServiceProgress> {
     let mut pending = Vec::new();
     for (&name, prs) in &index.request_prs {
         if index.has_xr(name) {
@@ -1037,21 +972,20 @@ pub fn pending_requests(index: &Index<'_>, typicals: &Typicals) -> Vec<ServicePr
         let Some(&(pr, title)) = pr else {
             continue;
         };
-        pending.push(pending_service(index, typicals, pr, title.kind, name));
+        pending.push(pending_service(index, now, pr, title.kind, name));
     }
     pending
 }
 
 fn pending_service(
-    index: &Index<'_>,
-    typicals: &Typicals,
+    index: &World<'_>,
+    now: DateTime<Utc>,
     pr: &PullRequest,
     kind: Option<ServiceKind>,
     name: &str,
 ) -> ServiceProgress {
-    let now = index.snapshot.now;
-    let step = |id: StepId, title: &str, draft: Draft| {
-        finish_step(typicals, kind, now, id, title.to_owned(), draft)
+    let step = |id: StepId, title: &'static str, draft: Draft| {
+        finish_step(&index.typicals, kind, now, id, title, draft)
     };
     let (merged, applied) = match pr.merged_at {
         Some(merged_at) => (

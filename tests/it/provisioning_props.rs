@@ -1,0 +1,228 @@
+//! Invariants of the provisioning derivation under shuffled and corrupted snapshots.
+
+use std::sync::OnceLock;
+
+use proptest::prelude::*;
+use serde_json::{json, Value};
+use tower_shared::provisioning::{derive_provisioning, Provisioning, StepStatus};
+use tower_shared::snapshot::Snapshot;
+
+use crate::support::root;
+
+fn fixtures() -> &'static [Value] {
+    static FIXTURES: OnceLock<Vec<Value>> = OnceLock::new();
+    FIXTURES.get_or_init(|| {
+        let dir = root().join("fixtures/provisioning");
+        let mut paths: Vec<_> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        paths.sort();
+        paths
+            .iter()
+            .map(|p| serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap())
+            .collect()
+    })
+}
+
+/// A small deterministic generator, seeded by proptest.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        usize::try_from(self.next() % (n.max(1) as u64)).unwrap()
+    }
+}
+
+fn shuffle(items: &mut [Value], rng: &mut Rng) {
+    for i in (1..items.len()).rev() {
+        items.swap(i, rng.below(i + 1));
+    }
+}
+
+/// Every list whose order carries no meaning, shuffled.
+fn shuffled(snapshot: &Value, seed: u64) -> Value {
+    let mut rng = Rng(seed | 1);
+    let mut s = snapshot.clone();
+    if let Some(clusters) = s["clusters"].as_object_mut() {
+        for objects in clusters.values_mut() {
+            shuffle(objects.as_array_mut().unwrap(), &mut rng);
+        }
+    }
+    for key in ["pullRequests", "catalog", "history"] {
+        if let Some(list) = s[key].as_array_mut() {
+            shuffle(list, &mut rng);
+        }
+    }
+    s
+}
+
+/// Values that break assumptions: wrong types, empty, unparseable or out-of-order times.
+fn odd_value(rng: &mut Rng) -> Value {
+    let odd = [
+        Value::Null,
+        json!(0),
+        json!(-1),
+        json!(""),
+        json!("garbage"),
+        json!("2026-13-45T99:99:99Z"),
+        json!("1970-01-01T00:00:00Z"),
+        json!("2999-01-01T00:00:00Z"),
+        json!("2026-11-30T07:00:00Z"),
+        json!([]),
+        json!({}),
+        json!(true),
+        json!(1e308),
+        json!([{"type": "Ready", "status": "True"}]),
+        json!("True"),
+        json!("False"),
+    ];
+    odd[rng.below(odd.len())].clone()
+}
+
+/// Replaces (or deletes) one node somewhere inside a random object or pull request.
+fn corrupt(snapshot: &mut Value, rng: &mut Rng) {
+    // Walk down read-only to choose a JSON pointer, then change the snapshot once.
+    let mut pointer = if rng.below(3) == 0 {
+        "/pullRequests".to_owned()
+    } else {
+        "/clusters/dev".to_owned()
+    };
+    let mut parent_is_object = false;
+    let mut node = snapshot.pointer(&pointer).cloned().unwrap_or(Value::Null);
+    for _ in 0..=rng.below(6) {
+        let (step, child) = match &node {
+            Value::Array(items) if !items.is_empty() => {
+                let i = rng.below(items.len());
+                (i.to_string(), items[i].clone())
+            }
+            Value::Object(map) if !map.is_empty() => {
+                let (key, value) = map.iter().nth(rng.below(map.len())).unwrap();
+                (key.replace('~', "~0").replace('/', "~1"), value.clone())
+            }
+            _ => break,
+        };
+        parent_is_object = node.is_object();
+        pointer = format!("{pointer}/{step}");
+        node = child;
+    }
+    if parent_is_object && rng.below(5) == 0 {
+        let (parent, key) = pointer.rsplit_once('/').unwrap();
+        let key = key.replace("~1", "/").replace("~0", "~");
+        if let Some(map) = snapshot.pointer_mut(parent).and_then(Value::as_object_mut) {
+            map.remove(&key);
+        }
+    } else if let Some(target) = snapshot.pointer_mut(&pointer) {
+        *target = odd_value(rng);
+    }
+}
+
+fn check_invariants(p: &Provisioning, now: chrono::DateTime<chrono::Utc>) -> Result<(), String> {
+    for service in &p.services {
+        for step in &service.steps {
+            let context = format!("{} {:?}: {step:?}", service.name, step.id);
+            if step.duration_sec.is_some() && step.started_at.is_none() {
+                return Err(format!("a duration with no known start: {context}"));
+            }
+            match (
+                step.status,
+                step.started_at,
+                step.ended_at,
+                step.duration_sec,
+            ) {
+                (StepStatus::Done | StepStatus::Failed, Some(start), Some(end), Some(d))
+                    if end < start
+                        || i64::try_from(d).ok() != Some((end - start).num_seconds()) =>
+                {
+                    return Err(format!("duration disagrees with its times: {context}"));
+                }
+                (StepStatus::Running, Some(start), _, Some(d))
+                    if start > now
+                        || i64::try_from(d).ok() != Some((now - start).num_seconds()) =>
+                {
+                    return Err(format!("running duration is not now − start: {context}"));
+                }
+                (StepStatus::Waiting, _, _, Some(_)) => {
+                    return Err(format!("a waiting step with a duration: {context}"));
+                }
+                _ => {}
+            }
+        }
+        if service.events.windows(2).any(|w| w[0].at_sec > w[1].at_sec) {
+            return Err(format!("{}: events out of order", service.name));
+        }
+    }
+    Ok(())
+}
+
+fn derive(value: &Value) -> (Provisioning, chrono::DateTime<chrono::Utc>) {
+    let snapshot = Snapshot::from_json(&value.to_string()).unwrap();
+    (derive_provisioning(&snapshot), snapshot.now)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(96))]
+
+    #[test]
+    fn object_order_never_changes_the_answer(index in 0usize..64, seed in any::<u64>()) {
+        let fixtures = fixtures();
+        let original = &fixtures[index % fixtures.len()];
+        let (expected, _) = derive(original);
+        let (got, _) = derive(&shuffled(original, seed));
+        prop_assert_eq!(got, expected);
+    }
+
+    #[test]
+    fn corrupted_snapshots_never_panic_nor_invent_durations(
+        index in 0usize..64,
+        seeds in proptest::collection::vec(any::<u64>(), 1..12),
+    ) {
+        let fixtures = fixtures();
+        let mut snapshot = fixtures[index % fixtures.len()].clone();
+        for seed in seeds {
+            corrupt(&mut snapshot, &mut Rng(seed | 1));
+        }
+        // A corrupted pull request may no longer parse; that is a clear error, not a panic.
+        if let Ok(parsed) = Snapshot::from_json(&snapshot.to_string()) {
+            let derived = derive_provisioning(&parsed);
+            if let Err(problem) = check_invariants(&derived, parsed.now) {
+                return Err(TestCaseError::fail(problem));
+            }
+        }
+    }
+}
+
+#[test]
+fn the_fixtures_themselves_hold_the_invariants() {
+    for fixture in fixtures() {
+        let (derived, now) = derive(fixture);
+        check_invariants(&derived, now).unwrap();
+    }
+}
+
+#[test]
+fn corruption_really_changes_snapshots() {
+    let original = &fixtures()[0];
+    let (expected, _) = derive(original);
+    let changed = (1..=60u64)
+        .filter(|&seed| {
+            let mut snapshot = original.clone();
+            for i in 0..4 {
+                corrupt(&mut snapshot, &mut Rng(seed * 7919 + i));
+            }
+            Snapshot::from_json(&snapshot.to_string())
+                .map_or(true, |s| derive_provisioning(&s) != expected)
+        })
+        .count();
+    assert!(
+        changed >= 15,
+        "only {changed} of 60 corruptions changed anything"
+    );
+}
