@@ -7,6 +7,7 @@ use axum::Router;
 use tower_http::compression::CompressionLayer;
 use tower_http::trace::TraceLayer;
 use tower_shared::fleet::Fleet;
+use tower_shared::snapshot::Snapshot;
 
 use crate::assets::Dist;
 use crate::routes;
@@ -15,12 +16,15 @@ use crate::routes;
 #[derive(Clone, Debug)]
 pub struct AppState {
     pub fleet: Arc<Fleet>,
+    /// The objects the per-service views derive from.
+    pub snapshot: Arc<Snapshot>,
 }
 
 impl AppState {
-    pub fn new(fleet: Fleet) -> Self {
+    pub fn new(fleet: Fleet, snapshot: Snapshot) -> Self {
         Self {
             fleet: Arc::new(fleet),
+            snapshot: Arc::new(snapshot),
         }
     }
 }

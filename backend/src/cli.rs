@@ -8,6 +8,7 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::app::AppState;
 use crate::{assets, demo, offline, server};
+use tower_shared::snapshot::Snapshot;
 
 /// Tower: the delivery console for the Hangar platform.
 ///
@@ -98,6 +99,9 @@ pub struct ServeArgs {
     /// The fleet to serve, as JSON in the `GET /api/fleet` format.
     #[arg(long, env = "TOWER_FLEET_FILE")]
     pub fleet_file: PathBuf,
+    /// Objects for the per-service views, in the snapshot format (docs/snapshot.md).
+    #[arg(long, env = "TOWER_SNAPSHOT_FILE")]
+    pub snapshot_file: Option<PathBuf>,
     #[command(flatten)]
     pub frontend: FrontendArgs,
 }
@@ -107,7 +111,8 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Demo(args) => {
             let dist = assets::Dist::open(&args.frontend.dist)?;
-            let state = AppState::new(demo::fleet(chrono::Utc::now())?);
+            let now = chrono::Utc::now();
+            let state = AppState::new(demo::fleet(now)?, demo::snapshot(now)?);
             let addr = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), args.port);
             block_on(server::serve(addr, state, dist))
         }
@@ -117,7 +122,15 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                 .with_context(|| format!("reading {}", args.fleet_file.display()))?;
             let fleet = serde_json::from_str(&text)
                 .with_context(|| format!("{} is not a fleet", args.fleet_file.display()))?;
-            block_on(server::serve(args.listen, AppState::new(fleet), dist))
+            let snapshot = match &args.snapshot_file {
+                Some(path) => offline::read_snapshot(path)?,
+                None => Snapshot::empty(chrono::Utc::now()),
+            };
+            block_on(server::serve(
+                args.listen,
+                AppState::new(fleet, snapshot),
+                dist,
+            ))
         }
         Command::Provisioning(args) => {
             let snapshot = offline::read_snapshot(&args.snapshot)?;

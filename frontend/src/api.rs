@@ -3,6 +3,7 @@
 use gloo_net::http::Request;
 use serde::de::DeserializeOwned;
 use tower_shared::fleet::Fleet;
+use tower_shared::snapshot::Snapshot;
 
 /// Why a request to the backend gave no data. Each variant reads differently on the page:
 /// "cannot reach Tower" is not "Tower answered with an error".
@@ -23,7 +24,12 @@ async fn get_json<T: DeserializeOwned>(path: &str) -> Result<T, ApiError> {
         .await
         .map_err(|e| ApiError::Unreachable(e.to_string()))?;
     if !response.ok() {
-        let message = response.text().await.unwrap_or_default();
+        // API errors are `{"error": "..."}`; show the sentence, not the JSON.
+        let body = response.text().await.unwrap_or_default();
+        let message = serde_json::from_str::<serde_json::Value>(&body)
+            .ok()
+            .and_then(|v| v.get("error")?.as_str().map(str::to_owned))
+            .unwrap_or(body);
         return Err(ApiError::Status {
             status: response.status(),
             message,
@@ -38,4 +44,10 @@ async fn get_json<T: DeserializeOwned>(path: &str) -> Result<T, ApiError> {
 /// `GET /api/fleet`.
 pub async fn fleet() -> Result<Fleet, ApiError> {
     get_json("/api/fleet").await
+}
+
+/// `GET /api/snapshot?service=…`: what one service's views derive from.
+pub async fn snapshot(service: String) -> Result<Snapshot, ApiError> {
+    let service = String::from(js_sys::encode_uri_component(&service));
+    get_json(&format!("/api/snapshot?service={service}")).await
 }

@@ -159,6 +159,21 @@ pub struct SnapshotError {
 }
 
 impl Snapshot {
+    /// A snapshot that knows nothing but the time.
+    pub fn empty(now: DateTime<Utc>) -> Self {
+        Self {
+            now,
+            control_plane_cluster: default_control_plane(),
+            clusters: BTreeMap::new(),
+            pull_requests: None,
+            catalog: None,
+            cicd: BTreeMap::new(),
+            history: Vec::new(),
+            observed: BTreeMap::new(),
+            infisical_url: None,
+        }
+    }
+
     /// Parses a snapshot from JSON text.
     pub fn from_json(text: &str) -> Result<Self, SnapshotError> {
         let de = &mut serde_json::Deserializer::from_str(text);
@@ -178,6 +193,90 @@ impl Snapshot {
     /// The objects of one cluster (empty when the cluster is not in the snapshot).
     pub fn cluster(&self, name: &str) -> &[Object] {
         self.clusters.get(name).map_or(&[], Vec::as_slice)
+    }
+
+    /// What the browser needs to derive one service's views: its XR and composed objects,
+    /// everything in its CI/CD and environment namespaces (`app-<s>-cicd`, `infra-<s>-cicd`,
+    /// `app-<s>-<env>` with a one-word env), its Argo CD Applications (`<s>-…`), the PRs of its
+    /// repositories and its request PR, its catalog entity, cicd.yaml and memory. History is
+    /// kept whole: typical durations fall back to all kinds.
+    pub fn for_service(&self, service: &str) -> Snapshot {
+        let mine = |o: &Object| {
+            let in_namespace = o.namespace().is_some_and(|ns| {
+                ns == format!("infra-{service}-cicd")
+                    || ns
+                        .strip_prefix("app-")
+                        .and_then(|rest| rest.strip_prefix(service))
+                        .and_then(|rest| rest.strip_prefix('-'))
+                        .is_some_and(|env| !env.is_empty() && !env.contains('-'))
+            });
+            let app_of_service = o.kind == "Application"
+                && o.name()
+                    .strip_prefix(service)
+                    .is_some_and(|rest| rest.starts_with('-'));
+            in_namespace
+                || app_of_service
+                || o.name() == service
+                || o.label("crossplane.io/composite") == Some(service)
+        };
+        let repos = [
+            service.to_owned(),
+            format!("gitops-{service}"),
+            format!("gitops-infra-{service}"),
+        ];
+        Snapshot {
+            now: self.now,
+            control_plane_cluster: self.control_plane_cluster.clone(),
+            clusters: self
+                .clusters
+                .iter()
+                .map(|(cluster, objects)| {
+                    let objects = objects.iter().filter(|o| mine(o)).cloned().collect();
+                    (cluster.clone(), objects)
+                })
+                .collect(),
+            pull_requests: self.pull_requests.as_ref().map(|prs| {
+                prs.iter()
+                    .filter(|pr| {
+                        repos.iter().any(|r| r == pr.repo_name())
+                            || crate::provisioning::parse_request_title(&pr.title)
+                                .is_some_and(|t| t.name == service)
+                    })
+                    .cloned()
+                    .collect()
+            }),
+            catalog: self.catalog.as_ref().map(|entities| {
+                entities
+                    .iter()
+                    .filter(|e| e.metadata.name == service)
+                    .cloned()
+                    .collect()
+            }),
+            cicd: self
+                .cicd
+                .iter()
+                .filter(|(name, _)| *name == service)
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+            history: self.history.clone(),
+            observed: self
+                .observed
+                .iter()
+                .filter(|(name, _)| *name == service)
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+            infisical_url: self.infisical_url.clone(),
+        }
+    }
+
+    /// Whether the snapshot holds anything about `service`.
+    pub fn knows_service(&self, service: &str) -> bool {
+        let narrowed = self.for_service(service);
+        narrowed
+            .clusters
+            .values()
+            .any(|objects| !objects.is_empty())
+            || narrowed.pull_requests.is_some_and(|prs| !prs.is_empty())
     }
 }
 
@@ -215,6 +314,39 @@ mod tests {
 
         let err = Snapshot::from_json("{}").unwrap_err();
         assert!(err.message.contains("missing field `now`"), "{err}");
+    }
+
+    #[test]
+    fn narrowing_to_a_service_keeps_its_objects_only() {
+        let s = Snapshot::from_json(
+            r#"{"now": "2026-11-30T10:00:00Z", "clusters": {"dev": [
+                {"kind": "NodeJS", "metadata": {"name": "shop"}},
+                {"kind": "PipelineRun", "metadata": {"name": "b", "namespace": "app-shop-cicd"}},
+                {"kind": "Rollout", "metadata": {"name": "shop", "namespace": "app-shop-dev"}},
+                {"kind": "Repository", "metadata": {"name": "shop-gitops", "labels": {"crossplane.io/composite": "shop"}}},
+                {"kind": "Application", "metadata": {"name": "shop-cicd", "namespace": "argocd"}},
+                {"kind": "PipelineRun", "metadata": {"name": "c", "namespace": "app-shop-v2-cicd"}},
+                {"kind": "Application", "metadata": {"name": "shopfront-cicd", "namespace": "argocd"}},
+                {"kind": "NodeJS", "metadata": {"name": "shop-v2"}}
+            ]}, "pullRequests": [
+                {"repo": "acme/gitops-shop", "number": 1, "title": "Onboarding: re-sync", "state": "open"},
+                {"repo": "acme/hangar-tenants", "number": 2, "title": "Create NodeJS shop", "state": "open"},
+                {"repo": "acme/hangar-tenants", "number": 3, "title": "Create NodeJS shop-v2", "state": "open"}
+            ]}"#,
+        )
+        .unwrap();
+        let shop = s.for_service("shop");
+        let names: Vec<&str> = shop.cluster("dev").iter().map(Object::name).collect();
+        assert_eq!(names, ["shop", "b", "shop", "shop-gitops", "shop-cicd"]);
+        let prs: Vec<u64> = shop
+            .pull_requests
+            .unwrap()
+            .iter()
+            .map(|p| p.number)
+            .collect();
+        assert_eq!(prs, [1, 2]);
+        assert!(s.knows_service("shop-v2"));
+        assert!(!s.knows_service("nothing"));
     }
 
     #[test]

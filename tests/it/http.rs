@@ -92,3 +92,42 @@ async fn frontend_assets_are_typed_compressed_and_cached() {
         .unwrap();
     assert_eq!(health.status(), StatusCode::OK);
 }
+
+#[tokio::test]
+async fn snapshot_route_validates_the_service_name() {
+    let demo = Demo::start().await.unwrap();
+    let client = client();
+    let get = |query: &'static str| {
+        client
+            .get(format!("{}api/snapshot{query}", demo.url))
+            .send()
+    };
+
+    let ok = get("?service=orders-api").await.unwrap();
+    assert_eq!(ok.status(), StatusCode::OK);
+    let snapshot: tower_shared::snapshot::Snapshot = ok.json().await.unwrap();
+    let deploys = tower_shared::cloud::derive_cloud_deploys(&snapshot, "orders-api");
+    assert_eq!(deploys.history.len(), 3);
+    assert!(
+        snapshot
+            .cluster("dev")
+            .iter()
+            .all(|o| o.name() != "thumbnailer"),
+        "only the asked-for service's objects"
+    );
+
+    for (query, status) in [
+        ("", StatusCode::BAD_REQUEST),
+        ("?service=Not_A_Name", StatusCode::BAD_REQUEST),
+        ("?service=nobody", StatusCode::NOT_FOUND),
+    ] {
+        let response = get(query).await.unwrap();
+        assert_eq!(response.status(), status, "{query}");
+        let body: serde_json::Value = response.json().await.unwrap();
+        assert_eq!(body["field"], "service", "{query}");
+        assert!(
+            body["error"].as_str().is_some_and(|e| !e.is_empty()),
+            "{query}"
+        );
+    }
+}

@@ -8,6 +8,18 @@ use serde_json::json;
 pub enum ApiError {
     #[error("no such API route: {path}")]
     NotFound { path: String },
+    /// A query parameter is missing or malformed.
+    #[error("{message}")]
+    BadParameter {
+        field: &'static str,
+        message: String,
+    },
+    /// The parameter is well formed but names nothing Tower knows.
+    #[error("{message}")]
+    Unknown {
+        field: &'static str,
+        message: String,
+    },
 }
 
 impl IntoResponse for ApiError {
@@ -16,6 +28,14 @@ impl IntoResponse for ApiError {
             ApiError::NotFound { path } => (
                 StatusCode::NOT_FOUND,
                 json!({ "error": self.to_string(), "path": path }),
+            ),
+            ApiError::BadParameter { field, .. } => (
+                StatusCode::BAD_REQUEST,
+                json!({ "error": self.to_string(), "field": field }),
+            ),
+            ApiError::Unknown { field, .. } => (
+                StatusCode::NOT_FOUND,
+                json!({ "error": self.to_string(), "field": field }),
             ),
         };
         (status, Json(body)).into_response()

@@ -2,6 +2,7 @@
 
 mod error;
 mod fleet;
+mod snapshot;
 
 pub use error::ApiError;
 
@@ -15,6 +16,7 @@ use crate::app::AppState;
 pub fn api() -> Router<AppState> {
     Router::new()
         .route("/api/fleet", get(fleet::get))
+        .route("/api/snapshot", get(snapshot::get))
         .route("/api", any(not_found))
         .route("/api/{*rest}", any(not_found))
 }

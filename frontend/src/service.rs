@@ -1,0 +1,75 @@
+//! `/tower?view=<tab>&service=<name>`: one service's tabs. Without a view it is the fleet.
+
+use chrono::{DateTime, Utc};
+use leptos::prelude::*;
+use leptos_router::hooks::use_query_map;
+use tower_shared::snapshot::Snapshot;
+
+use crate::api::{self, ApiError};
+use crate::{deployments, fleet, pipelines};
+
+/// The link to one tab of one service (optionally focused on a pipeline run).
+pub fn tab_href(view: &str, service: &str, run: Option<&str>) -> String {
+    let encode = |s: &str| String::from(js_sys::encode_uri_component(s));
+    let mut href = format!("/tower?view={}&service={}", encode(view), encode(service));
+    if let Some(run) = run {
+        href.push_str("&run=");
+        href.push_str(&encode(run));
+    }
+    href
+}
+
+#[component]
+pub fn ServicePage(now: ReadSignal<DateTime<Utc>>) -> impl IntoView {
+    let query = use_query_map();
+    let param = move |key: &str| query.with(|q| q.get(key));
+    move || {
+        let view = param("view");
+        let Some(service) = param("service") else {
+            return view! { <fleet::FleetOverview now=now /> }.into_any();
+        };
+        let run = param("run");
+        let snapshot = LocalResource::new({
+            let service = service.clone();
+            move || api::snapshot(service.clone())
+        });
+        let tab = view.unwrap_or_else(|| "deployments".to_owned());
+        view! {
+            <nav class="tabs" aria-label="Service tabs">
+                <span class="service-name">{service.clone()}</span>
+                <a href=tab_href("pipelines", &service, None) aria-current=(tab == "pipelines").then_some("page")>
+                    "Pipelines"
+                </a>
+                <a href=tab_href("deployments", &service, None) aria-current=(tab == "deployments").then_some("page")>
+                    "Deployments"
+                </a>
+            </nav>
+            <Transition fallback=|| view! { <p class="state loading">"Loading…"</p> }>
+                {
+                    let service = service.clone();
+                    let tab = tab.clone();
+                    let run = run.clone();
+                    move || {
+                        snapshot
+                            .get()
+                            .map(|result: Result<Snapshot, ApiError>| match result {
+                                Ok(snapshot) => match tab.as_str() {
+                                    "pipelines" => view! {
+                                        <pipelines::PipelinesTab snapshot=snapshot service=service.clone() run=run.clone() now=now />
+                                    }
+                                        .into_any(),
+                                    _ => view! {
+                                        <deployments::DeploymentsTab snapshot=snapshot service=service.clone() now=now />
+                                    }
+                                        .into_any(),
+                                },
+                                Err(err) => view! { <p class="state error" role="alert">"✖ " {err.to_string()}</p> }
+                                    .into_any(),
+                            })
+                    }
+                }
+            </Transition>
+        }
+        .into_any()
+    }
+}
