@@ -65,6 +65,13 @@ pub struct CloudDeploysArgs {
     pub service: String,
 }
 
+fn speed(value: &str) -> Result<f64, String> {
+    match value.parse::<f64>() {
+        Ok(speed) if speed.is_finite() && (0.0..=10_000.0).contains(&speed) => Ok(speed),
+        _ => Err(format!("{value:?} is not a speed between 0 and 10000")),
+    }
+}
+
 fn service_name(value: &str) -> Result<String, String> {
     if tower_shared::provisioning::is_dns_label(value) {
         Ok(value.to_owned())
@@ -87,6 +94,13 @@ pub struct DemoArgs {
     /// Port on 127.0.0.1; 0 picks any free port.
     #[arg(long, default_value_t = 8080)]
     pub port: u16,
+    /// How much faster than real time the simulated world runs.
+    #[arg(long, default_value_t = 20.0, value_parser = speed)]
+    pub speed: f64,
+    /// Where to write the kubeconfig for the simulated clusters (default: a new folder in
+    /// the system's temporary directory).
+    #[arg(long)]
+    pub kubeconfig: Option<PathBuf>,
     #[command(flatten)]
     pub frontend: FrontendArgs,
 }
@@ -114,7 +128,10 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             let now = chrono::Utc::now();
             let state = AppState::new(demo::fleet(now)?, demo::snapshot(now)?);
             let addr = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), args.port);
-            block_on(server::serve(addr, state, dist))
+            block_on(async move {
+                let _world = demo::start_world(now, args.speed, args.kubeconfig).await?;
+                server::serve(addr, state, dist).await
+            })
         }
         Command::Serve(args) => {
             let dist = assets::Dist::open(&args.frontend.dist)?;

@@ -27,6 +27,50 @@ pub fn snapshot(now: DateTime<Utc>) -> anyhow::Result<Snapshot> {
     Ok(Snapshot::from_json(&value.to_string())?)
 }
 
+/// Starts the simulated Hangar platform (clusters `dev` and `prod`, the demo's stories,
+/// world time from `now` at `speed`), prints each cluster's address and writes a kubeconfig
+/// for them (path printed). The platform runs until the returned value is dropped.
+pub async fn start_world(
+    now: DateTime<Utc>,
+    speed: f64,
+    kubeconfig: Option<std::path::PathBuf>,
+) -> anyhow::Result<hangar_sim::platform::Served> {
+    use std::io::Write;
+
+    let clock = hangar_sim::clock::Clock::new(now, speed);
+    let platform = std::sync::Arc::new(hangar_sim::platform::Platform::new(
+        clock,
+        &["dev", "prod"],
+        hangar_sim::stories::demo_world(now),
+    ));
+    let served = platform
+        .serve(
+            hangar_sim::kube_api::Config::default(),
+            std::time::Duration::from_millis(500),
+        )
+        .await?;
+    let path = match kubeconfig {
+        Some(path) => path,
+        None => {
+            let dir = std::env::temp_dir().join(format!("tower-demo-{}", std::process::id()));
+            std::fs::create_dir_all(&dir)?;
+            dir.join("kubeconfig")
+        }
+    };
+    served.write_kubeconfig(&path)?;
+    let mut out = std::io::stdout().lock();
+    for (cluster, addr) in &served.clusters {
+        writeln!(out, "Simulated cluster {cluster}: http://{addr}")?;
+    }
+    writeln!(
+        out,
+        "Kubeconfig for the simulated clusters: {}",
+        path.display()
+    )?;
+    out.flush()?;
+    Ok(served)
+}
+
 /// Adds `by` to every RFC 3339 timestamp string in `value`.
 fn shift_times(value: &mut Value, by: chrono::Duration) {
     match value {

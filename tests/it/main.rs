@@ -4,6 +4,7 @@
 //! - [`tidy`] — invariants of the code base itself (the `shared` crate stays pure).
 //! - [`provisioning`] — the provisioning derivation over `fixtures/provisioning/`.
 //! - [`provisioning_props`] — invariants under shuffled and corrupted snapshots (proptest).
+//! - [`simulator`] — the simulated platform through kubectl and a kube-rs watcher.
 //! - [`http`] — the demo's HTTP surface through a real socket.
 //! - [`cloud_deploys`] — the cloud deploy derivation over `fixtures/cloud-deploys/`.
 //! - [`cli`] — the `tower` command line and its errors.
@@ -17,5 +18,6 @@ mod cloud_deploys;
 mod http;
 mod provisioning;
 mod provisioning_props;
+mod simulator;
 mod support;
 mod tidy;

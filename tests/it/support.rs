@@ -40,14 +40,26 @@ pub fn dist() -> anyhow::Result<PathBuf> {
 #[derive(Debug)]
 pub struct Demo {
     pub url: String,
+    /// The kubeconfig the demo wrote for its simulated clusters.
+    pub kubeconfig: PathBuf,
     child: Child,
 }
 
 impl Demo {
     /// Starts `tower demo --port 0` and waits for the line announcing its URL.
     pub async fn start() -> anyhow::Result<Self> {
+        Self::start_with(&[]).await
+    }
+
+    /// [`Demo::start`] with more arguments, e.g. `["--speed", "300"]`.
+    pub async fn start_with(args: &[&str]) -> anyhow::Result<Self> {
+        let profile = tempfile::tempdir()?;
+        let kubeconfig = profile.keep().join("kubeconfig");
         let mut child = Command::new(tower_bin())
-            .args(["demo", "--port", "0", "--dist"])
+            .args(["demo", "--port", "0", "--kubeconfig"])
+            .arg(&kubeconfig)
+            .args(args)
+            .arg("--dist")
             .arg(dist()?)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -68,7 +80,11 @@ impl Demo {
         .context("tower demo did not print its URL within 30 s")??;
         // Keep draining stdout so the demo never blocks on a full pipe.
         tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-        Ok(Self { url, child })
+        Ok(Self {
+            url,
+            kubeconfig,
+            child,
+        })
     }
 
     /// Sends SIGINT (what Ctrl-C sends) and waits up to 10 s for the process to exit.

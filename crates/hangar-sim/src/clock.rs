@@ -1,0 +1,69 @@
+//! World time. It runs at a speed factor from a start moment, and tests move it by hand.
+
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use chrono::{DateTime, Duration, Utc};
+
+#[derive(Debug)]
+struct State {
+    origin_world: DateTime<Utc>,
+    origin_real: Instant,
+    speed: f64,
+    advanced: Duration,
+}
+
+/// A shared scenario clock.
+#[derive(Clone, Debug)]
+pub struct Clock(Arc<Mutex<State>>);
+
+impl Clock {
+    /// World time starting at `start` and running `speed` times faster than real time
+    /// (0 stops it; it then moves only by [`Clock::advance`]).
+    pub fn new(start: DateTime<Utc>, speed: f64) -> Self {
+        Self(Arc::new(Mutex::new(State {
+            origin_world: start,
+            origin_real: Instant::now(),
+            speed: speed.max(0.0),
+            advanced: Duration::zero(),
+        })))
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    pub fn now(&self) -> DateTime<Utc> {
+        let state = self.state();
+        let real = state.origin_real.elapsed().as_secs_f64() * state.speed;
+        #[allow(clippy::cast_possible_truncation)]
+        let scaled = Duration::milliseconds((real * 1000.0) as i64);
+        state.origin_world + scaled + state.advanced
+    }
+
+    /// Moves world time forward by `by`.
+    pub fn advance(&self, by: Duration) {
+        self.state().advanced += by;
+    }
+
+    /// When the world began.
+    pub fn start(&self) -> DateTime<Utc> {
+        self.state().origin_world
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stopped_clock_moves_only_when_advanced() {
+        let start: DateTime<Utc> = "2026-11-30T08:00:00Z".parse().unwrap();
+        let clock = Clock::new(start, 0.0);
+        assert_eq!(clock.now(), start);
+        clock.advance(Duration::minutes(5));
+        assert_eq!(clock.now(), start + Duration::minutes(5));
+    }
+}

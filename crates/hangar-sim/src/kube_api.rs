@@ -1,0 +1,350 @@
+//! The Kubernetes API of one simulated cluster, over HTTP: `/version`, discovery (`/api`,
+//! `/apis`, `/api/v1`, `/apis/<group>/<version>`), and for every served type list (label and
+//! field selectors, `limit` + `continue`), get, and watch (`watch=true`, `resourceVersion`,
+//! bookmarks, `410 Gone` for a compacted version). Errors are `Status` objects.
+//!
+//! Lists are served from the current state; a `continue` token carries the list's resource
+//! version and position, and expires (410) once that version leaves the history.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::extract::{Query, State};
+use axum::http::{header, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use serde_json::{json, Value};
+use tokio::sync::{broadcast, mpsc};
+use tokio_stream::wrappers::ReceiverStream;
+
+use crate::resources::{self, ResourceType};
+use crate::selector::Selector;
+use crate::store::{Event, Key, Store};
+
+/// Server settings.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// How often a watch that allows bookmarks gets one.
+    pub bookmark_every: Duration,
+    /// How long a watch lasts when the client sets no `timeoutSeconds`.
+    pub default_watch_timeout: Duration,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            bookmark_every: Duration::from_secs(15),
+            default_watch_timeout: Duration::from_secs(30 * 60),
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+struct Api {
+    store: Store,
+    config: Arc<Config>,
+}
+
+/// The router serving `store` as a Kubernetes API server.
+pub fn router(store: Store, config: Config) -> Router {
+    Router::new()
+        .route("/version", get(version))
+        .route("/api", get(|| async { Json(resources::core_versions()) }))
+        .route("/apis", get(|| async { Json(resources::group_list()) }))
+        .fallback(resource)
+        .with_state(Api {
+            store,
+            config: Arc::new(config),
+        })
+}
+
+async fn version() -> Json<Value> {
+    Json(
+        json!({"major": "1", "minor": "33", "gitVersion": "v1.33.0-hangar-sim",
+                "gitCommit": "0000000000000000000000000000000000000000", "gitTreeState": "clean",
+                "buildDate": "2026-11-01T00:00:00Z", "goVersion": "go1.24", "compiler": "gc",
+                "platform": "linux/amd64"}),
+    )
+}
+
+/// A Kubernetes `Status` error.
+fn status(code: StatusCode, reason: &str, message: impl Into<String>) -> Response {
+    let body = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                      "message": message.into(), "reason": reason, "code": code.as_u16()});
+    (code, Json(body)).into_response()
+}
+
+fn not_found(what: &str) -> Response {
+    status(
+        StatusCode::NOT_FOUND,
+        "NotFound",
+        format!("{what} not found"),
+    )
+}
+
+/// What a path asks for.
+enum Target<'a> {
+    Discovery(&'a str, &'a str),
+    Collection(&'static ResourceType, Option<&'a str>),
+    Object(&'static ResourceType, Option<&'a str>, &'a str),
+}
+
+fn parse_path(path: &str) -> Option<Target<'_>> {
+    let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
+    let (group, version, rest) = match parts.as_slice() {
+        ["api", "v1", rest @ ..] => ("", "v1", rest),
+        ["apis", group, version, rest @ ..] => (*group, *version, rest),
+        _ => return None,
+    };
+    let resource = |plural| resources::by_plural(group, version, plural);
+    Some(match rest {
+        [] => Target::Discovery(group, version),
+        [plural] => Target::Collection(resource(plural)?, None),
+        ["namespaces", ns, plural] => Target::Collection(resource(plural)?, Some(ns)),
+        ["namespaces", ns, plural, name] => Target::Object(resource(plural)?, Some(ns), name),
+        [plural, name] => Target::Object(resource(plural)?, None, name),
+        _ => return None,
+    })
+}
+
+async fn resource(
+    State(api): State<Api>,
+    uri: Uri,
+    Query(query): Query<HashMap<String, String>>,
+) -> Response {
+    match parse_path(uri.path()) {
+        Some(Target::Discovery(group, version)) => match resources::resource_list(group, version) {
+            Some(list) => Json(list).into_response(),
+            None => not_found(&format!(
+                "the server could not find the requested resource ({group}/{version})"
+            )),
+        },
+        Some(Target::Object(resource, namespace, name)) => {
+            let key = Key {
+                group: resource.group,
+                plural: resource.plural,
+                namespace: if resource.namespaced {
+                    namespace.map(str::to_owned)
+                } else {
+                    None
+                },
+                name: name.to_owned(),
+            };
+            match api.store.get(&key) {
+                Some(object) => Json(object).into_response(),
+                None => {
+                    let plural = if resource.group.is_empty() {
+                        resource.plural.to_owned()
+                    } else {
+                        format!("{}.{}", resource.plural, resource.group)
+                    };
+                    not_found(&format!("{plural} \"{name}\""))
+                }
+            }
+        }
+        Some(Target::Collection(resource, namespace)) => {
+            collection(&api, resource, namespace, &query)
+        }
+        None => not_found("the server could not find the requested resource"),
+    }
+}
+
+/// The filters of a list or watch request.
+struct Filter {
+    resource: &'static ResourceType,
+    namespace: Option<String>,
+    labels: Selector,
+    fields: Selector,
+}
+
+impl Filter {
+    fn matches(&self, key: &Key, object: &Value) -> bool {
+        key.group == self.resource.group
+            && key.plural == self.resource.plural
+            && (self.namespace.is_none() || key.namespace == self.namespace)
+            && self.labels.matches_labels(object)
+            && self.fields.matches_fields(object)
+    }
+}
+
+fn collection(
+    api: &Api,
+    resource: &'static ResourceType,
+    namespace: Option<&str>,
+    query: &HashMap<String, String>,
+) -> Response {
+    let parse = |name: &str| Selector::parse(query.get(name).map_or("", String::as_str));
+    let (labels, fields) = match (parse("labelSelector"), parse("fieldSelector")) {
+        (Ok(l), Ok(f)) => (l, f),
+        (Err(e), _) | (_, Err(e)) => {
+            return status(StatusCode::BAD_REQUEST, "BadRequest", e.to_string())
+        }
+    };
+    let filter = Filter {
+        resource,
+        namespace: namespace.map(str::to_owned),
+        labels,
+        fields,
+    };
+    let watching = query.get("watch").is_some_and(|w| w == "true" || w == "1");
+    if watching {
+        return watch(api, filter, query);
+    }
+    let (revision, items) = api.store.list(resource, namespace);
+    let items: Vec<Value> = items
+        .into_iter()
+        .filter(|o| filter.labels.matches_labels(o) && filter.fields.matches_fields(o))
+        .collect();
+    let start = match query.get("continue").filter(|c| !c.is_empty()) {
+        None => 0,
+        Some(token) => match parse_continue(token) {
+            Some((list_rv, offset)) if api.store.watch_from(list_rv).is_some() => offset,
+            Some(_) => {
+                return status(StatusCode::GONE, "Expired",
+                    "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.")
+            }
+            None => return status(StatusCode::BAD_REQUEST, "BadRequest", format!("invalid continue token {token:?}")),
+        },
+    };
+    let limit = query
+        .get("limit")
+        .and_then(|l| l.parse::<usize>().ok())
+        .filter(|l| *l > 0);
+    let end = limit.map_or(items.len(), |l| (start + l).min(items.len()));
+    let page: Vec<Value> = items.get(start..end).unwrap_or_default().to_vec();
+    let mut metadata = json!({"resourceVersion": revision.to_string()});
+    if end < items.len() {
+        metadata["continue"] = json!(format!("{revision}.{end}"));
+        metadata["remainingItemCount"] = json!(items.len() - end);
+    }
+    Json(
+        json!({"apiVersion": resource.api_version(), "kind": format!("{}List", resource.kind),
+                "metadata": metadata, "items": page}),
+    )
+    .into_response()
+}
+
+fn parse_continue(token: &str) -> Option<(u64, usize)> {
+    let (rv, offset) = token.split_once('.')?;
+    Some((rv.parse().ok()?, offset.parse().ok()?))
+}
+
+fn line(event_type: &str, object: &Value) -> Bytes {
+    let mut text = json!({"type": event_type, "object": object}).to_string();
+    text.push('\n');
+    Bytes::from(text)
+}
+
+fn gone_line(resource_version: &str) -> Bytes {
+    line(
+        "ERROR",
+        &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                "message": format!("too old resource version: {resource_version}"),
+                "reason": "Expired", "code": 410}),
+    )
+}
+
+fn watch(api: &Api, filter: Filter, query: &HashMap<String, String>) -> Response {
+    let (tx, rx) = mpsc::channel::<Result<Bytes, Infallible>>(256);
+    let requested = query.get("resourceVersion").cloned().unwrap_or_default();
+    let bookmarks = query
+        .get("allowWatchBookmarks")
+        .is_some_and(|b| b == "true" || b == "1");
+    let timeout = query
+        .get("timeoutSeconds")
+        .and_then(|t| t.parse().ok())
+        .map_or(api.config.default_watch_timeout, Duration::from_secs);
+    let resource = filter.resource;
+    let owned = filter;
+
+    // Initial events: every object (no version, or "0"), or the history after the version.
+    let start = if requested.is_empty() || requested == "0" {
+        let (revision, objects, receiver) = api.store.watch_all();
+        let initial: Vec<Bytes> = objects
+            .iter()
+            .filter(|(k, o)| owned.matches(k, o))
+            .map(|(_, o)| line("ADDED", o))
+            .collect();
+        Some((revision, initial, receiver))
+    } else {
+        match requested
+            .parse::<u64>()
+            .ok()
+            .and_then(|rv| api.store.watch_from(rv).map(|w| (rv, w)))
+        {
+            Some((rv, crate::store::Resume { past, receiver })) => {
+                let initial = past
+                    .iter()
+                    .filter(|e| owned.matches(&e.key, &e.object))
+                    .map(|e| line(e.kind.as_str(), &e.object))
+                    .collect();
+                let last = past.last().map_or(rv, |e| e.resource_version);
+                Some((last, initial, receiver))
+            }
+            None => None,
+        }
+    };
+    let bookmark_every = api.config.bookmark_every;
+    tokio::spawn(async move {
+        let Some((mut revision, initial, mut receiver)) = start else {
+            let _ = tx.send(Ok(gone_line(&requested))).await;
+            return;
+        };
+        for bytes in initial {
+            if tx.send(Ok(bytes)).await.is_err() {
+                return;
+            }
+        }
+        let deadline = tokio::time::sleep(timeout);
+        tokio::pin!(deadline);
+        let mut ticker = tokio::time::interval(bookmark_every);
+        ticker.tick().await;
+        loop {
+            let bytes = tokio::select! {
+                () = &mut deadline => return,
+                // The version this stream has delivered up to: resuming there misses nothing.
+                _ = ticker.tick(), if bookmarks => {
+                    line("BOOKMARK", &json!({"apiVersion": resource.api_version(), "kind": resource.kind,
+                                             "metadata": {"resourceVersion": revision.to_string()}}))
+                }
+                received = receiver.recv() => match received {
+                    Ok(event) if event.resource_version <= revision => continue,
+                    Ok(event) => {
+                        revision = event.resource_version;
+                        if !owned.matches(&event.key, &event.object) {
+                            continue;
+                        }
+                        event_line(&event)
+                    }
+                    // Fell behind: the client must re-list, as after a compaction.
+                    Err(broadcast::error::RecvError::Lagged(_)) => {
+                        let _ = tx.send(Ok(gone_line(&revision.to_string()))).await;
+                        return;
+                    }
+                    Err(broadcast::error::RecvError::Closed) => return,
+                },
+            };
+            if tx.send(Ok(bytes)).await.is_err() {
+                return;
+            }
+        }
+    });
+    Response::builder()
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from_stream(ReceiverStream::new(rx)))
+        .unwrap_or_else(|_| {
+            status(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "InternalError",
+                "cannot start the watch",
+            )
+        })
+}
+
+fn event_line(event: &Event) -> Bytes {
+    line(event.kind.as_str(), &event.object)
+}

@@ -1,0 +1,20 @@
+//! A simulated Hangar platform: Kubernetes API servers on loopback whose objects follow
+//! scenario stories as a clock moves, faithful to the real wire formats (see
+//! `../shared/reference/data-shapes.md`), so Tower's real clients can be exercised end to end.
+//!
+//! Module map:
+//! - [`resources`] — the served resource types and discovery documents.
+//! - [`selector`] — label and field selectors.
+//! - [`store`] — one cluster's objects; desired state in, versioned watch events out.
+//! - [`kube_api`] — the Kubernetes API over HTTP: discovery, list, get, watch.
+//! - [`clock`] — world time: a speed factor, or advanced by hand in tests.
+//! - [`stories`] — the world's stories, each a pure function of world time.
+//! - [`platform`] — clusters + clock + stories, served on loopback; writes a kubeconfig.
+
+pub mod clock;
+pub mod kube_api;
+pub mod platform;
+pub mod resources;
+pub mod selector;
+pub mod store;
+pub mod stories;

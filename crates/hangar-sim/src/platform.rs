@@ -1,0 +1,160 @@
+//! The simulated platform: one store per cluster, the clock, the stories; served on loopback.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use serde_json::Value;
+use tokio::task::JoinHandle;
+
+use crate::clock::Clock;
+use crate::kube_api;
+use crate::store::Store;
+use crate::stories::Story;
+
+/// Clusters, clock and stories.
+#[derive(Debug)]
+pub struct Platform {
+    clusters: BTreeMap<String, Store>,
+    clock: Clock,
+    stories: Vec<Box<dyn Story>>,
+}
+
+impl Platform {
+    /// A platform with the named clusters (stories may only use these).
+    pub fn new(clock: Clock, clusters: &[&str], stories: Vec<Box<dyn Story>>) -> Self {
+        Self {
+            clusters: clusters
+                .iter()
+                .map(|c| ((*c).to_owned(), Store::new()))
+                .collect(),
+            clock,
+            stories,
+        }
+    }
+
+    pub fn clock(&self) -> &Clock {
+        &self.clock
+    }
+
+    pub fn store(&self, cluster: &str) -> Option<&Store> {
+        self.clusters.get(cluster)
+    }
+
+    /// Brings every cluster to the world at the clock's `now`; returns how many objects changed.
+    pub fn tick(&self) -> usize {
+        let now = self.clock.now();
+        let mut desired: BTreeMap<&str, Vec<Value>> = self
+            .clusters
+            .keys()
+            .map(|c| (c.as_str(), Vec::new()))
+            .collect();
+        for story in &self.stories {
+            for (cluster, object) in story.objects_at(now) {
+                match desired.get_mut(cluster.as_str()) {
+                    Some(objects) => objects.push(object),
+                    None => {
+                        tracing::warn!(%cluster, "a story uses a cluster the platform does not have")
+                    }
+                }
+            }
+        }
+        desired
+            .into_iter()
+            .filter_map(|(cluster, objects)| Some(self.clusters.get(cluster)?.apply(objects, now)))
+            .sum()
+    }
+
+    /// Serves every cluster's API on its own free port on 127.0.0.1 and ticks the world every
+    /// `tick_every`. Stops when the returned [`Served`] is dropped.
+    pub async fn serve(
+        self: Arc<Self>,
+        config: kube_api::Config,
+        tick_every: Duration,
+    ) -> anyhow::Result<Served> {
+        self.tick();
+        let mut addresses = BTreeMap::new();
+        let mut tasks = Vec::new();
+        for (name, store) in &self.clusters {
+            let listener = tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+                .await
+                .with_context(|| format!("binding the {name} cluster's API"))?;
+            addresses.insert(name.clone(), listener.local_addr()?);
+            let app = kube_api::router(store.clone(), config.clone());
+            tasks.push(tokio::spawn(async move {
+                if let Err(err) = axum::serve(listener, app).await {
+                    tracing::error!(%err, "simulated API server stopped");
+                }
+            }));
+        }
+        let platform = Arc::clone(&self);
+        tasks.push(tokio::spawn(async move {
+            let mut ticker = tokio::time::interval(tick_every);
+            loop {
+                ticker.tick().await;
+                platform.tick();
+            }
+        }));
+        Ok(Served {
+            clusters: addresses,
+            tasks,
+        })
+    }
+}
+
+/// The running platform's addresses; stops it when dropped.
+#[derive(Debug)]
+pub struct Served {
+    /// Each cluster's API address.
+    pub clusters: BTreeMap<String, SocketAddr>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Served {
+    /// A kubeconfig with one context per cluster (the first is current), no credentials.
+    pub fn kubeconfig(&self) -> String {
+        let mut text = String::from("apiVersion: v1\nkind: Config\nclusters:\n");
+        for (name, addr) in &self.clusters {
+            let _ = writeln!(
+                text,
+                "- name: {name}\n  cluster:\n    server: http://{addr}"
+            );
+        }
+        text.push_str("contexts:\n");
+        for name in self.clusters.keys() {
+            let _ = writeln!(
+                text,
+                "- name: {name}\n  context:\n    cluster: {name}\n    user: tower-reader"
+            );
+        }
+        let current = self.clusters.keys().next().map_or("", String::as_str);
+        let _ = write!(
+            text,
+            "current-context: {current}\nusers:\n- name: tower-reader\n  user: {{}}\n"
+        );
+        text
+    }
+
+    pub fn write_kubeconfig(&self, path: &Path) -> anyhow::Result<()> {
+        std::fs::write(path, self.kubeconfig())
+            .with_context(|| format!("writing {}", path.display()))
+    }
+
+    pub fn url(&self, cluster: &str) -> Option<String> {
+        self.clusters
+            .get(cluster)
+            .map(|addr| format!("http://{addr}"))
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        for task in &self.tasks {
+            task.abort();
+        }
+    }
+}

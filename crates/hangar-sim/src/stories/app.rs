@@ -1,0 +1,382 @@
+//! An application (NodeJS, SpringBoot, Python, Go) provisioned from its XR's creation to
+//! running healthy in dev, the way Crossplane, provider-github, Glidepath, Tekton, Argo CD
+//! and Argo Rollouts move it along. The world at any moment is a function of time alone.
+
+use chrono::{DateTime, Duration, Utc};
+use serde_json::{json, Value};
+
+use super::objects::{self, condition, RunState};
+use super::Story;
+
+/// Seconds after the XR's creation at which each thing happens.
+#[derive(Clone, Copy, Debug)]
+pub struct Timeline {
+    pub synced: i64,
+    pub dev_cluster: i64,
+    pub repo_source: i64,
+    pub argo_created: i64,
+    pub repo_gitops: i64,
+    pub file_catalog: i64,
+    pub file_cicd: i64,
+    pub argo_healthy: i64,
+    pub cicd: i64,
+    pub xr_ready: i64,
+    pub secrets_created: i64,
+    pub secrets_ready: i64,
+    pub build_start: i64,
+    /// Seconds per build task.
+    pub task: i64,
+    pub rollout_created: i64,
+    pub rollout_healthy: i64,
+}
+
+/// The pace of a typical provision (about 17 minutes, two of them people merging PRs).
+pub const TYPICAL: Timeline = Timeline {
+    synced: 5,
+    dev_cluster: 20,
+    repo_source: 55,
+    argo_created: 60,
+    repo_gitops: 65,
+    file_catalog: 80,
+    file_cicd: 85,
+    argo_healthy: 120,
+    cicd: 130,
+    xr_ready: 140,
+    secrets_created: 140,
+    secrets_ready: 170,
+    build_start: 545,
+    task: 50,
+    rollout_created: 905,
+    rollout_healthy: 1010,
+};
+
+pub const BUILD_TASKS: [&str; 7] = [
+    "fetch-source",
+    "unit-tests",
+    "build-image",
+    "sast-scan",
+    "generate-sbom",
+    "sign-image",
+    "update-gitops",
+];
+
+/// One application's provisioning story.
+#[derive(Clone, Debug)]
+pub struct AppStory {
+    pub name: String,
+    /// NodeJS, SpringBoot, Python or Go.
+    pub kind: &'static str,
+    /// When the XR is created.
+    pub created: DateTime<Utc>,
+    pub timeline: Timeline,
+    /// A provider error that keeps the source repository from being created.
+    pub repo_error: Option<String>,
+}
+
+impl AppStory {
+    pub fn new(name: &str, kind: &'static str, created: DateTime<Utc>) -> Self {
+        Self {
+            name: name.to_owned(),
+            kind,
+            created,
+            timeline: TYPICAL,
+            repo_error: None,
+        }
+    }
+
+    fn at(&self, seconds: i64) -> DateTime<Utc> {
+        self.created + Duration::seconds(seconds)
+    }
+
+    fn build_end(&self) -> i64 {
+        self.timeline.build_start
+            + self.timeline.task * i64::try_from(BUILD_TASKS.len()).unwrap_or(7)
+    }
+}
+
+impl Story for AppStory {
+    fn objects_at(&self, now: DateTime<Utc>) -> Vec<(String, Value)> {
+        let t = &self.timeline;
+        let elapsed = (now - self.created).num_seconds();
+        if elapsed < 0 {
+            return Vec::new();
+        }
+        let seen = |offset: i64| elapsed >= offset;
+        let when = |offset: i64| seen(offset).then(|| self.at(offset));
+        let name = self.name.as_str();
+        let cicd_ns = format!("app-{name}-cicd");
+        let broken = self.repo_error.is_some();
+        let synced_at = self.at(t.synced);
+        let mut out: Vec<Value> = Vec::new();
+
+        // Composed repositories and starter files.
+        let error = self.repo_error.as_deref();
+        out.push(objects::repository(
+            name,
+            &format!("{name}-source"),
+            name,
+            if broken { None } else { when(t.repo_source) },
+            synced_at,
+            error,
+        ));
+        out.push(objects::repository(
+            name,
+            &format!("{name}-gitops"),
+            &format!("gitops-{name}"),
+            when(t.repo_gitops),
+            synced_at,
+            None,
+        ));
+        out.push(objects::repository_file(
+            name,
+            &format!("{name}-catalog-info"),
+            name,
+            "catalog-info.yaml",
+            if broken { None } else { when(t.file_catalog) },
+            synced_at,
+        ));
+        out.push(objects::repository_file(
+            name,
+            &format!("{name}-cicd-yaml"),
+            name,
+            ".glidepath/cicd.yaml",
+            if broken { None } else { when(t.file_cicd) },
+            synced_at,
+        ));
+        let cicd_done = seen(t.cicd) && !broken;
+        out.push(json!({"apiVersion": "platform.hangar.io/v1alpha1", "kind": "AppCicd",
+            "metadata": {"name": format!("{name}-cicd"), "namespace": "tenants", "labels": {"crossplane.io/composite": name}},
+            "spec": {"appRef": {"name": name}},
+            "status": {"conditions": [condition("Ready", cicd_done, if cicd_done { "Available" } else { "Creating" },
+                                                if cicd_done { self.at(t.cicd) } else { synced_at }, None)]}}));
+
+        // The XR.
+        let ready = seen(t.xr_ready) && !broken;
+        let mut conditions = vec![
+            condition("Synced", true, "ReconcileSuccess", synced_at, None),
+            condition(
+                "Ready",
+                ready,
+                if ready { "Available" } else { "Creating" },
+                if ready {
+                    self.at(t.xr_ready)
+                } else {
+                    synced_at
+                },
+                (!ready).then_some("Unready resources: source-repo, gitops-repo"),
+            ),
+        ];
+        conditions.push(if seen(t.dev_cluster) {
+            condition(
+                "DevClusterReady",
+                true,
+                "Available",
+                self.at(t.dev_cluster),
+                Some("Dev cluster dev-euw1 selected"),
+            )
+        } else {
+            condition(
+                "DevClusterReady",
+                false,
+                "Selecting",
+                synced_at,
+                Some("Choosing a dev cluster"),
+            )
+        });
+        conditions.push(if cicd_done {
+            condition(
+                "CicdOnboarded",
+                true,
+                "Available",
+                self.at(t.cicd),
+                Some("Tekton namespace and Argo CD project ready"),
+            )
+        } else {
+            condition(
+                "CicdOnboarded",
+                false,
+                "WaitingForRepo",
+                synced_at,
+                Some("Waiting for the source repository"),
+            )
+        });
+        let refs: Vec<Value> = [
+            (
+                "repo.github.m.upbound.io/v1alpha1",
+                "Repository",
+                format!("{name}-source"),
+            ),
+            (
+                "repo.github.m.upbound.io/v1alpha1",
+                "Repository",
+                format!("{name}-gitops"),
+            ),
+            (
+                "repo.github.m.upbound.io/v1alpha1",
+                "RepositoryFile",
+                format!("{name}-catalog-info"),
+            ),
+            (
+                "repo.github.m.upbound.io/v1alpha1",
+                "RepositoryFile",
+                format!("{name}-cicd-yaml"),
+            ),
+            (
+                "platform.hangar.io/v1alpha1",
+                "AppCicd",
+                format!("{name}-cicd"),
+            ),
+            (
+                "kubernetes.crossplane.io/v1alpha2",
+                "Object",
+                format!("{name}-namespaces"),
+            ),
+        ]
+        .into_iter()
+        .map(|(api_version, kind, n)| json!({"apiVersion": api_version, "kind": kind, "name": n}))
+        .collect();
+        out.push(json!({"apiVersion": "catalog.hangar.io/v1alpha1", "kind": self.kind,
+            "metadata": {"name": name, "namespace": "tenants", "generation": 1,
+                         "creationTimestamp": objects::ts(self.created),
+                         "annotations": {"terasky.backstage.io/source-info":
+                             json!({"repo": "acme/hangar-tenants", "path": format!("tenants/dev/{name}.yaml")}).to_string()},
+                         "labels": {"crossplane.io/composite": name}},
+            "spec": {"owner": "team-payments", "crossplane": {"compositionRef": {"name": format!("{}-default", self.kind.to_ascii_lowercase())},
+                                                              "resourceRefs": refs}},
+            "status": {"conditions": conditions}}));
+
+        if broken {
+            return out.into_iter().map(|o| ("dev".to_owned(), o)).collect();
+        }
+        // The platform's Argo CD application for the app's CI/CD.
+        if seen(t.argo_created) {
+            let healthy = seen(t.argo_healthy);
+            out.push(objects::application(
+                &format!("{name}-cicd"),
+                "argocd",
+                if healthy { "Synced" } else { "OutOfSync" },
+                if healthy { "Healthy" } else { "Progressing" },
+                self.at(if healthy {
+                    t.argo_healthy
+                } else {
+                    t.argo_created
+                }),
+                "https://github.com/acme/gitops-platform",
+            ));
+        }
+        if cicd_done {
+            out.push(objects::namespace(&cicd_ns));
+        }
+        // Secrets, and Glidepath's own resync run (which provisioning must ignore).
+        if seen(t.secrets_created) {
+            let ready = seen(t.secrets_ready);
+            let at = self.at(if ready {
+                t.secrets_ready
+            } else {
+                t.secrets_created
+            });
+            out.push(json!({"apiVersion": "secrets.hangar.io/v1alpha1", "kind": "SecretStore",
+                "metadata": {"name": format!("{name}-secrets"), "namespace": cicd_ns, "labels": {"crossplane.io/composite": format!("{name}-secrets")}},
+                "spec": {"appRef": {"name": name}, "environments": ["dev"]},
+                "status": {"conditions": [condition("Synced", true, "ReconcileSuccess", at, None),
+                                          condition("Ready", ready, if ready { "Available" } else { "Creating" }, at, None)]}}));
+            if ready {
+                out.push(json!({"apiVersion": "projects.project.infisical.m.hangar.io/v1alpha1", "kind": "Project",
+                    "metadata": {"name": name, "namespace": cicd_ns, "annotations": {"crossplane.io/external-name": format!("6f1c{name}")},
+                                 "labels": {"crossplane.io/composite": format!("{name}-secrets")}},
+                    "spec": {"forProvider": {"name": name, "slug": name}},
+                    "status": {"conditions": [condition("Ready", true, "Available", at, None)]}}));
+            }
+            let resync = format!("{name}-onboarding-resync-x1");
+            let done = elapsed >= t.secrets_created + 30;
+            let resync_run = objects::RunRef {
+                name: &resync,
+                namespace: &cicd_ns,
+                pipeline: "onboarding-resync",
+            };
+            out.push(objects::pipeline_run(
+                resync_run,
+                self.at(t.secrets_created),
+                &["resync"],
+                usize::from(done),
+                if done {
+                    RunState::Succeeded
+                } else {
+                    RunState::Running
+                },
+                done.then(|| self.at(t.secrets_created + 30)),
+            ));
+        }
+        // The first build starts when the source onboarding PR is merged.
+        if seen(t.build_start) {
+            let run_name = format!("{name}-build-7hq2x");
+            let run = objects::RunRef {
+                name: &run_name,
+                namespace: &cicd_ns,
+                pipeline: "build",
+            };
+            let done = usize::try_from(((elapsed - t.build_start) / t.task).max(0))
+                .unwrap_or(0)
+                .min(BUILD_TASKS.len());
+            for (i, task) in BUILD_TASKS.iter().enumerate() {
+                let start = t.build_start + t.task * i64::try_from(i).unwrap_or(0);
+                if !seen(start) {
+                    break;
+                }
+                let (state, end) = if i < done {
+                    (RunState::Succeeded, Some(self.at(start + t.task - 5)))
+                } else {
+                    (RunState::Running, None)
+                };
+                out.push(objects::task_run(
+                    run,
+                    task,
+                    self.at(start),
+                    state,
+                    end,
+                    None,
+                ));
+            }
+            let finished = done == BUILD_TASKS.len();
+            out.push(objects::pipeline_run(
+                run,
+                self.at(t.build_start),
+                &BUILD_TASKS,
+                done,
+                if finished {
+                    RunState::Succeeded
+                } else {
+                    RunState::Running
+                },
+                finished.then(|| self.at(self.build_end())),
+            ));
+        }
+        // The deploy-to-dev stage creates the Rollout, which turns healthy.
+        if seen(t.rollout_created) && seen(self.build_end()) {
+            out.push(objects::namespace(&format!("app-{name}-dev")));
+            let healthy = seen(t.rollout_healthy);
+            out.push(if healthy {
+                objects::rollout(
+                    name,
+                    "dev",
+                    "Healthy",
+                    2,
+                    2,
+                    self.at(t.rollout_healthy),
+                    None,
+                )
+            } else {
+                objects::rollout(
+                    name,
+                    "dev",
+                    "Progressing",
+                    2,
+                    1,
+                    self.at(t.rollout_created),
+                    Some("more replicas need to be updated"),
+                )
+            });
+        }
+        out.into_iter().map(|o| ("dev".to_owned(), o)).collect()
+    }
+}

@@ -1,0 +1,257 @@
+//! Builders for objects in the shapes the real controllers write them.
+
+use chrono::{DateTime, Utc};
+use serde_json::{json, Value};
+
+pub fn ts(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+/// A status condition (Crossplane, Tekton and Argo share this shape).
+pub fn condition(
+    type_: &str,
+    status: bool,
+    reason: &str,
+    at: DateTime<Utc>,
+    message: Option<&str>,
+) -> Value {
+    let mut c = json!({"type": type_, "status": if status { "True" } else { "False" }, "reason": reason,
+                       "lastTransitionTime": ts(at)});
+    if let Some(m) = message {
+        c["message"] = json!(m);
+    }
+    c
+}
+
+pub fn unknown_condition(type_: &str, reason: &str, at: DateTime<Utc>, message: &str) -> Value {
+    json!({"type": type_, "status": "Unknown", "reason": reason, "lastTransitionTime": ts(at), "message": message})
+}
+
+pub fn namespace(name: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": {"kubernetes.io/metadata.name": name}},
+           "status": {"phase": "Active"}})
+}
+
+const GITHUB: &str = "repo.github.m.upbound.io/v1alpha1";
+
+/// A provider-github Repository: Ready once created, or failing with the provider's error.
+pub fn repository(
+    composite: &str,
+    name: &str,
+    github_name: &str,
+    created: Option<DateTime<Utc>>,
+    since: DateTime<Utc>,
+    error: Option<&str>,
+) -> Value {
+    let conditions = match (error, created) {
+        (Some(message), _) => vec![
+            condition("Ready", false, "Creating", since, None),
+            condition("Synced", false, "ReconcileError", since, Some(message)),
+        ],
+        (None, Some(at)) => vec![
+            condition("Ready", true, "Available", at, None),
+            condition("Synced", true, "ReconcileSuccess", at, None),
+        ],
+        (None, None) => vec![
+            condition("Synced", true, "ReconcileSuccess", since, None),
+            condition("Ready", false, "Creating", since, None),
+        ],
+    };
+    let mut o = json!({"apiVersion": GITHUB, "kind": "Repository",
+        "metadata": {"name": name, "namespace": "tenants",
+                     "annotations": {"crossplane.io/external-name": github_name},
+                     "labels": {"crossplane.io/composite": composite}},
+        "spec": {"forProvider": {"name": github_name, "visibility": "private", "autoInit": true}},
+        "status": {"conditions": conditions}});
+    if created.is_some() && error.is_none() {
+        o["status"]["atProvider"] = json!({"fullName": format!("acme/{github_name}"),
+            "htmlUrl": format!("https://github.com/acme/{github_name}"), "defaultBranch": "main",
+            "visibility": "private", "name": github_name});
+    }
+    o
+}
+
+pub fn repository_file(
+    composite: &str,
+    name: &str,
+    repo: &str,
+    path: &str,
+    created: Option<DateTime<Utc>>,
+    since: DateTime<Utc>,
+) -> Value {
+    let conditions = match created {
+        Some(at) => vec![
+            condition("Ready", true, "Available", at, None),
+            condition("Synced", true, "ReconcileSuccess", at, None),
+        ],
+        None => vec![
+            condition("Synced", true, "ReconcileSuccess", since, None),
+            condition("Ready", false, "Creating", since, None),
+        ],
+    };
+    json!({"apiVersion": GITHUB, "kind": "RepositoryFile",
+        "metadata": {"name": name, "namespace": "tenants",
+                     "annotations": {"crossplane.io/external-name": format!("{repo}/{path}")},
+                     "labels": {"crossplane.io/composite": composite}},
+        "spec": {"forProvider": {"repository": repo, "file": path, "branch": "main",
+                                 "commitMessage": format!("Add {path}"), "overwriteOnCreate": true}},
+        "status": {"conditions": conditions}})
+}
+
+/// The stages of a Tekton run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunState {
+    Running,
+    Succeeded,
+    Failed,
+}
+
+fn succeeded_condition(
+    state: RunState,
+    at: DateTime<Utc>,
+    running: &str,
+    done: &str,
+    failed: &str,
+) -> Value {
+    match state {
+        RunState::Running => unknown_condition("Succeeded", "Running", at, running),
+        RunState::Succeeded => condition("Succeeded", true, "Succeeded", at, Some(done)),
+        RunState::Failed => condition("Succeeded", false, "Failed", at, Some(failed)),
+    }
+}
+
+/// Which run: its name, namespace and pipeline.
+#[derive(Clone, Copy, Debug)]
+pub struct RunRef<'a> {
+    pub name: &'a str,
+    pub namespace: &'a str,
+    pub pipeline: &'a str,
+}
+
+/// A PipelineRun of `pipeline` with `tasks`, `finished` of them done.
+pub fn pipeline_run(
+    run: RunRef<'_>,
+    started: DateTime<Utc>,
+    tasks: &[&str],
+    finished: usize,
+    state: RunState,
+    completed: Option<DateTime<Utc>>,
+) -> Value {
+    let RunRef {
+        name,
+        namespace,
+        pipeline,
+    } = run;
+    let at = completed.unwrap_or(started);
+    let running = format!(
+        "Tasks Completed: {finished} (Failed: 0, Cancelled 0), Incomplete: {}, Skipped: 0",
+        tasks.len() - finished
+    );
+    let done = format!(
+        "Tasks Completed: {} (Failed: 0, Cancelled 0), Skipped: 0",
+        tasks.len()
+    );
+    let failed = format!("Tasks Completed: {finished} (Failed: 1, Cancelled 0), Skipped: 0");
+    let mut status = json!({
+        "conditions": [succeeded_condition(state, at, &running, &done, &failed)],
+        "startTime": ts(started),
+        "pipelineSpec": {"tasks": tasks.iter().map(|t| json!({"name": t, "taskRef": {"name": t}})).collect::<Vec<_>>()},
+        "childReferences": tasks.iter().take(finished + 1).map(|t| json!({"apiVersion": "tekton.dev/v1", "kind": "TaskRun",
+            "name": format!("{name}-{t}"), "pipelineTaskName": t})).collect::<Vec<_>>(),
+    });
+    if let (Some(done_at), false) = (completed, state == RunState::Running) {
+        status["completionTime"] = json!(ts(done_at));
+    }
+    json!({"apiVersion": "tekton.dev/v1", "kind": "PipelineRun",
+        "metadata": {"name": name, "namespace": namespace, "labels": {"tekton.dev/pipeline": pipeline,
+                     "app.kubernetes.io/managed-by": "tekton-pipelines"}},
+        "spec": {"pipelineRef": {"name": pipeline}, "params": [{"name": "git-revision", "value": "main"}],
+                 "taskRunTemplate": {"serviceAccountName": "pipeline"}},
+        "status": status})
+}
+
+/// A TaskRun of `run`'s task `task`.
+pub fn task_run(
+    run: RunRef<'_>,
+    task: &str,
+    started: DateTime<Utc>,
+    state: RunState,
+    completed: Option<DateTime<Utc>>,
+    message: Option<&str>,
+) -> Value {
+    let RunRef {
+        name: run,
+        namespace,
+        pipeline,
+    } = run;
+    let name = format!("{run}-{task}");
+    let failed = message.unwrap_or("\"step-run\" exited with code 1: Error");
+    let mut status = json!({
+        "conditions": [succeeded_condition(state, completed.unwrap_or(started), "Not all Steps in the Task have finished executing",
+                                           "All Steps have completed executing", failed)],
+        "podName": format!("{name}-pod"), "startTime": ts(started),
+        "steps": [{"name": task, "container": format!("step-{task}")}],
+    });
+    if let (Some(done_at), false) = (completed, state == RunState::Running) {
+        status["completionTime"] = json!(ts(done_at));
+        status["steps"][0]["terminated"] = json!({"exitCode": i32::from(state == RunState::Failed),
+            "reason": if state == RunState::Succeeded { "Completed" } else { "Error" },
+            "startedAt": ts(started), "finishedAt": ts(done_at)});
+    }
+    json!({"apiVersion": "tekton.dev/v1", "kind": "TaskRun",
+        "metadata": {"name": name, "namespace": namespace, "labels": {"tekton.dev/pipeline": pipeline,
+            "tekton.dev/pipelineRun": run, "tekton.dev/pipelineTask": task, "tekton.dev/memberOf": "tasks",
+            "tekton.dev/task": task}},
+        "spec": {"serviceAccountName": "pipeline", "taskRef": {"kind": "Task", "name": task}, "timeout": "1h0m0s"},
+        "status": status})
+}
+
+/// An Argo Rollout with a canary strategy.
+pub fn rollout(
+    app: &str,
+    env: &str,
+    phase: &str,
+    desired: i64,
+    available: i64,
+    at: DateTime<Utc>,
+    message: Option<&str>,
+) -> Value {
+    let healthy = phase == "Healthy";
+    let mut status = json!({"phase": phase, "replicas": desired, "updatedReplicas": available,
+        "readyReplicas": available, "observedGeneration": "1", "stableRS": "6d4f8b7c9",
+        "conditions": [
+            {"type": "Available", "status": if available >= desired { "True" } else { "False" }, "reason": "AvailableReason",
+             "message": "Rollout has minimum availability", "lastTransitionTime": ts(at), "lastUpdateTime": ts(at)},
+            {"type": "Healthy", "status": if healthy { "True" } else { "False" },
+             "reason": if healthy { "RolloutHealthy" } else { "RolloutHealthyFalse" },
+             "message": if healthy { "Rollout is healthy" } else { "Rollout is not healthy" },
+             "lastTransitionTime": ts(at), "lastUpdateTime": ts(at)}]});
+    if available > 0 {
+        status["availableReplicas"] = json!(available);
+    }
+    if let Some(m) = message {
+        status["message"] = json!(m);
+    }
+    json!({"apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout",
+        "metadata": {"name": app, "namespace": format!("app-{app}-{env}"), "generation": 1},
+        "spec": {"replicas": desired, "selector": {"matchLabels": {"app": app}},
+                 "strategy": {"canary": {"steps": [{"setWeight": 20}, {"pause": {"duration": "1m"}}, {"setWeight": 60}, {"pause": {}}]}}},
+        "status": status})
+}
+
+/// An Argo CD Application as the API serves it.
+pub fn application(
+    name: &str,
+    namespace: &str,
+    sync: &str,
+    health: &str,
+    at: DateTime<Utc>,
+    repo: &str,
+) -> Value {
+    json!({"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"project": "default", "source": {"repoURL": repo, "path": ".", "targetRevision": "HEAD"},
+                 "destination": {"server": "https://kubernetes.default.svc", "namespace": name}},
+        "status": {"sync": {"status": sync, "revision": "ea8759964626a583667a2bfd08f334ec2070040a"},
+                   "health": {"status": health, "lastTransitionTime": ts(at)}, "reconciledAt": ts(at)}})
+}

@@ -1,0 +1,316 @@
+//! The simulated Hangar platform, through real clients: kubectl against `tower demo`'s
+//! kubeconfig, and a kube-rs watcher against an in-process platform whose clock the test moves.
+
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use futures::StreamExt;
+use hangar_sim::clock::Clock;
+use hangar_sim::platform::Platform;
+use hangar_sim::stories::app::AppStory;
+use hangar_sim::stories::Story;
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
+use kube::runtime::watcher;
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+use crate::support::Demo;
+
+const KUBECTL: &str = "/usr/bin/kubectl";
+
+fn kubectl_path() -> &'static str {
+    assert!(
+        std::path::Path::new(KUBECTL).is_file(),
+        "kubectl is missing at {KUBECTL}: this machine image ships kubectl 1.32 there; \
+         the simulator's kubectl tests need it (do not install Debian's kubernetes-client)"
+    );
+    KUBECTL
+}
+
+async fn kubectl(demo: &Demo, args: &[&str]) -> String {
+    let out = tokio::process::Command::new(kubectl_path())
+        .arg("--kubeconfig")
+        .arg(&demo.kubeconfig)
+        .args(args)
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "kubectl {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[tokio::test]
+async fn kubectl_lists_gets_and_watches_the_simulated_world() {
+    // At 400× a world minute passes in 0.15 s: the NodeJS app's build starts within seconds.
+    let demo = Demo::start_with(&["--speed", "400"]).await.unwrap();
+    let mut build = None;
+    for _ in 0..100 {
+        let json: Value = serde_json::from_str(
+            &kubectl(
+                &demo,
+                &["get", "pipelineruns.tekton.dev", "-A", "-o", "json"],
+            )
+            .await,
+        )
+        .unwrap();
+        assert_eq!(json["kind"], "List");
+        build = json["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["metadata"]["labels"]["tekton.dev/pipeline"] == "build")
+            .cloned();
+        if build.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let build = build.expect("the NodeJS story's build run appears");
+    assert_eq!(build["metadata"]["namespace"], "app-shop-cicd");
+
+    // Plain `kubectl get` (it asks for a Table, gets a list, and prints columns).
+    let table = kubectl(&demo, &["get", "nodejs.catalog.hangar.io", "-n", "tenants"]).await;
+    assert!(table.contains("shop"), "{table}");
+    let one: Value = serde_json::from_str(
+        &kubectl(
+            &demo,
+            &[
+                "get",
+                "nodejs.catalog.hangar.io",
+                "shop",
+                "-n",
+                "tenants",
+                "-o",
+                "json",
+            ],
+        )
+        .await,
+    )
+    .unwrap();
+    assert_eq!(one["metadata"]["name"], "shop");
+    assert!(one["status"]["conditions"]
+        .as_array()
+        .is_some_and(|c| !c.is_empty()));
+
+    // `kubectl get -w` streams changes as the world moves on.
+    let mut watch = tokio::process::Command::new(kubectl_path())
+        .arg("--kubeconfig")
+        .arg(&demo.kubeconfig)
+        .args([
+            "get",
+            "taskruns.tekton.dev",
+            "-n",
+            "app-shop-cicd",
+            "-w",
+            "-o",
+            "name",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(watch.stdout.take().unwrap()).lines();
+    let mut seen = std::collections::BTreeSet::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while seen.len() < 7 && tokio::time::Instant::now() < deadline {
+        match tokio::time::timeout(Duration::from_secs(5), lines.next_line()).await {
+            Ok(Ok(Some(line))) => {
+                seen.insert(line);
+            }
+            _ => break,
+        }
+    }
+    assert!(
+        seen.iter()
+            .any(|l| l.contains("shop-build-7hq2x-update-gitops")),
+        "the watch saw {seen:?}"
+    );
+}
+
+fn taskruns() -> ApiResource {
+    ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("tekton.dev", "v1", "TaskRun"),
+        "taskruns",
+    )
+}
+
+#[tokio::test]
+async fn a_kube_rs_watcher_sees_changes_and_relists_after_410() {
+    let start: DateTime<Utc> = "2026-11-30T08:00:00Z".parse().unwrap();
+    let clock = Clock::new(start, 0.0);
+    let stories: Vec<Box<dyn Story>> = vec![Box::new(AppStory::new("shop", "NodeJS", start))];
+    let platform = Arc::new(Platform::new(clock.clone(), &["dev"], stories));
+    let served = Arc::clone(&platform)
+        .serve(
+            hangar_sim::kube_api::Config {
+                bookmark_every: Duration::from_millis(200),
+                ..Default::default()
+            },
+            Duration::from_secs(3600),
+        )
+        .await
+        .unwrap();
+    let config = kube::Config::new(served.url("dev").unwrap().parse().unwrap());
+    let client = kube::Client::try_from(config).unwrap();
+    let api: Api<DynamicObject> = Api::namespaced_with(client, "app-shop-cicd", &taskruns());
+    let mut events = watcher(api, watcher::Config::default()).boxed();
+
+    // Nothing yet: the initial list is empty.
+    assert_eq!(until_init_done(&mut events).await, 0);
+
+    // The build starts 545 s in: its first TaskRun appears, then more.
+    clock.advance(chrono::Duration::seconds(550));
+    platform.tick();
+    let first = match next(&mut events).await {
+        watcher::Event::Apply(o) => o,
+        other => panic!("expected the first TaskRun, got {other:?}"),
+    };
+    assert_eq!(
+        first.metadata.name.as_deref(),
+        Some("shop-build-7hq2x-fetch-source")
+    );
+    clock.advance(chrono::Duration::seconds(60));
+    platform.tick();
+    let mut names = Vec::new();
+    while names.len() < 2 {
+        if let watcher::Event::Apply(o) = next(&mut events).await {
+            names.push(o.metadata.name.unwrap());
+        }
+    }
+    assert!(
+        names.contains(&"shop-build-7hq2x-unit-tests".to_owned()),
+        "{names:?}"
+    );
+
+    // A compaction ends the watch; resuming from the old version gets 410 Gone, and the
+    // watcher lists again, seeing everything that exists now.
+    platform.store("dev").unwrap().compact();
+    clock.advance(chrono::Duration::seconds(60));
+    platform.tick();
+    let listed = until_init_done(&mut events).await;
+    // 670 s in: tasks started at 545, 595 and 645 s; the fourth starts at 695 s.
+    assert_eq!(
+        listed, 3,
+        "fetch-source, unit-tests and build-image after the re-list"
+    );
+    drop(served);
+}
+
+type Events =
+    futures::stream::BoxStream<'static, Result<watcher::Event<DynamicObject>, watcher::Error>>;
+
+/// The next event, skipping the watcher's errors (a 410 is reported, then handled).
+async fn next(events: &mut Events) -> watcher::Event<DynamicObject> {
+    loop {
+        match tokio::time::timeout(Duration::from_secs(10), events.next()).await {
+            Ok(Some(Ok(event))) => return event,
+            Ok(Some(Err(err))) => eprintln!("watcher reported: {err}"),
+            Ok(None) => panic!("the watcher ended"),
+            Err(_) => panic!("no watch event within 10 s"),
+        }
+    }
+}
+
+/// Reads up to the end of a (re-)list and returns how many objects it carried.
+async fn until_init_done(events: &mut Events) -> usize {
+    let mut listed = 0;
+    let mut started = false;
+    loop {
+        match next(events).await {
+            watcher::Event::Init => started = true,
+            watcher::Event::InitApply(_) if started => listed += 1,
+            watcher::Event::InitDone if started => return listed,
+            _ => {}
+        }
+    }
+}
+
+#[test]
+fn the_nodejs_story_changes_objects_in_order_and_tower_follows_it() {
+    use tower_shared::provisioning::{derive_provisioning, Group, StepStatus};
+    use tower_shared::snapshot::Snapshot;
+
+    let start: DateTime<Utc> = "2026-11-30T08:00:00Z".parse().unwrap();
+    let clock = Clock::new(start, 0.0);
+    let stories: Vec<Box<dyn Story>> = vec![Box::new(AppStory::new("shop", "NodeJS", start))];
+    let platform = Platform::new(clock.clone(), &["dev"], stories);
+    let store = platform.store("dev").unwrap();
+
+    let mut done_before = 0;
+    let mut group = None;
+    for _ in 0..=20 {
+        platform.tick();
+        let snapshot = Snapshot::from_json(
+            &serde_json::json!({"now": clock.now(), "clusters": {"dev": store.objects()}})
+                .to_string(),
+        )
+        .unwrap();
+        let derived = derive_provisioning(&snapshot);
+        let shop = derived.services.iter().find(|s| s.name == "shop").unwrap();
+        let done = shop
+            .steps
+            .iter()
+            .filter(|s| s.status == StepStatus::Done)
+            .count();
+        assert!(
+            done >= done_before,
+            "at {}: {done} steps done after {done_before}",
+            clock.now()
+        );
+        assert!(
+            shop.steps.iter().all(|s| s.status != StepStatus::Failed),
+            "{shop:?}"
+        );
+        done_before = done;
+        group = Some(shop.group);
+        clock.advance(chrono::Duration::minutes(1));
+    }
+    assert_eq!(done_before, 10, "every step done by the end of the story");
+    assert_eq!(group, Some(Group::Finished));
+
+    // The changes themselves, in the order the controllers make them.
+    let milestone = |pred: &dyn Fn(&hangar_sim::store::Event) -> bool| {
+        store
+            .history()
+            .iter()
+            .position(|e| pred(e))
+            .expect("milestone reached")
+    };
+    let condition = |e: &hangar_sim::store::Event, kind: &str, type_: &str| {
+        e.object["kind"] == kind
+            && e.object["status"]["conditions"]
+                .as_array()
+                .is_some_and(|c| {
+                    c.iter()
+                        .any(|c| c["type"] == type_ && c["status"] == "True")
+                })
+    };
+    let order = [
+        milestone(&|e| e.object["kind"] == "NodeJS"),
+        milestone(&|e| condition(e, "NodeJS", "DevClusterReady")),
+        milestone(&|e| condition(e, "Repository", "Ready")),
+        milestone(&|e| condition(e, "NodeJS", "CicdOnboarded")),
+        milestone(&|e| condition(e, "SecretStore", "Ready")),
+        milestone(&|e| {
+            e.object["kind"] == "PipelineRun"
+                && e.object["metadata"]["labels"]["tekton.dev/pipeline"] == "build"
+        }),
+        milestone(&|e| {
+            condition(e, "PipelineRun", "Succeeded")
+                && e.object["metadata"]["labels"]["tekton.dev/pipeline"] == "build"
+        }),
+        milestone(&|e| e.object["kind"] == "Rollout"),
+        milestone(&|e| e.object["kind"] == "Rollout" && e.object["status"]["phase"] == "Healthy"),
+    ];
+    assert!(
+        order.windows(2).all(|w| w[0] < w[1]),
+        "milestones out of order: {order:?}"
+    );
+}
