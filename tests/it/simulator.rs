@@ -314,3 +314,174 @@ fn the_nodejs_story_changes_objects_in_order_and_tower_follows_it() {
         "milestones out of order: {order:?}"
     );
 }
+
+async fn github_platform() -> (Arc<Platform>, hangar_sim::platform::Served, String) {
+    let start: DateTime<Utc> = "2026-11-30T08:00:00Z".parse().unwrap();
+    let clock = Clock::new(start, 0.0);
+    // The XR is created 20 minutes in; its request PR opens 12 minutes before that.
+    let story = AppStory::new("shop", "NodeJS", start + chrono::Duration::minutes(20));
+    let platform = Arc::new(Platform::new(clock, &["dev"], vec![Box::new(story)]));
+    let served = Arc::clone(&platform)
+        .serve(
+            hangar_sim::kube_api::Config::default(),
+            Duration::from_secs(3600),
+        )
+        .await
+        .unwrap();
+    let url = format!("http://{}", served.github);
+    (platform, served, url)
+}
+
+#[tokio::test]
+async fn octocrab_sees_the_request_pr_open_then_merge() {
+    let (platform, _served, url) = github_platform().await;
+    let octo = octocrab::Octocrab::builder()
+        .base_uri(url.as_str())
+        .unwrap()
+        .build()
+        .unwrap();
+    let list = || async {
+        octo.pulls("acme", "hangar-tenants")
+            .list()
+            .state(octocrab::params::State::All)
+            .send()
+            .await
+            .unwrap()
+            .items
+    };
+    assert!(
+        list().await.is_empty(),
+        "no request before the story starts"
+    );
+
+    platform.clock().advance(chrono::Duration::minutes(9));
+    let open = list().await;
+    assert_eq!(open.len(), 1);
+    assert_eq!(open[0].title.as_deref(), Some("Create NodeJS shop"));
+    assert!(open[0].merged_at.is_none());
+
+    platform.clock().advance(chrono::Duration::minutes(8));
+    let merged = list().await;
+    assert!(
+        merged[0].merged_at.is_some(),
+        "merged 4 minutes before the XR"
+    );
+    let search = octo
+        .search()
+        .issues_and_pull_requests("repo:acme/hangar-tenants is:pr in:title \"Create NodeJS shop\"")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(search.items.len(), 1);
+}
+
+#[tokio::test]
+async fn github_etags_writes_and_conflicts() {
+    let (_platform, _served, url) = github_platform().await;
+    let client = reqwest::Client::new();
+    let get = |path: &str, etag: Option<&str>| {
+        let mut request = client.get(format!("{url}{path}"));
+        if let Some(etag) = etag {
+            request = request.header("If-None-Match", etag);
+        }
+        request.send()
+    };
+    let first = get("/repos/acme/hangar-tenants/pulls?state=all", None)
+        .await
+        .unwrap();
+    assert_eq!(first.status(), 200);
+    let etag = first.headers()["etag"].to_str().unwrap().to_owned();
+    let remaining: u32 = first.headers()["x-ratelimit-remaining"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let again = get("/repos/acme/hangar-tenants/pulls?state=all", Some(&etag))
+        .await
+        .unwrap();
+    assert_eq!(again.status(), 304);
+    let after: u32 = again.headers()["x-ratelimit-remaining"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(after, remaining, "a 304 costs no budget");
+
+    // A branch, a file on it, an update with a stale sha, and a pull request from it.
+    let post = |path: &str, body: Value| client.post(format!("{url}{path}")).json(&body).send();
+    let put = |path: &str, body: Value| client.put(format!("{url}{path}")).json(&body).send();
+    let main: Value = get("/repos/acme/hangar-tenants/git/ref/heads/main", None)
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let created = post(
+        "/repos/acme/hangar-tenants/git/refs",
+        serde_json::json!({"ref": "refs/heads/tower/edit", "sha": main["object"]["sha"]}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(created.status(), 201);
+    let again = post(
+        "/repos/acme/hangar-tenants/git/refs",
+        serde_json::json!({"ref": "refs/heads/tower/edit", "sha": main["object"]["sha"]}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(again.status(), 422);
+    let file = put(
+        "/repos/acme/hangar-tenants/contents/tenants/dev/x.yaml",
+        serde_json::json!({"message": "add", "content": "a2luZDogWA==", "branch": "tower/edit"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(file.status(), 201);
+    let stale = put("/repos/acme/hangar-tenants/contents/tenants/dev/x.yaml",
+        serde_json::json!({"message": "edit", "content": "a2luZDogWQ==", "branch": "tower/edit", "sha": "0000"})).await.unwrap();
+    assert_eq!(stale.status(), 409);
+    let read: Value = get(
+        "/repos/acme/hangar-tenants/contents/tenants/dev/x.yaml?ref=tower/edit",
+        None,
+    )
+    .await
+    .unwrap()
+    .json()
+    .await
+    .unwrap();
+    assert_eq!(read["content"].as_str().unwrap().trim(), "a2luZDogWA==");
+    let pr = post(
+        "/repos/acme/hangar-tenants/pulls",
+        serde_json::json!({"title": "Edit X", "head": "tower/edit", "base": "main"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(pr.status(), 201);
+    let pr: Value = pr.json().await.unwrap();
+    assert_eq!(pr["state"], "open");
+    let duplicate = post(
+        "/repos/acme/hangar-tenants/pulls",
+        serde_json::json!({"title": "Edit X", "head": "tower/edit", "base": "main"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(duplicate.status(), 422);
+}
+
+#[tokio::test]
+async fn github_knows_story_repositories_only() {
+    let (platform, _served, url) = github_platform().await;
+    platform.clock().advance(chrono::Duration::minutes(30));
+    let repo: Value = reqwest::get(format!("{url}/repos/acme/gitops-shop"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(repo["full_name"], "acme/gitops-shop");
+    assert_eq!(repo["default_branch"], "main");
+    let missing = reqwest::get(format!("{url}/repos/acme/nothing-here"))
+        .await
+        .unwrap();
+    assert_eq!(missing.status(), 404);
+}

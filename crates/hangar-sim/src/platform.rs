@@ -45,6 +45,15 @@ impl Platform {
         self.clusters.get(cluster)
     }
 
+    /// Every story's pull requests at the clock's `now`.
+    pub fn pull_requests(&self) -> Vec<crate::stories::PullRequest> {
+        let now = self.clock.now();
+        self.stories
+            .iter()
+            .flat_map(|s| s.pull_requests_at(now))
+            .collect()
+    }
+
     /// Brings every cluster to the world at the clock's `now`; returns how many objects changed.
     pub fn tick(&self) -> usize {
         let now = self.clock.now();
@@ -91,6 +100,16 @@ impl Platform {
                 }
             }));
         }
+        let listener = tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+            .await
+            .context("binding the GitHub API")?;
+        let github = listener.local_addr()?;
+        let app = crate::github::GitHub::new(Arc::clone(&self)).router();
+        tasks.push(tokio::spawn(async move {
+            if let Err(err) = axum::serve(listener, app).await {
+                tracing::error!(%err, "simulated GitHub stopped");
+            }
+        }));
         let platform = Arc::clone(&self);
         tasks.push(tokio::spawn(async move {
             let mut ticker = tokio::time::interval(tick_every);
@@ -101,6 +120,7 @@ impl Platform {
         }));
         Ok(Served {
             clusters: addresses,
+            github,
             tasks,
         })
     }
@@ -111,6 +131,8 @@ impl Platform {
 pub struct Served {
     /// Each cluster's API address.
     pub clusters: BTreeMap<String, SocketAddr>,
+    /// The GitHub REST API's address.
+    pub github: SocketAddr,
     tasks: Vec<JoinHandle<()>>,
 }
 

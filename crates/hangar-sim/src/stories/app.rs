@@ -6,11 +6,17 @@ use chrono::{DateTime, Duration, Utc};
 use serde_json::{json, Value};
 
 use super::objects::{self, condition, RunState};
-use super::Story;
+use super::{PullRequest, Story};
 
-/// Seconds after the XR's creation at which each thing happens.
+/// Seconds after the XR's creation at which each thing happens (negative: before it).
 #[derive(Clone, Copy, Debug)]
 pub struct Timeline {
+    pub request_opened: i64,
+    pub request_merged: i64,
+    pub onboarding_source_opened: i64,
+    pub onboarding_gitops_opened: i64,
+    pub onboarding_source_merged: i64,
+    pub onboarding_gitops_merged: i64,
     pub synced: i64,
     pub dev_cluster: i64,
     pub repo_source: i64,
@@ -32,6 +38,12 @@ pub struct Timeline {
 
 /// The pace of a typical provision (about 17 minutes, two of them people merging PRs).
 pub const TYPICAL: Timeline = Timeline {
+    request_opened: -720,
+    request_merged: -240,
+    onboarding_source_opened: 150,
+    onboarding_gitops_opened: 155,
+    onboarding_source_merged: 540,
+    onboarding_gitops_merged: 600,
     synced: 5,
     dev_cluster: 20,
     repo_source: 55,
@@ -71,6 +83,8 @@ pub struct AppStory {
     pub timeline: Timeline,
     /// A provider error that keeps the source repository from being created.
     pub repo_error: Option<String>,
+    /// The request PR's number in the tenants repo.
+    pub request_number: u64,
 }
 
 impl AppStory {
@@ -81,6 +95,7 @@ impl AppStory {
             created,
             timeline: TYPICAL,
             repo_error: None,
+            request_number: 100 + name.bytes().map(u64::from).sum::<u64>() % 900,
         }
     }
 
@@ -95,6 +110,57 @@ impl AppStory {
 }
 
 impl Story for AppStory {
+    fn pull_requests_at(&self, now: DateTime<Utc>) -> Vec<PullRequest> {
+        let t = &self.timeline;
+        let elapsed = (now - self.created).num_seconds();
+        let pr =
+            |repo: String, number: u64, title: String, user: &str, opened: i64, merged: i64| {
+                (elapsed >= opened).then(|| {
+                    let merged_at = (elapsed >= merged).then(|| self.at(merged));
+                    PullRequest {
+                        repo,
+                        number,
+                        title,
+                        body: String::new(),
+                        user: user.to_owned(),
+                        head_ref: format!("hangar/{}-{number}", self.name),
+                        base_ref: "main".to_owned(),
+                        created_at: self.at(opened),
+                        merged_at,
+                        closed_at: merged_at,
+                    }
+                })
+            };
+        let name = &self.name;
+        let mut prs = vec![pr(
+            "acme/hangar-tenants".to_owned(),
+            self.request_number,
+            format!("Create {} {name}", self.kind),
+            "dana",
+            t.request_opened,
+            t.request_merged,
+        )];
+        if self.repo_error.is_none() {
+            prs.push(pr(
+                format!("acme/{name}"),
+                1,
+                format!("Onboarding: re-sync {name}"),
+                "glidepath-bot",
+                t.onboarding_source_opened,
+                t.onboarding_source_merged,
+            ));
+            prs.push(pr(
+                format!("acme/gitops-{name}"),
+                1,
+                format!("Onboarding: re-sync gitops-{name}"),
+                "glidepath-bot",
+                t.onboarding_gitops_opened,
+                t.onboarding_gitops_merged,
+            ));
+        }
+        prs.into_iter().flatten().collect()
+    }
+
     fn objects_at(&self, now: DateTime<Utc>) -> Vec<(String, Value)> {
         let t = &self.timeline;
         let elapsed = (now - self.created).num_seconds();

@@ -11,6 +11,27 @@ use serde_json::Value;
 pub trait Story: Send + Sync + std::fmt::Debug {
     /// The objects this story has in the world at `now`, with the cluster each lives on.
     fn objects_at(&self, now: DateTime<Utc>) -> Vec<(String, Value)>;
+
+    /// The pull requests this story has on GitHub at `now`, in their state then.
+    fn pull_requests_at(&self, _now: DateTime<Utc>) -> Vec<PullRequest> {
+        Vec::new()
+    }
+}
+
+/// A pull request as the simulated GitHub knows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PullRequest {
+    /// `owner/name`.
+    pub repo: String,
+    pub number: u64,
+    pub title: String,
+    pub body: String,
+    pub user: String,
+    pub head_ref: String,
+    pub base_ref: String,
+    pub created_at: DateTime<Utc>,
+    pub merged_at: Option<DateTime<Utc>>,
+    pub closed_at: Option<DateTime<Utc>>,
 }
 
 /// The demo's world, relative to when it starts: a NodeJS app created a minute in that goes

@@ -1,0 +1,592 @@
+//! The subset of GitHub's REST API Tower uses: repositories, pull requests (list, get, create,
+//! search by title), git refs and file contents — with ETags (`If-None-Match` → 304) and
+//! rate-limit headers. Pull requests come from the stories, on the world's clock; what
+//! clients create (refs, files, pull requests) is kept.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use axum::body::Bytes;
+use axum::extract::{Path, Query, State};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use base64::Engine as _;
+use chrono::{DateTime, Utc};
+use serde_json::{json, Value};
+
+use crate::platform::Platform;
+use crate::stories::PullRequest;
+
+/// Requests per hour before the simulated primary rate limit answers 403.
+pub const RATE_LIMIT: u32 = 5_000;
+
+#[derive(Debug, Default)]
+struct Written {
+    /// (repo, branch) → commit sha.
+    refs: BTreeMap<(String, String), String>,
+    /// (repo, branch, path) → content.
+    files: BTreeMap<(String, String, String), Vec<u8>>,
+    pulls: Vec<PullRequest>,
+    used: u32,
+}
+
+/// The simulated GitHub, reading the platform's stories.
+#[derive(Clone, Debug)]
+pub struct GitHub {
+    platform: Arc<Platform>,
+    written: Arc<Mutex<Written>>,
+}
+
+fn error(status: StatusCode, message: &str) -> Response {
+    (
+        status,
+        Json(json!({"message": message, "documentation_url": "https://docs.github.com/rest"})),
+    )
+        .into_response()
+}
+
+fn ts(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+/// A stable fake object id, 40 hex digits.
+fn sha_of(text: &str) -> String {
+    let mut out = String::new();
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    while out.len() < 40 {
+        for b in text.bytes().chain(out.clone().into_bytes()) {
+            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+        out.push_str(&format!("{h:016x}"));
+    }
+    out.truncate(40);
+    out
+}
+
+/// A user as GitHub's API embeds one (`simple-user`).
+fn user_json(login: &str) -> Value {
+    let id = 1_000 + login.bytes().map(u64::from).sum::<u64>();
+    let api = format!("https://api.github.com/users/{login}");
+    json!({"login": login, "id": id, "node_id": format!("U_kgDO{id}"),
+           "avatar_url": format!("https://avatars.githubusercontent.com/u/{id}?v=4"), "gravatar_id": "",
+           "url": api, "html_url": format!("https://github.com/{login}"),
+           "followers_url": format!("{api}/followers"), "following_url": format!("{api}/following{{/other_user}}"),
+           "gists_url": format!("{api}/gists{{/gist_id}}"), "starred_url": format!("{api}/starred{{/owner}}{{/repo}}"),
+           "subscriptions_url": format!("{api}/subscriptions"), "organizations_url": format!("{api}/orgs"),
+           "repos_url": format!("{api}/repos"), "events_url": format!("{api}/events{{/privacy}}"),
+           "received_events_url": format!("{api}/received_events"),
+           "type": if login.ends_with("-bot") { "Bot" } else { "User" }, "site_admin": false})
+}
+
+/// A repository as GitHub's API embeds one.
+fn repo_json(full: &str) -> Value {
+    let (owner, name) = full.split_once('/').unwrap_or(("acme", full));
+    let id = 50_000 + full.bytes().map(u64::from).sum::<u64>();
+    json!({"id": id, "node_id": format!("R_kgDO{id}"), "name": name, "full_name": full,
+           "owner": user_json(owner), "private": true, "html_url": format!("https://github.com/{full}"),
+           "url": format!("https://api.github.com/repos/{full}"), "default_branch": "main", "fork": false})
+}
+
+fn pull_json(pr: &PullRequest, single: bool) -> Value {
+    let owner = pr.repo.split_once('/').map_or("acme", |(o, _)| o);
+    let url = format!("https://github.com/{}/pull/{}", pr.repo, pr.number);
+    let mut v = json!({
+        "id": 10_000 + pr.number, "number": pr.number, "title": pr.title, "body": pr.body,
+        "state": if pr.closed_at.is_some() { "closed" } else { "open" },
+        "node_id": format!("PR_kwDO{}", 10_000 + pr.number), "user": user_json(&pr.user),
+        "created_at": ts(pr.created_at), "updated_at": ts(pr.merged_at.or(pr.closed_at).unwrap_or(pr.created_at)),
+        "closed_at": pr.closed_at.map(ts), "merged_at": pr.merged_at.map(ts),
+        "html_url": url, "url": format!("https://api.github.com/repos/{}/pulls/{}", pr.repo, pr.number),
+        "draft": false, "locked": false,
+        "head": {"ref": pr.head_ref, "sha": sha_of(&pr.head_ref), "label": format!("{owner}:{}", pr.head_ref),
+                 "user": user_json(owner), "repo": repo_json(&pr.repo)},
+        "base": {"ref": pr.base_ref, "sha": sha_of(&pr.base_ref), "label": format!("{owner}:{}", pr.base_ref),
+                 "user": user_json(owner), "repo": repo_json(&pr.repo)},
+    });
+    if single {
+        v["merged"] = json!(pr.merged_at.is_some());
+        v["mergeable"] = Value::Null;
+    }
+    v
+}
+
+impl GitHub {
+    pub fn new(platform: Arc<Platform>) -> Self {
+        Self {
+            platform,
+            written: Arc::new(Mutex::new(Written::default())),
+        }
+    }
+
+    fn written(&self) -> MutexGuard<'_, Written> {
+        self.written
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Every pull request now: the stories' and the ones clients opened.
+    fn pulls(&self) -> Vec<PullRequest> {
+        let mut all = self.platform.pull_requests();
+        all.extend(self.written().pulls.iter().cloned());
+        all
+    }
+
+    fn known_repo(&self, repo: &str) -> bool {
+        // `pulls` takes the lock itself: ask it first, then look at the refs.
+        self.pulls().iter().any(|p| p.repo == repo)
+            || self.written().refs.keys().any(|(r, _)| r == repo)
+            || repo == "acme/hangar-tenants"
+    }
+
+    /// The router for the GitHub API.
+    pub fn router(self) -> Router {
+        Router::new()
+            .route("/repos/{owner}/{repo}", get(repo))
+            .route(
+                "/repos/{owner}/{repo}/pulls",
+                get(list_pulls).post(create_pull),
+            )
+            .route("/repos/{owner}/{repo}/pulls/{number}", get(get_pull))
+            .route("/repos/{owner}/{repo}/git/ref/heads/{branch}", get(get_ref))
+            .route(
+                "/repos/{owner}/{repo}/git/refs",
+                axum::routing::post(create_ref),
+            )
+            .route(
+                "/repos/{owner}/{repo}/contents/{*path}",
+                get(get_contents).put(put_contents),
+            )
+            .route("/search/issues", get(search))
+            .layer(axum::middleware::from_fn_with_state(
+                self.clone(),
+                conditional_and_limited,
+            ))
+            .with_state(self)
+    }
+}
+
+/// Rate-limit headers on every answer; 403 once the hour's budget is spent; and for GETs an
+/// ETag, with `If-None-Match` answered 304 (which costs no budget, as on GitHub).
+async fn conditional_and_limited(
+    State(github): State<GitHub>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let is_get = request.method() == axum::http::Method::GET;
+    let if_none_match = request.headers().get(header::IF_NONE_MATCH).cloned();
+    let reset = (github.platform.clock().start() + chrono::Duration::hours(1)).timestamp();
+    let used = github.written().used;
+    let limit_headers = |response: &mut Response, used: u32| {
+        let h = response.headers_mut();
+        h.insert("x-ratelimit-limit", HeaderValue::from(RATE_LIMIT));
+        h.insert(
+            "x-ratelimit-remaining",
+            HeaderValue::from(RATE_LIMIT.saturating_sub(used)),
+        );
+        h.insert("x-ratelimit-used", HeaderValue::from(used));
+        h.insert("x-ratelimit-reset", HeaderValue::from(reset));
+        h.insert("x-ratelimit-resource", HeaderValue::from_static("core"));
+    };
+    if used >= RATE_LIMIT {
+        let mut response = error(StatusCode::FORBIDDEN, "API rate limit exceeded");
+        limit_headers(&mut response, used);
+        return response;
+    }
+    let response = next.run(request).await;
+    let (mut parts, body) = response.into_parts();
+    let bytes = axum::body::to_bytes(body, 16 * 1024 * 1024)
+        .await
+        .unwrap_or_default();
+    if is_get && parts.status == StatusCode::OK {
+        let etag = format!("\"{}\"", sha_of(&String::from_utf8_lossy(&bytes)));
+        if if_none_match.as_ref().and_then(|v| v.to_str().ok()) == Some(etag.as_str()) {
+            let mut not_modified = StatusCode::NOT_MODIFIED.into_response();
+            not_modified.headers_mut().insert(
+                header::ETAG,
+                HeaderValue::from_str(&etag).unwrap_or(HeaderValue::from_static("\"\"")),
+            );
+            limit_headers(&mut not_modified, used);
+            return not_modified;
+        }
+        if let Ok(value) = HeaderValue::from_str(&etag) {
+            parts.headers.insert(header::ETAG, value);
+        }
+    }
+    let used = {
+        let mut written = github.written();
+        written.used += 1;
+        written.used
+    };
+    let mut response = Response::from_parts(parts, axum::body::Body::from(bytes));
+    limit_headers(&mut response, used);
+    response
+}
+
+async fn repo(
+    State(github): State<GitHub>,
+    Path((owner, name)): Path<(String, String)>,
+) -> Response {
+    let full = format!("{owner}/{name}");
+    if !github.known_repo(&full) {
+        return error(StatusCode::NOT_FOUND, "Not Found");
+    }
+    Json(repo_json(&full)).into_response()
+}
+
+async fn list_pulls(
+    State(github): State<GitHub>,
+    Path((owner, name)): Path<(String, String)>,
+    Query(query): Query<BTreeMap<String, String>>,
+) -> Response {
+    let full = format!("{owner}/{name}");
+    let state = query.get("state").map_or("open", String::as_str);
+    let per_page = query
+        .get("per_page")
+        .and_then(|p| p.parse::<usize>().ok())
+        .unwrap_or(30)
+        .clamp(1, 100);
+    let page = query
+        .get("page")
+        .and_then(|p| p.parse::<usize>().ok())
+        .unwrap_or(1)
+        .max(1);
+    let head = query
+        .get("head")
+        .map(|h| h.rsplit(':').next().unwrap_or(h).to_owned());
+    let mut pulls: Vec<PullRequest> = github
+        .pulls()
+        .into_iter()
+        .filter(|p| p.repo == full)
+        .filter(|p| match state {
+            "closed" => p.closed_at.is_some(),
+            "all" => true,
+            _ => p.closed_at.is_none(),
+        })
+        .filter(|p| head.as_ref().is_none_or(|h| &p.head_ref == h))
+        .collect();
+    pulls.sort_by(|a, b| {
+        b.created_at
+            .cmp(&a.created_at)
+            .then(b.number.cmp(&a.number))
+    });
+    let items: Vec<Value> = pulls
+        .iter()
+        .skip((page - 1) * per_page)
+        .take(per_page)
+        .map(|p| pull_json(p, false))
+        .collect();
+    Json(Value::Array(items)).into_response()
+}
+
+async fn get_pull(
+    State(github): State<GitHub>,
+    Path((owner, name, number)): Path<(String, String, String)>,
+) -> Response {
+    let full = format!("{owner}/{name}");
+    let Ok(number) = number.parse::<u64>() else {
+        return error(StatusCode::NOT_FOUND, "Not Found");
+    };
+    match github
+        .pulls()
+        .iter()
+        .find(|p| p.repo == full && p.number == number)
+    {
+        Some(pr) => Json(pull_json(pr, true)).into_response(),
+        None => error(StatusCode::NOT_FOUND, "Not Found"),
+    }
+}
+
+async fn create_pull(
+    State(github): State<GitHub>,
+    Path((owner, name)): Path<(String, String)>,
+    body: Bytes,
+) -> Response {
+    let full = format!("{owner}/{name}");
+    let Ok(request) = serde_json::from_slice::<Value>(&body) else {
+        return error(StatusCode::BAD_REQUEST, "Problems parsing JSON");
+    };
+    let (Some(title), Some(head), Some(base)) = (
+        request["title"].as_str(),
+        request["head"].as_str(),
+        request["base"].as_str(),
+    ) else {
+        return error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "Validation Failed: title, head and base are required",
+        );
+    };
+    let head = head.rsplit(':').next().unwrap_or(head).to_owned();
+    let existing = github.pulls();
+    if !github
+        .written()
+        .refs
+        .contains_key(&(full.clone(), head.clone()))
+    {
+        return error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            &format!("Validation Failed: head {head} does not exist"),
+        );
+    }
+    if existing
+        .iter()
+        .any(|p| p.repo == full && p.head_ref == head && p.closed_at.is_none())
+    {
+        return error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            &format!("A pull request already exists for {owner}:{head}."),
+        );
+    }
+    let number = existing
+        .iter()
+        .filter(|p| p.repo == full)
+        .map(|p| p.number)
+        .max()
+        .unwrap_or(0)
+        + 1;
+    let pr = PullRequest {
+        repo: full,
+        number,
+        title: title.to_owned(),
+        body: request["body"].as_str().unwrap_or_default().to_owned(),
+        user: "tower-bot".to_owned(),
+        head_ref: head,
+        base_ref: base.to_owned(),
+        created_at: github.platform.clock().now(),
+        merged_at: None,
+        closed_at: None,
+    };
+    let body = pull_json(&pr, true);
+    github.written().pulls.push(pr);
+    (StatusCode::CREATED, Json(body)).into_response()
+}
+
+async fn get_ref(
+    State(github): State<GitHub>,
+    Path((owner, name, branch)): Path<(String, String, String)>,
+) -> Response {
+    let full = format!("{owner}/{name}");
+    let sha = github
+        .written()
+        .refs
+        .get(&(full.clone(), branch.clone()))
+        .cloned();
+    let sha = match sha {
+        Some(sha) => sha,
+        None if branch == "main" && github.known_repo(&full) => sha_of(&format!("{full}@main")),
+        None => return error(StatusCode::NOT_FOUND, "Not Found"),
+    };
+    Json(json!({"ref": format!("refs/heads/{branch}"), "object": {"sha": sha, "type": "commit"}}))
+        .into_response()
+}
+
+async fn create_ref(
+    State(github): State<GitHub>,
+    Path((owner, name)): Path<(String, String)>,
+    body: Bytes,
+) -> Response {
+    let full = format!("{owner}/{name}");
+    let Ok(request) = serde_json::from_slice::<Value>(&body) else {
+        return error(StatusCode::BAD_REQUEST, "Problems parsing JSON");
+    };
+    let (Some(reference), Some(sha)) = (request["ref"].as_str(), request["sha"].as_str()) else {
+        return error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "Validation Failed: ref and sha are required",
+        );
+    };
+    let Some(branch) = reference.strip_prefix("refs/heads/") else {
+        return error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "Validation Failed: ref must start with refs/heads/",
+        );
+    };
+    let mut written = github.written();
+    let key = (full, branch.to_owned());
+    if written.refs.contains_key(&key) {
+        return error(StatusCode::UNPROCESSABLE_ENTITY, "Reference already exists");
+    }
+    written.refs.insert(key, sha.to_owned());
+    (
+        StatusCode::CREATED,
+        Json(json!({"ref": reference, "object": {"sha": sha, "type": "commit"}})),
+    )
+        .into_response()
+}
+
+fn content_json(repo: &str, path: &str, branch: &str, content: &[u8]) -> Value {
+    let encoded = base64::engine::general_purpose::STANDARD.encode(content);
+    let wrapped: Vec<String> = encoded
+        .as_bytes()
+        .chunks(60)
+        .map(|c| String::from_utf8_lossy(c).into_owned())
+        .collect();
+    json!({"type": "file", "encoding": "base64", "name": path.rsplit('/').next().unwrap_or(path), "path": path,
+           "sha": sha_of(&String::from_utf8_lossy(content)), "size": content.len(),
+           "content": wrapped.join("\n") + "\n",
+           "html_url": format!("https://github.com/{repo}/blob/{branch}/{path}")})
+}
+
+async fn get_contents(
+    State(github): State<GitHub>,
+    Path((owner, name, path)): Path<(String, String, String)>,
+    Query(query): Query<BTreeMap<String, String>>,
+) -> Response {
+    let full = format!("{owner}/{name}");
+    let branch = query
+        .get("ref")
+        .cloned()
+        .unwrap_or_else(|| "main".to_owned());
+    let content = github
+        .written()
+        .files
+        .get(&(full.clone(), branch.clone(), path.clone()))
+        .cloned();
+    match content {
+        Some(content) => Json(content_json(&full, &path, &branch, &content)).into_response(),
+        None => error(StatusCode::NOT_FOUND, "Not Found"),
+    }
+}
+
+async fn put_contents(
+    State(github): State<GitHub>,
+    Path((owner, name, path)): Path<(String, String, String)>,
+    body: Bytes,
+) -> Response {
+    let full = format!("{owner}/{name}");
+    let Ok(request) = serde_json::from_slice::<Value>(&body) else {
+        return error(StatusCode::BAD_REQUEST, "Problems parsing JSON");
+    };
+    let (Some(message), Some(content)) = (request["message"].as_str(), request["content"].as_str())
+    else {
+        return error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "Validation Failed: message and content are required",
+        );
+    };
+    let Ok(content) =
+        base64::engine::general_purpose::STANDARD.decode(content.replace(['\n', '\r'], ""))
+    else {
+        return error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "Validation Failed: content is not valid Base64",
+        );
+    };
+    let branch = request["branch"].as_str().unwrap_or("main").to_owned();
+    let mut written = github.written();
+    if branch != "main" && !written.refs.contains_key(&(full.clone(), branch.clone())) {
+        return error(StatusCode::NOT_FOUND, &format!("Branch {branch} not found"));
+    }
+    let key = (full.clone(), branch.clone(), path.clone());
+    let current = written
+        .files
+        .get(&key)
+        .map(|c| sha_of(&String::from_utf8_lossy(c)));
+    match (current.as_deref(), request["sha"].as_str()) {
+        (Some(_), None) => {
+            return error(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "Invalid request.\n\n\"sha\" wasn't supplied.",
+            )
+        }
+        (Some(have), Some(given)) if have != given => {
+            return error(
+                StatusCode::CONFLICT,
+                &format!("{path} does not match {given}"),
+            );
+        }
+        _ => {}
+    }
+    let created = current.is_none();
+    written.files.insert(key, content.clone());
+    let commit = sha_of(&format!(
+        "{full}/{branch}/{path}/{message}/{}",
+        written.files.len()
+    ));
+    written
+        .refs
+        .insert((full.clone(), branch.clone()), commit.clone());
+    let body = json!({"content": content_json(&full, &path, &branch, &content),
+                      "commit": {"sha": commit, "message": message,
+                                 "html_url": format!("https://github.com/{full}/commit/{commit}")}});
+    (
+        if created {
+            StatusCode::CREATED
+        } else {
+            StatusCode::OK
+        },
+        Json(body),
+    )
+        .into_response()
+}
+
+/// A pull request as the issues API (and search) shows it.
+fn issue_json(pr: &PullRequest) -> Value {
+    let mut item = pull_json(pr, false);
+    let api = format!(
+        "https://api.github.com/repos/{}/issues/{}",
+        pr.repo, pr.number
+    );
+    let html = format!("https://github.com/{}/pull/{}", pr.repo, pr.number);
+    item["pull_request"] = json!({"url": item["url"], "html_url": html, "diff_url": format!("{html}.diff"),
+                                  "patch_url": format!("{html}.patch"), "merged_at": item["merged_at"]});
+    item["url"] = json!(api);
+    item["repository_url"] = json!(format!("https://api.github.com/repos/{}", pr.repo));
+    item["labels_url"] = json!(format!("{api}/labels{{/name}}"));
+    item["comments_url"] = json!(format!("{api}/comments"));
+    item["events_url"] = json!(format!("{api}/events"));
+    item["labels"] = json!([]);
+    item["assignees"] = json!([]);
+    item["comments"] = json!(0);
+    item
+}
+
+/// `GET /search/issues?q=repo:acme/x is:pr in:title "Create NodeJS"`: pull requests whose
+/// title contains the quoted (or bare) words.
+async fn search(
+    State(github): State<GitHub>,
+    Query(query): Query<BTreeMap<String, String>>,
+) -> Response {
+    let q = query.get("q").cloned().unwrap_or_default();
+    let mut repo = None;
+    let mut state = None;
+    let mut words = Vec::new();
+    let mut rest = q.as_str();
+    while !rest.trim().is_empty() {
+        rest = rest.trim_start();
+        let (token, after) = if let Some(quoted) = rest.strip_prefix('"') {
+            let end = quoted.find('"').unwrap_or(quoted.len());
+            words.push(quoted[..end].to_lowercase());
+            ("", quoted.get(end + 1..).unwrap_or(""))
+        } else {
+            let end = rest.find(' ').unwrap_or(rest.len());
+            (&rest[..end], &rest[end..])
+        };
+        match token.split_once(':') {
+            Some(("repo", r)) => repo = Some(r.to_owned()),
+            Some(("is", s)) if s == "open" || s == "closed" || s == "merged" => {
+                state = Some(s.to_owned())
+            }
+            Some(_) => {}
+            None if !token.is_empty() => words.push(token.to_lowercase()),
+            None => {}
+        }
+        rest = after;
+    }
+    let items: Vec<Value> = github
+        .pulls()
+        .iter()
+        .filter(|p| repo.as_ref().is_none_or(|r| &p.repo == r))
+        .filter(|p| match state.as_deref() {
+            Some("open") => p.closed_at.is_none(),
+            Some("closed") => p.closed_at.is_some(),
+            Some("merged") => p.merged_at.is_some(),
+            _ => true,
+        })
+        .filter(|p| words.iter().all(|w| p.title.to_lowercase().contains(w)))
+        .map(issue_json)
+        .collect();
+    Json(json!({"total_count": items.len(), "incomplete_results": false, "items": items}))
+        .into_response()
+}
