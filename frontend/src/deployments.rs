@@ -4,32 +4,10 @@ use chrono::{DateTime, Utc};
 use leptos::prelude::*;
 use tower_shared::cloud::{derive_cloud_deploys, Capability, DeployRun, BLIND_SPOTS, FAILURE_NOTE};
 use tower_shared::snapshot::Snapshot;
-use tower_shared::tekton::RunStatus;
-use tower_shared::time::{age, compact_duration};
+use tower_shared::time::age;
 
 use crate::service::tab_href;
-
-/// "✔ Succeeded" — status always as icon and word, never colour alone.
-pub fn run_status_label(status: RunStatus) -> (&'static str, &'static str) {
-    match status {
-        RunStatus::Succeeded => ("status-ok", "✔ Succeeded"),
-        RunStatus::Failed => ("status-failed", "✖ Failed"),
-        RunStatus::Running => ("status-running", "◌ Running"),
-    }
-}
-
-/// How long a run took (or has been running), in words; "unknown" without a start.
-pub fn run_duration(
-    started: Option<DateTime<Utc>>,
-    finished: Option<DateTime<Utc>>,
-    now: DateTime<Utc>,
-) -> String {
-    match (started, finished) {
-        (Some(start), Some(end)) => compact_duration((end - start).num_seconds()),
-        (Some(start), None) => format!("{} so far", compact_duration((now - start).num_seconds())),
-        _ => "unknown".to_owned(),
-    }
-}
+use crate::ui::{header_row, run_duration, run_status_label};
 
 fn when(time: Option<DateTime<Utc>>, now: ReadSignal<DateTime<Utc>>) -> impl IntoView {
     move || time.map_or_else(|| "unknown".to_owned(), |t| age(t, now.get()))
@@ -145,17 +123,7 @@ pub fn DeploymentsTab(
             <div class="cards">{in_progress} {failure} {last_success} {nothing}</div>
             <h3>"History"</h3>
             <table class="history">
-                <thead>
-                    <tr>
-                        <th scope="col">"Run"</th>
-                        <th scope="col">"Status"</th>
-                        <th scope="col">"Environment"</th>
-                        <th scope="col">"Commit"</th>
-                        <th scope="col">"Started"</th>
-                        <th scope="col">"Duration"</th>
-                        <th scope="col">"Failed task"</th>
-                    </tr>
-                </thead>
+                {header_row(&["Run", "Status", "Environment", "Commit", "Started", "Duration", "Failed task"])}
                 <tbody>{rows}</tbody>
             </table>
         </section>

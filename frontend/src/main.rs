@@ -6,6 +6,7 @@
 //! - [`fleet`] — the fleet overview: apps × environments, trouble first.
 //! - [`service`] — one service's tabs, chosen by `/tower?view=…&service=…`:
 //!   [`deployments`] (the cloud variant) and [`pipelines`].
+//! - [`ui`] — view helpers the tabs share (status labels, durations, table headers).
 //!
 //! All derivations come from `tower_shared`; this crate only fetches and draws.
 
@@ -15,6 +16,7 @@ mod deployments;
 mod fleet;
 mod pipelines;
 mod service;
+mod ui;
 
 use leptos::prelude::*;
 use leptos_router::components::{Route, Router, Routes, A};

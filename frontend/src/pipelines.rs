@@ -6,8 +6,8 @@ use tower_shared::snapshot::Snapshot;
 use tower_shared::tekton::{PipelineRun, TaskRun};
 use tower_shared::time::age;
 
-use crate::deployments::{run_duration, run_status_label};
 use crate::service::tab_href;
+use crate::ui::{header_row, run_duration, run_status_label};
 
 #[component]
 pub fn PipelinesTab(
@@ -64,7 +64,7 @@ pub fn PipelinesTab(
                     <h3>"Run " <span class="run-name">{name.to_owned()}</span></h3>
                     <p class=class>{status} " · " {r.pipeline().unwrap_or("unknown pipeline").to_owned()}</p>
                     <table class="tasks">
-                        <thead><tr><th scope="col">"Task"</th><th scope="col">"Status"</th><th scope="col">"Message"</th></tr></thead>
+                        {header_row(&["Task", "Status", "Message"])}
                         <tbody>{task_rows}</tbody>
                     </table>
                 </section>
@@ -101,15 +101,7 @@ pub fn PipelinesTab(
             {focused}
             <h3>"All runs"</h3>
             <table class="runs">
-                <thead>
-                    <tr>
-                        <th scope="col">"Run"</th>
-                        <th scope="col">"Pipeline"</th>
-                        <th scope="col">"Status"</th>
-                        <th scope="col">"Started"</th>
-                        <th scope="col">"Duration"</th>
-                    </tr>
-                </thead>
+                {header_row(&["Run", "Pipeline", "Status", "Started", "Duration"])}
                 <tbody>{rows}</tbody>
             </table>
         </section>

@@ -47,6 +47,22 @@ fn error(status: StatusCode, message: &str) -> Response {
         .into_response()
 }
 
+/// A JSON request body; anything else is answered as GitHub does, 400 "Problems parsing JSON".
+struct Body(Value);
+
+impl<S: Send + Sync> axum::extract::FromRequest<S> for Body {
+    type Rejection = Response;
+
+    async fn from_request(request: axum::extract::Request, state: &S) -> Result<Self, Response> {
+        let bytes = Bytes::from_request(request, state)
+            .await
+            .map_err(|_| error(StatusCode::BAD_REQUEST, "Problems parsing JSON"))?;
+        serde_json::from_slice(&bytes)
+            .map(Body)
+            .map_err(|_| error(StatusCode::BAD_REQUEST, "Problems parsing JSON"))
+    }
+}
+
 fn ts(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
@@ -301,12 +317,9 @@ async fn get_pull(
 async fn create_pull(
     State(github): State<GitHub>,
     Path((owner, name)): Path<(String, String)>,
-    body: Bytes,
+    Body(request): Body,
 ) -> Response {
     let full = format!("{owner}/{name}");
-    let Ok(request) = serde_json::from_slice::<Value>(&body) else {
-        return error(StatusCode::BAD_REQUEST, "Problems parsing JSON");
-    };
     let (Some(title), Some(head), Some(base)) = (
         request["title"].as_str(),
         request["head"].as_str(),
@@ -384,12 +397,9 @@ async fn get_ref(
 async fn create_ref(
     State(github): State<GitHub>,
     Path((owner, name)): Path<(String, String)>,
-    body: Bytes,
+    Body(request): Body,
 ) -> Response {
     let full = format!("{owner}/{name}");
-    let Ok(request) = serde_json::from_slice::<Value>(&body) else {
-        return error(StatusCode::BAD_REQUEST, "Problems parsing JSON");
-    };
     let (Some(reference), Some(sha)) = (request["ref"].as_str(), request["sha"].as_str()) else {
         return error(
             StatusCode::UNPROCESSABLE_ENTITY,
@@ -452,12 +462,9 @@ async fn get_contents(
 async fn put_contents(
     State(github): State<GitHub>,
     Path((owner, name, path)): Path<(String, String, String)>,
-    body: Bytes,
+    Body(request): Body,
 ) -> Response {
     let full = format!("{owner}/{name}");
-    let Ok(request) = serde_json::from_slice::<Value>(&body) else {
-        return error(StatusCode::BAD_REQUEST, "Problems parsing JSON");
-    };
     let (Some(message), Some(content)) = (request["message"].as_str(), request["content"].as_str())
     else {
         return error(

@@ -148,6 +148,29 @@ impl StepId {
         Self::ALL.into_iter().find(|s| s.as_str() == id)
     }
 
+    /// The step's title for a kind (`None`: a request whose kind is not known yet reads as an
+    /// application). The derivation adds the environment to "Running healthy" and the target
+    /// to "Deployed" once it knows them.
+    pub fn title(self, kind: Option<ServiceKind>) -> &'static str {
+        let function = kind.is_some_and(ServiceKind::is_function);
+        match self {
+            Self::RequestPrMerged => "Request PR merged",
+            Self::RequestApplied => "Request applied",
+            Self::DevCluster => "Dev cluster chosen",
+            Self::CicdOnboarded => "CI/CD onboarded",
+            Self::Repositories if function => "Source repo created",
+            Self::Repositories => "Repositories and starter files",
+            Self::Catalog => "Available in the Backstage catalog",
+            Self::OnboardingPrs if function => "Application onboarding PR",
+            Self::OnboardingPrs => "Application onboarding PRs",
+            Self::Secrets => "Infisical secrets resources",
+            Self::FirstBuild => "First build and checks",
+            Self::RunningHealthy => "Running healthy",
+            Self::FirstEnvironment => "First environment up",
+            Self::Deployed => "Deployed",
+        }
+    }
+
     /// The built-in estimate of how long the step takes, used until there is history.
     pub fn estimate_sec(self) -> u64 {
         match self {
@@ -164,6 +187,53 @@ impl StepId {
             Self::FirstEnvironment => 30 * 60,
             Self::Deployed => 5 * 60,
         }
+    }
+}
+
+/// The steps a service goes through, in order: ten for an application (the last is
+/// "Running healthy", or "Deployed" when it deploys to a cloud target), ten for a function
+/// (ending "Deployed"), eight for an InfraService. `None` reads as an application.
+pub fn plan(kind: Option<ServiceKind>, deploys_to_cloud: bool) -> &'static [StepId] {
+    use StepId::*;
+    const APP: [StepId; 10] = [
+        RequestPrMerged,
+        RequestApplied,
+        DevCluster,
+        CicdOnboarded,
+        Repositories,
+        Catalog,
+        OnboardingPrs,
+        Secrets,
+        FirstBuild,
+        RunningHealthy,
+    ];
+    const CLOUD: [StepId; 10] = [
+        RequestPrMerged,
+        RequestApplied,
+        DevCluster,
+        CicdOnboarded,
+        Repositories,
+        Catalog,
+        OnboardingPrs,
+        Secrets,
+        FirstBuild,
+        Deployed,
+    ];
+    const INFRA: [StepId; 8] = [
+        RequestPrMerged,
+        RequestApplied,
+        DevCluster,
+        CicdOnboarded,
+        Repositories,
+        Catalog,
+        Secrets,
+        FirstEnvironment,
+    ];
+    match kind {
+        Some(ServiceKind::InfraService) => &INFRA,
+        Some(k) if k.is_function() => &CLOUD,
+        _ if deploys_to_cloud => &CLOUD,
+        _ => &APP,
     }
 }
 

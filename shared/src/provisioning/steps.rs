@@ -287,82 +287,58 @@ pub fn derive_service<'a>(
         ..ctx
     };
 
-    let mut steps = Vec::with_capacity(10);
-    steps.extend([
-        ctx.finish(
-            StepId::RequestPrMerged,
-            "Request PR merged",
-            request_pr_merged(&ctx),
-        ),
-        ctx.finish(
-            StepId::RequestApplied,
-            "Request applied",
-            request_applied(&ctx),
-        ),
-        ctx.finish(StepId::DevCluster, "Dev cluster chosen", dev_cluster(&ctx)),
-        ctx.finish(
-            StepId::CicdOnboarded,
-            "CI/CD onboarded",
-            cicd_onboarded(&ctx),
-        ),
-        ctx.finish(
-            StepId::Repositories,
-            if kind.is_function() {
-                "Source repo created"
-            } else {
-                "Repositories and starter files"
-            },
-            repositories(&ctx),
-        ),
-        ctx.finish(
-            StepId::Catalog,
-            "Available in the Backstage catalog",
-            catalog(&ctx),
-        ),
-    ]);
-    if !kind.is_infra() {
-        let title = if kind.is_function() {
-            "Application onboarding PR"
-        } else {
-            "Application onboarding PRs"
+    let deploy_title = |target: Option<CloudTarget>| {
+        format!(
+            "Deployed to {}",
+            target.map_or("the cloud", CloudTarget::title)
+        )
+    };
+    let plan = plan(Some(kind), ctx.cloud.is_some());
+    let mut steps: Vec<Step> = Vec::with_capacity(plan.len());
+    for &id in plan {
+        let done = |id: StepId| {
+            steps
+                .iter()
+                .any(|s| s.id == id && s.status == StepStatus::Done)
         };
-        steps.push(ctx.finish(StepId::OnboardingPrs, title, onboarding_prs(&ctx)));
-    }
-    steps.push(ctx.finish(
-        StepId::Secrets,
-        "Infisical secrets resources",
-        secrets(&ctx),
-    ));
-    if kind.is_infra() {
-        let cicd_done = steps[3].status == StepStatus::Done;
-        let repos_done = steps[4].status == StepStatus::Done;
-        let after = latest([steps[3].ended_at, steps[4].ended_at]);
-        steps.push(ctx.finish(
-            StepId::FirstEnvironment,
-            "First environment up",
-            first_environment_up(&ctx, cicd_done && repos_done, after),
-        ));
-    } else {
-        steps.push(ctx.finish(
-            StepId::FirstBuild,
-            "First build and checks",
-            first_build_step(&ctx),
-        ));
-        if let Some(deploys) = &ctx.cloud {
-            let target = deploys.target.or(match kind {
-                ServiceKind::LambdaFunction => Some(CloudTarget::AwsLambda),
-                ServiceKind::AzureFunction => Some(CloudTarget::AzureContainerApps),
-                _ => None,
-            });
-            let title = format!(
-                "Deployed to {}",
-                target.map_or("the cloud", CloudTarget::title)
-            );
-            steps.push(ctx.finish(StepId::Deployed, title, deployed(&ctx, deploys)));
-        } else {
-            let title = format!("Running healthy in {}", ctx.env.name);
-            steps.push(ctx.finish(StepId::RunningHealthy, title, running_healthy(&ctx)));
-        }
+        let (title, draft): (Cow<'static, str>, Draft) = match id {
+            StepId::RequestPrMerged => (id.title(Some(kind)).into(), request_pr_merged(&ctx)),
+            StepId::RequestApplied => (id.title(Some(kind)).into(), request_applied(&ctx)),
+            StepId::DevCluster => (id.title(Some(kind)).into(), dev_cluster(&ctx)),
+            StepId::CicdOnboarded => (id.title(Some(kind)).into(), cicd_onboarded(&ctx)),
+            StepId::Repositories => (id.title(Some(kind)).into(), repositories(&ctx)),
+            StepId::Catalog => (id.title(Some(kind)).into(), catalog(&ctx)),
+            StepId::OnboardingPrs => (id.title(Some(kind)).into(), onboarding_prs(&ctx)),
+            StepId::Secrets => (id.title(Some(kind)).into(), secrets(&ctx)),
+            StepId::FirstBuild => (id.title(Some(kind)).into(), first_build_step(&ctx)),
+            StepId::RunningHealthy => (
+                format!("Running healthy in {}", ctx.env.name).into(),
+                running_healthy(&ctx),
+            ),
+            StepId::FirstEnvironment => {
+                let after = steps
+                    .iter()
+                    .filter(|s| matches!(s.id, StepId::CicdOnboarded | StepId::Repositories))
+                    .filter_map(|s| s.ended_at)
+                    .max();
+                let ready = done(StepId::CicdOnboarded) && done(StepId::Repositories);
+                (
+                    id.title(Some(kind)).into(),
+                    first_environment_up(&ctx, ready, after),
+                )
+            }
+            StepId::Deployed => match &ctx.cloud {
+                Some(deploys) => {
+                    let target = deploys.target.or(default_target(kind));
+                    (deploy_title(target).into(), deployed(&ctx, deploys))
+                }
+                None => (
+                    deploy_title(default_target(kind)).into(),
+                    Draft::waiting("The deploy stage runs after the first build"),
+                ),
+            },
+        };
+        steps.push(ctx.finish(id, title, draft));
     }
 
     let group = group(&ctx, &steps)?;
@@ -375,6 +351,15 @@ pub fn derive_service<'a>(
         created: created_resources(&ctx),
         steps,
     })
+}
+
+/// The target a function deploys to when its runs have not said yet.
+fn default_target(kind: ServiceKind) -> Option<CloudTarget> {
+    match kind {
+        ServiceKind::LambdaFunction => Some(CloudTarget::AwsLambda),
+        ServiceKind::AzureFunction => Some(CloudTarget::AzureContainerApps),
+        _ => None,
+    }
 }
 
 /// Pending, in flight, stalled or finished — or `None` when no longer shown.
@@ -984,8 +969,8 @@ fn pending_service(
     kind: Option<ServiceKind>,
     name: &str,
 ) -> ServiceProgress {
-    let step = |id: StepId, title: &'static str, draft: Draft| {
-        finish_step(&index.typicals, kind, now, id, title, draft)
+    let step = |id: StepId, draft: Draft| {
+        finish_step(&index.typicals, kind, now, id, id.title(kind), draft)
     };
     let (merged, applied) = match pr.merged_at {
         Some(merged_at) => (
@@ -1002,46 +987,27 @@ fn pending_service(
         ),
     };
     let mut steps = vec![
-        step(StepId::RequestPrMerged, "Request PR merged", merged),
-        step(StepId::RequestApplied, "Request applied", applied),
+        step(StepId::RequestPrMerged, merged),
+        step(StepId::RequestApplied, applied),
     ];
-    let later: &[(StepId, &str)] = match kind {
-        Some(ServiceKind::InfraService) => &[
-            (StepId::DevCluster, "Dev cluster chosen"),
-            (StepId::CicdOnboarded, "CI/CD onboarded"),
-            (StepId::Repositories, "Repositories and starter files"),
-            (StepId::Catalog, "Available in the Backstage catalog"),
-            (StepId::Secrets, "Infisical secrets resources"),
-            (StepId::FirstEnvironment, "First environment up"),
-        ],
-        Some(k) if k.is_function() => &[
-            (StepId::DevCluster, "Dev cluster chosen"),
-            (StepId::CicdOnboarded, "CI/CD onboarded"),
-            (StepId::Repositories, "Source repo created"),
-            (StepId::Catalog, "Available in the Backstage catalog"),
-            (StepId::OnboardingPrs, "Application onboarding PR"),
-            (StepId::Secrets, "Infisical secrets resources"),
-            (StepId::FirstBuild, "First build and checks"),
-            (StepId::Deployed, "Deployed"),
-        ],
-        _ => &[
-            (StepId::DevCluster, "Dev cluster chosen"),
-            (StepId::CicdOnboarded, "CI/CD onboarded"),
-            (StepId::Repositories, "Repositories and starter files"),
-            (StepId::Catalog, "Available in the Backstage catalog"),
-            (StepId::OnboardingPrs, "Application onboarding PRs"),
-            (StepId::Secrets, "Infisical secrets resources"),
-            (StepId::FirstBuild, "First build and checks"),
-            (StepId::RunningHealthy, "Running healthy"),
-        ],
-    };
-    steps.extend(later.iter().map(|&(id, title)| {
-        step(
+    let rest = plan(kind, false).iter().skip(2).map(|&id| {
+        let title = match (id, kind) {
+            (StepId::Deployed, Some(k)) => default_target(k)
+                .map_or(Cow::Borrowed(id.title(kind)), |t| {
+                    format!("Deployed to {}", t.title()).into()
+                }),
+            _ => Cow::Borrowed(id.title(kind)),
+        };
+        finish_step(
+            &index.typicals,
+            kind,
+            now,
             id,
             title,
             Draft::waiting("Waits for the request to be applied"),
         )
-    }));
+    });
+    steps.extend(rest);
     ServiceProgress {
         name: name.to_owned(),
         kind,
