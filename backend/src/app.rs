@@ -7,7 +7,8 @@ use axum::Router;
 use tower_http::compression::CompressionLayer;
 use tower_http::trace::TraceLayer;
 use tower_shared::fleet::Fleet;
-use tower_shared::snapshot::Snapshot;
+
+use crate::source::SnapshotSource;
 
 use crate::assets::Dist;
 use crate::routes;
@@ -17,14 +18,14 @@ use crate::routes;
 pub struct AppState {
     pub fleet: Arc<Fleet>,
     /// The objects the per-service views derive from.
-    pub snapshot: Arc<Snapshot>,
+    pub source: Arc<dyn SnapshotSource>,
 }
 
 impl AppState {
-    pub fn new(fleet: Fleet, snapshot: Snapshot) -> Self {
+    pub fn new(fleet: Fleet, source: Arc<dyn SnapshotSource>) -> Self {
         Self {
             fleet: Arc::new(fleet),
-            snapshot: Arc::new(snapshot),
+            source,
         }
     }
 }

@@ -2,12 +2,13 @@
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 
 use crate::app::AppState;
-use crate::{assets, demo, offline, server};
+use crate::{assets, demo, offline, server, source};
 use tower_shared::snapshot::Snapshot;
 
 /// Tower: the delivery console for the Hangar platform.
@@ -126,10 +127,11 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Demo(args) => {
             let dist = assets::Dist::open(&args.frontend.dist)?;
             let now = chrono::Utc::now();
-            let state = AppState::new(demo::fleet(now)?, demo::snapshot(now)?);
             let addr = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), args.port);
             block_on(async move {
-                let _world = demo::start_world(now, args.speed, args.kubeconfig).await?;
+                let (platform, _served) =
+                    demo::start_world(now, args.speed, args.kubeconfig).await?;
+                let state = AppState::new(demo::fleet(now)?, Arc::new(source::Simulated(platform)));
                 server::serve(addr, state, dist).await
             })
         }
@@ -143,9 +145,10 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                 Some(path) => offline::read_snapshot(path)?,
                 None => Snapshot::empty(chrono::Utc::now()),
             };
+            let source: Arc<dyn source::SnapshotSource> = Arc::new(source::Fixed(snapshot));
             block_on(server::serve(
                 args.listen,
-                AppState::new(fleet, snapshot),
+                AppState::new(fleet, source),
                 dist,
             ))
         }

@@ -9,6 +9,7 @@
 //! - [`offline`] — `tower provisioning` and `tower cloud-deploys`: snapshot file in, JSON out.
 //! - [`demo`] — the built-in data set `tower demo` serves until the simulated platform lands.
 //! - [`server`] — binding, the "running at" line, graceful shutdown.
+//! - [`source`] — where the per-service views' objects come from (a file, the simulator).
 //!
 //! Invariant: Tower never writes to a cluster. Every change it makes is a Git commit or a
 //! pull request.
@@ -20,3 +21,4 @@ pub mod demo;
 pub mod offline;
 pub mod routes;
 pub mod server;
+pub mod source;

@@ -57,8 +57,10 @@ async fn fleet_page_shows_what_the_backend_serves() {
 }
 
 #[tokio::test]
-async fn cloud_deployments_tab_shows_an_ecs_service_and_opens_its_runs() {
-    let demo = Demo::start().await.unwrap();
+async fn cloud_deployments_tab_shows_a_simulated_ecs_service_and_opens_its_runs() {
+    // The simulated world, frozen at the demo's start: orders-api (Go on AWS ECS) has a
+    // successful deploy, a failed one, and one in progress.
+    let demo = Demo::start_with(&["--speed", "0"]).await.unwrap();
     let browser = Browser::start().await.unwrap();
     browser
         .checked("deployments", async {

@@ -95,7 +95,7 @@ async fn frontend_assets_are_typed_compressed_and_cached() {
 
 #[tokio::test]
 async fn snapshot_route_validates_the_service_name() {
-    let demo = Demo::start().await.unwrap();
+    let demo = Demo::start_with(&["--speed", "0"]).await.unwrap();
     let client = client();
     let get = |query: &'static str| {
         client

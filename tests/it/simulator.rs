@@ -64,7 +64,10 @@ async fn kubectl_lists_gets_and_watches_the_simulated_world() {
             .as_array()
             .unwrap()
             .iter()
-            .find(|r| r["metadata"]["labels"]["tekton.dev/pipeline"] == "build")
+            .find(|r| {
+                r["metadata"]["labels"]["tekton.dev/pipeline"] == "build"
+                    && r["metadata"]["namespace"] == "app-shop-cicd"
+            })
             .cloned();
         if build.is_some() {
             break;
@@ -72,7 +75,7 @@ async fn kubectl_lists_gets_and_watches_the_simulated_world() {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     let build = build.expect("the NodeJS story's build run appears");
-    assert_eq!(build["metadata"]["namespace"], "app-shop-cicd");
+    assert_eq!(build["metadata"]["name"], "shop-build-7hq2x");
 
     // Plain `kubectl get` (it asks for a Table, gets a list, and prints columns).
     let table = kubectl(&demo, &["get", "nodejs.catalog.hangar.io", "-n", "tenants"]).await;

@@ -26,11 +26,12 @@ pub async fn get(
             ),
         });
     }
-    if !state.snapshot.knows_service(service) {
+    let snapshot = state.source.snapshot();
+    if !snapshot.knows_service(service) {
         return Err(ApiError::Unknown {
             field: "service",
             message: format!("Tower knows no service called {service}"),
         });
     }
-    Ok(Json(state.snapshot.for_service(service)))
+    Ok(Json(snapshot.for_service(service)))
 }

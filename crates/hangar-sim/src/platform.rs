@@ -41,6 +41,13 @@ impl Platform {
         &self.clock
     }
 
+    /// Every cluster by name.
+    pub fn clusters(&self) -> impl Iterator<Item = (&str, &Store)> {
+        self.clusters
+            .iter()
+            .map(|(name, store)| (name.as_str(), store))
+    }
+
     pub fn store(&self, cluster: &str) -> Option<&Store> {
         self.clusters.get(cluster)
     }

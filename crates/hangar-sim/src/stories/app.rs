@@ -72,6 +72,33 @@ pub const BUILD_TASKS: [&str; 7] = [
     "update-gitops",
 ];
 
+/// One deploy run of a cloud-deployed service.
+#[derive(Clone, Debug)]
+pub struct CloudDeploy {
+    /// Seconds after the XR's creation the run starts.
+    pub at: i64,
+    /// The image tag (its trailing hex is the commit).
+    pub tag: String,
+    pub environment: String,
+    /// Tekton's message when the cloud task fails.
+    pub fails_with: Option<String>,
+}
+
+/// How a service reaches its first environment.
+#[derive(Clone, Debug)]
+pub enum Deployment {
+    /// Glidepath's deploy-to-dev stage creates an Argo Rollout.
+    Rollout,
+    /// Deploy PipelineRuns push to a cloud target (`aws-ecs`, `aws-lambda`,
+    /// `azure-container-apps`) described by `config` (the `config-json` result).
+    Cloud {
+        target: &'static str,
+        config: Value,
+        image: String,
+        deploys: Vec<CloudDeploy>,
+    },
+}
+
 /// One application's provisioning story.
 #[derive(Clone, Debug)]
 pub struct AppStory {
@@ -85,6 +112,7 @@ pub struct AppStory {
     pub repo_error: Option<String>,
     /// The request PR's number in the tenants repo.
     pub request_number: u64,
+    pub deployment: Deployment,
 }
 
 impl AppStory {
@@ -96,6 +124,99 @@ impl AppStory {
             timeline: TYPICAL,
             repo_error: None,
             request_number: 100 + name.bytes().map(u64::from).sum::<u64>() % 900,
+            deployment: Deployment::Rollout,
+        }
+    }
+
+    fn is_function(&self) -> bool {
+        self.kind.ends_with("Function")
+    }
+
+    /// The deploy runs and their TaskRuns that exist at `elapsed` seconds.
+    fn cloud_runs(&self, elapsed: i64, namespace: &str, out: &mut Vec<Value>) {
+        let Deployment::Cloud {
+            target,
+            config,
+            image,
+            deploys,
+        } = &self.deployment
+        else {
+            return;
+        };
+        let cloud_task = match *target {
+            "aws-ecs" => "deploy-aws-ecs",
+            "aws-lambda" => "deploy-aws-lambda",
+            _ => "deploy-azure-containerapps",
+        };
+        let tasks = ["resolve-deploy-target", "resolve-image-ref", cloud_task];
+        for (i, deploy) in deploys.iter().enumerate() {
+            if elapsed < deploy.at {
+                continue;
+            }
+            let name = format!("{}-deploy-{}", self.name, 1 + i);
+            let run = objects::RunRef {
+                name: &name,
+                namespace,
+                pipeline: "deploy",
+            };
+            let image_ref = format!("{image}:{}", deploy.tag);
+            // Resolving takes 10 s each; the cloud task 4 minutes.
+            let ends = [deploy.at + 10, deploy.at + 20, deploy.at + 260];
+            let mut finished = 0;
+            let mut failed = false;
+            for (t, task) in tasks.iter().enumerate() {
+                let start = if t == 0 { deploy.at } else { ends[t - 1] };
+                if elapsed < start {
+                    break;
+                }
+                let done = elapsed >= ends[t];
+                let fails = done && t == 2 && deploy.fails_with.is_some();
+                let state = match (done, fails) {
+                    (false, _) => RunState::Running,
+                    (true, true) => RunState::Failed,
+                    (true, false) => RunState::Succeeded,
+                };
+                let mut task_run = objects::task_run(
+                    run,
+                    task,
+                    self.at(start),
+                    state,
+                    done.then(|| self.at(ends[t])),
+                    deploy.fails_with.as_deref(),
+                );
+                let results = match t {
+                    0 => json!([{"name": "target", "type": "string", "value": target},
+                                {"name": "config-json", "type": "string", "value": config.to_string()}]),
+                    1 => json!([{"name": "image-ref", "type": "string", "value": image_ref}]),
+                    _ => json!([]),
+                };
+                if done && t < 2 {
+                    task_run["status"]["results"] = results;
+                }
+                if t == 2 {
+                    task_run["spec"]["params"] = json!([{"name": "env", "value": deploy.environment},
+                                                        {"name": "image-ref", "value": image_ref}]);
+                }
+                out.push(task_run);
+                finished += usize::from(done && !fails);
+                failed |= fails;
+            }
+            let state = if failed {
+                RunState::Failed
+            } else if finished == tasks.len() {
+                RunState::Succeeded
+            } else {
+                RunState::Running
+            };
+            let completed = (state != RunState::Running).then(|| self.at(ends[2] + 1));
+            out.push(objects::pipeline_run(
+                run,
+                self.at(deploy.at),
+                &tasks,
+                finished,
+                state,
+                completed,
+            ));
         }
     }
 
@@ -149,14 +270,16 @@ impl Story for AppStory {
                 t.onboarding_source_opened,
                 t.onboarding_source_merged,
             ));
-            prs.push(pr(
-                format!("acme/gitops-{name}"),
-                1,
-                format!("Onboarding: re-sync gitops-{name}"),
-                "glidepath-bot",
-                t.onboarding_gitops_opened,
-                t.onboarding_gitops_merged,
-            ));
+            if !self.is_function() {
+                prs.push(pr(
+                    format!("acme/gitops-{name}"),
+                    1,
+                    format!("Onboarding: re-sync gitops-{name}"),
+                    "glidepath-bot",
+                    t.onboarding_gitops_opened,
+                    t.onboarding_gitops_merged,
+                ));
+            }
         }
         prs.into_iter().flatten().collect()
     }
@@ -185,14 +308,18 @@ impl Story for AppStory {
             synced_at,
             error,
         ));
-        out.push(objects::repository(
-            name,
-            &format!("{name}-gitops"),
-            &format!("gitops-{name}"),
-            when(t.repo_gitops),
-            synced_at,
-            None,
-        ));
+        // A function has no GitOps repository.
+        let function = self.is_function();
+        if !function {
+            out.push(objects::repository(
+                name,
+                &format!("{name}-gitops"),
+                &format!("gitops-{name}"),
+                when(t.repo_gitops),
+                synced_at,
+                None,
+            ));
+        }
         out.push(objects::repository_file(
             name,
             &format!("{name}-catalog-info"),
@@ -266,6 +393,11 @@ impl Story for AppStory {
                 Some("Waiting for the source repository"),
             )
         });
+        let mut annotations = json!({"terasky.backstage.io/source-info":
+            json!({"repo": "acme/hangar-tenants", "path": format!("tenants/dev/{name}.yaml")}).to_string()});
+        if let Deployment::Cloud { target, .. } = &self.deployment {
+            annotations["hangar.io/deploy-target"] = json!(target);
+        }
         let refs: Vec<Value> = [
             (
                 "repo.github.m.upbound.io/v1alpha1",
@@ -299,13 +431,13 @@ impl Story for AppStory {
             ),
         ]
         .into_iter()
+        .filter(|(_, _, n)| !function || !n.ends_with("-gitops"))
         .map(|(api_version, kind, n)| json!({"apiVersion": api_version, "kind": kind, "name": n}))
         .collect();
         out.push(json!({"apiVersion": "catalog.hangar.io/v1alpha1", "kind": self.kind,
             "metadata": {"name": name, "namespace": "tenants", "generation": 1,
                          "creationTimestamp": objects::ts(self.created),
-                         "annotations": {"terasky.backstage.io/source-info":
-                             json!({"repo": "acme/hangar-tenants", "path": format!("tenants/dev/{name}.yaml")}).to_string()},
+                         "annotations": annotations,
                          "labels": {"crossplane.io/composite": name}},
             "spec": {"owner": "team-payments", "crossplane": {"compositionRef": {"name": format!("{}-default", self.kind.to_ascii_lowercase())},
                                                               "resourceRefs": refs}},
@@ -417,8 +549,11 @@ impl Story for AppStory {
                 finished.then(|| self.at(self.build_end())),
             ));
         }
+        // Cloud targets: the deploy stage's runs.
+        self.cloud_runs(elapsed, &cicd_ns, &mut out);
         // The deploy-to-dev stage creates the Rollout, which turns healthy.
-        if seen(t.rollout_created) && seen(self.build_end()) {
+        let rollout = matches!(self.deployment, Deployment::Rollout);
+        if rollout && seen(t.rollout_created) && seen(self.build_end()) {
             out.push(objects::namespace(&format!("app-{name}-dev")));
             let healthy = seen(t.rollout_healthy);
             out.push(if healthy {

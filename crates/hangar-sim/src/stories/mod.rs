@@ -34,15 +34,52 @@ pub struct PullRequest {
     pub closed_at: Option<DateTime<Utc>>,
 }
 
-/// The demo's world, relative to when it starts: a NodeJS app created a minute in that goes
-/// all the way to running healthy in dev, and a SpringBoot app whose source repository
-/// cannot be created because the `provider-github-creds` Secret is missing.
+/// The demo's world, relative to when it starts:
+/// - `shop` (NodeJS), created a minute in, goes all the way to running healthy in dev;
+/// - `ledger` (SpringBoot) cannot get its source repository: the `provider-github-creds`
+///   Secret is missing;
+/// - `orders-api` (Go on AWS ECS), two hours old: a successful deploy, a failed one, and one
+///   in progress as the demo starts;
+/// - `thumbnailer` (LambdaFunction), 15 minutes old: its first deploy fails, the second works.
 pub fn demo_world(start: DateTime<Utc>) -> Vec<Box<dyn Story>> {
     let mut ledger = app::AppStory::new("ledger", "SpringBoot", start - Duration::minutes(3));
     ledger.repo_error = Some(
         "connect failed: cannot get credentials: cannot get credentials secret: Secret \"provider-github-creds\" not found"
             .to_owned(),
     );
+    let deploy = |at: i64, tag: &str, fails_with: Option<&str>| app::CloudDeploy {
+        at,
+        tag: tag.to_owned(),
+        environment: "dev".to_owned(),
+        fails_with: fails_with.map(str::to_owned),
+    };
+    let mut orders = app::AppStory::new("orders-api", "Go", start - Duration::hours(2));
+    orders.deployment = app::Deployment::Cloud {
+        target: "aws-ecs",
+        config: serde_json::json!({"deploy": {"target": "aws-ecs", "ecs": {
+            "cluster": "apps-dev", "service": "orders-api", "region": "eu-west-1"}}}),
+        image: "123456789012.dkr.ecr.eu-west-1.amazonaws.com/orders-api".to_owned(),
+        deploys: vec![
+            deploy(1_000, "1.7.3-0c1d2e3", None),
+            deploy(4_680, "1.8.0-4be1c2d", Some("\"step-deploy\" exited with code 1: Error: waiter ServicesStable failed: service orders-api did not stabilize within 10m (2 of 2 tasks stopped: CannotPullContainerError)")),
+            deploy(7_140, "1.8.1-77aa9f0", None),
+        ],
+    };
+    let mut thumbnailer = app::AppStory::new(
+        "thumbnailer",
+        "LambdaFunction",
+        start - Duration::minutes(15),
+    );
+    thumbnailer.deployment = app::Deployment::Cloud {
+        target: "aws-lambda",
+        config: serde_json::json!({"deploy": {"target": "aws-lambda", "lambda": {
+            "functionName": "thumbnailer", "region": "us-east-1"}}}),
+        image: "123456789012.dkr.ecr.us-east-1.amazonaws.com/thumbnailer".to_owned(),
+        deploys: vec![
+            deploy(1_000, "0.3.0-a1b2c3d4", Some("\"step-update-function-code\" exited with code 254: An error occurred (AccessDeniedException) when calling the UpdateFunctionCode operation")),
+            deploy(1_500, "0.3.0-a1b2c3d4", None),
+        ],
+    };
     vec![
         Box::new(app::AppStory::new(
             "shop",
@@ -50,5 +87,7 @@ pub fn demo_world(start: DateTime<Utc>) -> Vec<Box<dyn Story>> {
             start + Duration::minutes(1),
         )),
         Box::new(ledger),
+        Box::new(orders),
+        Box::new(thumbnailer),
     ]
 }
