@@ -51,6 +51,7 @@ pub async fn start_world(
         writeln!(out, "Simulated cluster {cluster}: http://{addr}")?;
     }
     writeln!(out, "Simulated GitHub API: http://{}", served.github)?;
+    writeln!(out, "Simulated Argo CD API: http://{}", served.argocd)?;
     writeln!(
         out,
         "Kubeconfig for the simulated clusters: {}",

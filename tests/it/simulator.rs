@@ -488,3 +488,137 @@ async fn github_knows_story_repositories_only() {
         .unwrap();
     assert_eq!(missing.status(), 404);
 }
+
+/// Tower's derivation of the simulated world at the clock's `now`, for one service.
+fn derive_now(platform: &Platform, service: &str) -> tower_shared::provisioning::ServiceProgress {
+    let objects = platform.store("dev").unwrap().objects();
+    // A catalog that has every service in it.
+    let catalog: Vec<Value> = ["bus", "cache"]
+        .iter()
+        .map(|n| serde_json::json!({"kind": "Component", "metadata": {"name": n}}))
+        .collect();
+    let snapshot = tower_shared::snapshot::Snapshot::from_json(
+        &serde_json::json!({"now": platform.clock().now(), "clusters": {"dev": objects}, "catalog": catalog})
+            .to_string(),
+    )
+    .unwrap();
+    tower_shared::provisioning::derive_provisioning(&snapshot)
+        .services
+        .into_iter()
+        .find(|s| s.name == service)
+        .unwrap()
+}
+
+#[test]
+fn an_infra_service_without_its_environment_file_stalls_and_with_it_finishes() {
+    use hangar_sim::stories::infra::InfraStory;
+    use tower_shared::provisioning::{Group, StepId, StepStatus};
+
+    let start: DateTime<Utc> = "2026-11-30T08:00:00Z".parse().unwrap();
+    let story = |name: &str, environment_added| -> Box<dyn Story> {
+        Box::new(InfraStory {
+            name: name.to_owned(),
+            created: start,
+            environment_added,
+        })
+    };
+    let clock = Clock::new(start, 0.0);
+    let platform = Platform::new(
+        clock.clone(),
+        &["dev"],
+        vec![story("bus", None), story("cache", Some(600))],
+    );
+
+    // 20 minutes in: cache's environment came up at 14 minutes; bus still has none.
+    clock.advance(chrono::Duration::minutes(20));
+    platform.tick();
+    let bus = derive_now(&platform, "bus");
+    assert_eq!(bus.group, Group::InFlight);
+    assert_eq!(bus.steps.len(), 8);
+    let env = bus
+        .steps
+        .iter()
+        .find(|s| s.id == StepId::FirstEnvironment)
+        .unwrap();
+    assert_eq!(env.status, StepStatus::Running);
+    assert!(env
+        .detail
+        .as_deref()
+        .unwrap()
+        .contains("glidepath/envs/dev.yaml in gitops-infra-bus"));
+    let cache = derive_now(&platform, "cache");
+    assert_eq!(
+        cache.group,
+        Group::Finished,
+        "{:#?}",
+        cache
+            .steps
+            .iter()
+            .map(|s| (s.id, s.status, s.detail.clone()))
+            .collect::<Vec<_>>()
+    );
+
+    clock.advance(chrono::Duration::hours(4));
+    platform.tick();
+    assert_eq!(derive_now(&platform, "bus").group, Group::Stalled);
+}
+
+#[tokio::test]
+async fn argo_cd_serves_the_argocd_apps_instance() {
+    use hangar_sim::stories::infra::InfraStory;
+
+    let start: DateTime<Utc> = "2026-11-30T08:00:00Z".parse().unwrap();
+    let clock = Clock::new(start + chrono::Duration::hours(1), 0.0);
+    let story: Box<dyn Story> = Box::new(InfraStory {
+        name: "cache".to_owned(),
+        created: start,
+        environment_added: Some(600),
+    });
+    let platform = Arc::new(Platform::new(clock, &["dev"], vec![story]));
+    let served = Arc::clone(&platform)
+        .serve(
+            hangar_sim::kube_api::Config::default(),
+            Duration::from_secs(3600),
+        )
+        .await
+        .unwrap();
+    let url = format!("http://{}", served.argocd);
+    let list: Value = reqwest::get(format!("{url}/api/v1/applications"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let names: Vec<&str> = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|a| a["metadata"]["name"].as_str())
+        .collect();
+    // Only the argocd-apps instance: the platform's cache-cicd app lives in `argocd`.
+    assert_eq!(names, ["cache-dev"]);
+    let app: Value = reqwest::get(format!("{url}/api/v1/applications/cache-dev"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(app["status"]["health"]["status"], "Healthy");
+    let missing = reqwest::get(format!("{url}/api/v1/applications/nope"))
+        .await
+        .unwrap();
+    assert_eq!(missing.status(), 404);
+    let body: Value = missing.json().await.unwrap();
+    assert_eq!(body["code"], 5);
+    assert!(body["message"]
+        .as_str()
+        .unwrap()
+        .contains("\"nope\" not found"));
+    let none: Value = reqwest::get(format!("{url}/api/v1/applications?projects=other"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(none["items"].as_array().unwrap().is_empty());
+}

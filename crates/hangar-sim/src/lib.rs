@@ -7,11 +7,13 @@
 //! - [`selector`] — label and field selectors.
 //! - [`store`] — one cluster's objects; desired state in, versioned watch events out.
 //! - [`kube_api`] — the Kubernetes API over HTTP: discovery, list, get, watch.
+//! - [`argocd`] — Argo CD's REST API for the `argocd-apps` instance.
 //! - [`github`] — the GitHub REST subset Tower uses: pulls, search, refs, contents; ETags; rate limits.
 //! - [`clock`] — world time: a speed factor, or advanced by hand in tests.
 //! - [`stories`] — the world's stories, each a pure function of world time.
 //! - [`platform`] — clusters + clock + stories, served on loopback; writes a kubeconfig.
 
+pub mod argocd;
 pub mod clock;
 pub mod github;
 pub mod kube_api;

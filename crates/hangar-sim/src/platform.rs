@@ -117,6 +117,18 @@ impl Platform {
                 tracing::error!(%err, "simulated GitHub stopped");
             }
         }));
+        // The argocd-apps instance runs on the control plane (the first cluster).
+        let control_plane = self.clusters.values().next().cloned().unwrap_or_default();
+        let listener = tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+            .await
+            .context("binding the Argo CD API")?;
+        let argocd = listener.local_addr()?;
+        let app = crate::argocd::router(control_plane, "argocd-apps");
+        tasks.push(tokio::spawn(async move {
+            if let Err(err) = axum::serve(listener, app).await {
+                tracing::error!(%err, "simulated Argo CD stopped");
+            }
+        }));
         let platform = Arc::clone(&self);
         tasks.push(tokio::spawn(async move {
             let mut ticker = tokio::time::interval(tick_every);
@@ -128,6 +140,7 @@ impl Platform {
         Ok(Served {
             clusters: addresses,
             github,
+            argocd,
             tasks,
         })
     }
@@ -140,6 +153,8 @@ pub struct Served {
     pub clusters: BTreeMap<String, SocketAddr>,
     /// The GitHub REST API's address.
     pub github: SocketAddr,
+    /// The Argo CD API's address (the `argocd-apps` instance).
+    pub argocd: SocketAddr,
     tasks: Vec<JoinHandle<()>>,
 }
 

@@ -2,6 +2,7 @@
 //! then, so the world can be replayed, jumped forward, or seen at any moment in a test.
 
 pub mod app;
+pub mod infra;
 pub mod objects;
 
 use chrono::{DateTime, Duration, Utc};
@@ -40,7 +41,9 @@ pub struct PullRequest {
 ///   Secret is missing;
 /// - `orders-api` (Go on AWS ECS), two hours old: a successful deploy, a failed one, and one
 ///   in progress as the demo starts;
-/// - `thumbnailer` (LambdaFunction), 15 minutes old: its first deploy fails, the second works.
+/// - `thumbnailer` (LambdaFunction), 15 minutes old: its first deploy fails, the second works;
+/// - `events-bus` (InfraService), 3 h 50 min old, still waiting for its environment file: it
+///   counts as stalled 10 world minutes in.
 pub fn demo_world(start: DateTime<Utc>) -> Vec<Box<dyn Story>> {
     let mut ledger = app::AppStory::new("ledger", "SpringBoot", start - Duration::minutes(3));
     ledger.repo_error = Some(
@@ -89,5 +92,10 @@ pub fn demo_world(start: DateTime<Utc>) -> Vec<Box<dyn Story>> {
         Box::new(ledger),
         Box::new(orders),
         Box::new(thumbnailer),
+        Box::new(infra::InfraStory {
+            name: "events-bus".to_owned(),
+            created: start - Duration::minutes(230),
+            environment_added: None,
+        }),
     ]
 }
