@@ -622,3 +622,86 @@ async fn argo_cd_serves_the_argocd_apps_instance() {
         .unwrap();
     assert!(none["items"].as_array().unwrap().is_empty());
 }
+
+#[tokio::test]
+async fn pod_logs_are_served_and_follow_streams_until_the_step_ends() {
+    let start: DateTime<Utc> = "2026-11-30T08:00:00Z".parse().unwrap();
+    let clock = Clock::new(start, 0.0);
+    let platform = Arc::new(Platform::new(
+        clock.clone(),
+        &["dev"],
+        vec![Box::new(AppStory::new("shop", "NodeJS", start))],
+    ));
+    let served = Arc::clone(&platform)
+        .serve(
+            hangar_sim::kube_api::Config::default(),
+            Duration::from_millis(100),
+        )
+        .await
+        .unwrap();
+    // The build's first task starts at 545 s and ends at 590 s.
+    clock.advance(chrono::Duration::seconds(556));
+    platform.tick();
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    served.write_kubeconfig(&kubeconfig).unwrap();
+    let pod = "shop-build-7hq2x-fetch-source-pod";
+    let out = tokio::process::Command::new(kubectl_path())
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .args([
+            "logs",
+            "-n",
+            "app-shop-cicd",
+            pod,
+            "-c",
+            "step-fetch-source",
+        ])
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(
+        text.lines().collect::<Vec<_>>(),
+        [
+            "[fetch-source] starting",
+            "[fetch-source] working (1)",
+            "[fetch-source] working (2)"
+        ]
+    );
+
+    // Follow: the stream grows as world time passes and ends with the step.
+    let url = format!(
+        "{}/api/v1/namespaces/app-shop-cicd/pods/{pod}/log?container=step-fetch-source&follow=true&timestamps=true",
+        served.url("dev").unwrap()
+    );
+    let response = reqwest::get(&url).await.unwrap();
+    assert_eq!(response.headers()["content-type"], "text/plain");
+    let reader = tokio::spawn(async move { response.text().await.unwrap() });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    clock.advance(chrono::Duration::seconds(60));
+    let followed = tokio::time::timeout(Duration::from_secs(10), reader)
+        .await
+        .expect("the stream ends")
+        .unwrap();
+    let last = followed.lines().last().unwrap();
+    assert!(last.ends_with("[fetch-source] done"), "{followed}");
+    assert!(
+        last.starts_with("2026-11-30T08:09:50"),
+        "timestamps are world time: {last}"
+    );
+    assert!(followed.lines().count() > 3);
+
+    let bad = reqwest::get(format!(
+        "{}/api/v1/namespaces/app-shop-cicd/pods/{pod}/log?container=nope",
+        served.url("dev").unwrap()
+    ))
+    .await
+    .unwrap();
+    assert_eq!(bad.status(), 400);
+}

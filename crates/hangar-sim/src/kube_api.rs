@@ -32,6 +32,8 @@ pub struct Config {
     pub bookmark_every: Duration,
     /// How long a watch lasts when the client sets no `timeoutSeconds`.
     pub default_watch_timeout: Duration,
+    /// World time, for pod logs (real time when absent).
+    pub clock: Option<crate::clock::Clock>,
 }
 
 impl Default for Config {
@@ -39,6 +41,7 @@ impl Default for Config {
         Self {
             bookmark_every: Duration::from_secs(15),
             default_watch_timeout: Duration::from_secs(30 * 60),
+            clock: None,
         }
     }
 }
@@ -88,6 +91,8 @@ fn not_found(what: &str) -> Response {
 
 /// What a path asks for.
 enum Target<'a> {
+    /// A pod's log: namespace and pod name.
+    Log(&'a str, &'a str),
     Discovery(&'a str, &'a str),
     Collection(&'static ResourceType, Option<&'a str>),
     Object(&'static ResourceType, Option<&'a str>, &'a str),
@@ -105,6 +110,7 @@ fn parse_path(path: &str) -> Option<Target<'_>> {
         [] => Target::Discovery(group, version),
         [plural] => Target::Collection(resource(plural)?, None),
         ["namespaces", ns, plural] => Target::Collection(resource(plural)?, Some(ns)),
+        ["namespaces", ns, "pods", name, "log"] if group.is_empty() => Target::Log(ns, name),
         ["namespaces", ns, plural, name] => Target::Object(resource(plural)?, Some(ns), name),
         [plural, name] => Target::Object(resource(plural)?, None, name),
         _ => return None,
@@ -149,6 +155,7 @@ async fn resource(
         Some(Target::Collection(resource, namespace)) => {
             collection(&api, resource, namespace, &query)
         }
+        Some(Target::Log(namespace, pod)) => log(&api, namespace, pod, &query),
         None => not_found("the server could not find the requested resource"),
     }
 }
@@ -347,4 +354,103 @@ fn watch(api: &Api, filter: Filter, query: &HashMap<String, String>) -> Response
 
 fn event_line(event: &Event) -> Bytes {
     line(event.kind.as_str(), &event.object)
+}
+
+fn world_now(api: &Api) -> chrono::DateTime<chrono::Utc> {
+    api.config
+        .clock
+        .as_ref()
+        .map_or_else(chrono::Utc::now, crate::clock::Clock::now)
+}
+
+/// `GET /api/v1/namespaces/{ns}/pods/{pod}/log?container=&follow=&timestamps=&tailLines=`:
+/// `text/plain`; with `follow=true` it streams until the container ends.
+fn log(api: &Api, namespace: &str, pod: &str, query: &HashMap<String, String>) -> Response {
+    let key = Key {
+        group: "",
+        plural: "pods",
+        namespace: Some(namespace.to_owned()),
+        name: pod.to_owned(),
+    };
+    let Some(object) = api.store.get(&key) else {
+        return not_found(&format!("pods \"{pod}\""));
+    };
+    let first = object["spec"]["containers"][0]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let container = query.get("container").cloned().unwrap_or(first);
+    let flag = |name: &str| query.get(name).is_some_and(|v| v == "true" || v == "1");
+    let (timestamps, follow) = (flag("timestamps"), flag("follow"));
+    let tail = query.get("tailLines").and_then(|t| t.parse::<usize>().ok());
+    let render = move |at: chrono::DateTime<chrono::Utc>, text: &str| {
+        if timestamps {
+            format!(
+                "{} {text}\n",
+                at.to_rfc3339_opts(chrono::SecondsFormat::Nanos, true)
+            )
+        } else {
+            format!("{text}\n")
+        }
+    };
+    let Some(crate::logs::Log { lines, ended }) =
+        crate::logs::lines(&object, &container, world_now(api))
+    else {
+        return status(
+            StatusCode::BAD_REQUEST,
+            "BadRequest",
+            format!("container {container} is not valid for pod {pod}"),
+        );
+    };
+    let skip = tail.map_or(0, |t| lines.len().saturating_sub(t));
+    let text: String = lines
+        .iter()
+        .skip(skip)
+        .map(|(at, line)| render(*at, line))
+        .collect();
+    if !follow || ended {
+        return ([(header::CONTENT_TYPE, "text/plain")], text).into_response();
+    }
+    let (tx, rx) = mpsc::channel::<Result<Bytes, Infallible>>(64);
+    let (store, config) = (api.store.clone(), Arc::clone(&api.config));
+    let mut sent = lines.len();
+    tokio::spawn(async move {
+        if tx.send(Ok(Bytes::from(text))).await.is_err() {
+            return;
+        }
+        let api = Api { store, config };
+        loop {
+            tokio::time::sleep(Duration::from_millis(250)).await;
+            let Some(object) = api.store.get(&key) else {
+                return;
+            };
+            let Some(crate::logs::Log { lines, ended }) =
+                crate::logs::lines(&object, &container, world_now(&api))
+            else {
+                return;
+            };
+            let fresh: String = lines
+                .iter()
+                .skip(sent)
+                .map(|(at, line)| render(*at, line))
+                .collect();
+            sent = lines.len();
+            if !fresh.is_empty() && tx.send(Ok(Bytes::from(fresh))).await.is_err() {
+                return;
+            }
+            if ended {
+                return;
+            }
+        }
+    });
+    Response::builder()
+        .header(header::CONTENT_TYPE, "text/plain")
+        .body(Body::from_stream(ReceiverStream::new(rx)))
+        .unwrap_or_else(|_| {
+            status(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "InternalError",
+                "cannot stream the log",
+            )
+        })
 }

@@ -9,6 +9,7 @@
 //! - [`kube_api`] — the Kubernetes API over HTTP: discovery, list, get, watch.
 //! - [`argocd`] — Argo CD's REST API for the `argocd-apps` instance.
 //! - [`github`] — the GitHub REST subset Tower uses: pulls, search, refs, contents; ETags; rate limits.
+//! - [`logs`] — container logs derived from a pod and world time.
 //! - [`clock`] — world time: a speed factor, or advanced by hand in tests.
 //! - [`stories`] — the world's stories, each a pure function of world time.
 //! - [`platform`] — clusters + clock + stories, served on loopback; writes a kubeconfig.
@@ -17,6 +18,7 @@ pub mod argocd;
 pub mod clock;
 pub mod github;
 pub mod kube_api;
+pub mod logs;
 pub mod platform;
 pub mod resources;
 pub mod selector;

@@ -92,6 +92,10 @@ impl Platform {
         config: kube_api::Config,
         tick_every: Duration,
     ) -> anyhow::Result<Served> {
+        let config = kube_api::Config {
+            clock: Some(self.clock.clone()),
+            ..config
+        };
         self.tick();
         let mut addresses = BTreeMap::new();
         let mut tasks = Vec::new();

@@ -578,6 +578,13 @@ impl Story for AppStory {
                 )
             });
         }
+        // Every TaskRun runs in a pod.
+        let pods: Vec<Value> = out
+            .iter()
+            .filter(|o| o["kind"] == "TaskRun")
+            .map(objects::task_pod)
+            .collect();
+        out.extend(pods);
         out.into_iter().map(|o| ("dev".to_owned(), o)).collect()
     }
 }

@@ -206,6 +206,45 @@ pub fn task_run(
         "status": status})
 }
 
+/// The pod a TaskRun runs in (`<taskrun>-pod`, one `step-<task>` container).
+pub fn task_pod(task_run: &Value) -> Value {
+    let meta = &task_run["metadata"];
+    let status = &task_run["status"];
+    let task = meta["labels"]["tekton.dev/pipelineTask"]
+        .as_str()
+        .unwrap_or("run");
+    let container = format!("step-{task}");
+    let terminated = &status["steps"][0]["terminated"];
+    let (phase, state) = if terminated.is_object() {
+        let failed = terminated["exitCode"].as_i64().unwrap_or(0) != 0;
+        (
+            if failed { "Failed" } else { "Succeeded" },
+            json!({"terminated": terminated}),
+        )
+    } else {
+        (
+            "Running",
+            json!({"running": {"startedAt": status["startTime"]}}),
+        )
+    };
+    let mut labels = meta["labels"].clone();
+    labels["tekton.dev/taskRun"] = meta["name"].clone();
+    let mut pod = json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": format!("{}-pod", meta["name"].as_str().unwrap_or("task")),
+                     "namespace": meta["namespace"], "labels": labels},
+        "spec": {"containers": [{"name": container, "image": format!("ghcr.io/acme/tasks/{task}:1")}],
+                 "restartPolicy": "Never"},
+        "status": {"phase": phase, "startTime": status["startTime"],
+                   "containerStatuses": [{"name": container, "ready": phase == "Running",
+                                          "restartCount": 0, "state": state}]}});
+    if phase == "Failed" {
+        if let Some(message) = status["conditions"][0]["message"].as_str() {
+            pod["metadata"]["annotations"] = json!({"hangar-sim.io/failure": message});
+        }
+    }
+    pod
+}
+
 /// An Argo Rollout with a canary strategy.
 pub fn rollout(
     app: &str,
