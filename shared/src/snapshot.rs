@@ -269,14 +269,11 @@ impl Snapshot {
         }
     }
 
-    /// Whether the snapshot holds anything about `service`.
-    pub fn knows_service(&self, service: &str) -> bool {
-        let narrowed = self.for_service(service);
-        narrowed
-            .clusters
-            .values()
-            .any(|objects| !objects.is_empty())
-            || narrowed.pull_requests.is_some_and(|prs| !prs.is_empty())
+    /// Whether the snapshot holds no object and no pull request (a narrowed snapshot of a
+    /// service Tower does not know).
+    pub fn is_empty(&self) -> bool {
+        self.clusters.values().all(Vec::is_empty)
+            && self.pull_requests.as_ref().is_none_or(Vec::is_empty)
     }
 }
 
@@ -345,8 +342,8 @@ mod tests {
             .map(|p| p.number)
             .collect();
         assert_eq!(prs, [1, 2]);
-        assert!(s.knows_service("shop-v2"));
-        assert!(!s.knows_service("nothing"));
+        assert!(!s.for_service("shop-v2").is_empty());
+        assert!(s.for_service("nothing").is_empty());
     }
 
     #[test]

@@ -26,6 +26,14 @@ fn service<'a>(p: &'a Provisioning, name: &str) -> &'a ServiceProgress {
         .unwrap_or_else(|| panic!("{name} is not in {:?}", names(p)))
 }
 
+/// How many of a service's steps are done.
+pub fn done_steps(s: &ServiceProgress) -> usize {
+    s.steps
+        .iter()
+        .filter(|st| st.status == StepStatus::Done)
+        .count()
+}
+
 fn names(p: &Provisioning) -> Vec<&str> {
     p.services.iter().map(|s| s.name.as_str()).collect()
 }
@@ -88,11 +96,7 @@ fn the_nodejs_story_moves_forward_step_by_step() {
         assert_eq!(shop.map(|s| s.group), group, "{name}");
         if let Some(shop) = shop {
             assert_eq!(shop.steps.len(), 10, "{name}");
-            let done = shop
-                .steps
-                .iter()
-                .filter(|s| s.status == StepStatus::Done)
-                .count();
+            let done = done_steps(shop);
             assert!(
                 done >= done_before,
                 "{name}: {done} done after {done_before}"

@@ -257,11 +257,7 @@ fn the_nodejs_story_changes_objects_in_order_and_tower_follows_it() {
         .unwrap();
         let derived = derive_provisioning(&snapshot);
         let shop = derived.services.iter().find(|s| s.name == "shop").unwrap();
-        let done = shop
-            .steps
-            .iter()
-            .filter(|s| s.status == StepStatus::Done)
-            .count();
+        let done = crate::provisioning::done_steps(shop);
         assert!(
             done >= done_before,
             "at {}: {done} steps done after {done_before}",

@@ -26,12 +26,12 @@ pub async fn get(
             ),
         });
     }
-    let snapshot = state.source.snapshot();
-    if !snapshot.knows_service(service) {
+    let narrowed = state.source.snapshot().for_service(service);
+    if narrowed.is_empty() {
         return Err(ApiError::Unknown {
             field: "service",
             message: format!("Tower knows no service called {service}"),
         });
     }
-    Ok(Json(snapshot.for_service(service)))
+    Ok(Json(narrowed))
 }

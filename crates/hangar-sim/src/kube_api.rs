@@ -340,16 +340,16 @@ fn watch(api: &Api, filter: Filter, query: &HashMap<String, String>) -> Response
             }
         }
     });
-    Response::builder()
-        .header(header::CONTENT_TYPE, "application/json")
-        .body(Body::from_stream(ReceiverStream::new(rx)))
-        .unwrap_or_else(|_| {
-            status(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "InternalError",
-                "cannot start the watch",
-            )
-        })
+    streamed("application/json", rx)
+}
+
+/// A response whose body is whatever a task sends down `rx`, until it drops its sender.
+fn streamed(content_type: &'static str, rx: mpsc::Receiver<Result<Bytes, Infallible>>) -> Response {
+    (
+        [(header::CONTENT_TYPE, content_type)],
+        Body::from_stream(ReceiverStream::new(rx)),
+    )
+        .into_response()
 }
 
 fn event_line(event: &Event) -> Bytes {
@@ -443,14 +443,5 @@ fn log(api: &Api, namespace: &str, pod: &str, query: &HashMap<String, String>) -
             }
         }
     });
-    Response::builder()
-        .header(header::CONTENT_TYPE, "text/plain")
-        .body(Body::from_stream(ReceiverStream::new(rx)))
-        .unwrap_or_else(|_| {
-            status(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "InternalError",
-                "cannot stream the log",
-            )
-        })
+    streamed("text/plain", rx)
 }

@@ -114,7 +114,13 @@ impl Store {
         }
         let mut state = self.lock();
         let mut changes = Vec::new();
-        for (key, mut object) in wanted.iter().map(|(k, v)| (k.clone(), v.clone())) {
+        let gone: Vec<Key> = state
+            .objects
+            .keys()
+            .filter(|k| !wanted.contains_key(*k))
+            .cloned()
+            .collect();
+        for (key, mut object) in wanted {
             match state.objects.get(&key) {
                 Some(current) if same_content(current, &object) => {}
                 current => {
@@ -144,12 +150,6 @@ impl Store {
                 }
             }
         }
-        let gone: Vec<Key> = state
-            .objects
-            .keys()
-            .filter(|k| !wanted.contains_key(*k))
-            .cloned()
-            .collect();
         for key in gone {
             if let Some(object) = state.objects.get(&key).cloned() {
                 changes.push((EventType::Deleted, key, object));

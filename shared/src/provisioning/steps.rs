@@ -267,7 +267,10 @@ pub fn derive_service<'a>(
         (kind.is_function() || deploys.capability == cloud::Capability::CloudRuntime)
             .then_some(deploys)
     };
+    let env = first_environment(snapshot.cicd.get(name).map(String::as_str));
     let ctx = Ctx {
+        rollouts: first_env_rollouts(index, name, &env),
+        env,
         index,
         now,
         name,
@@ -279,12 +282,6 @@ pub fn derive_service<'a>(
         runs,
         first_build,
         cloud,
-        rollouts: Vec::new(),
-        env: first_environment(snapshot.cicd.get(name).map(String::as_str)),
-    };
-    let ctx = Ctx {
-        rollouts: first_env_rollouts(index, name, &ctx.env),
-        ..ctx
     };
 
     let deploy_title = |target: Option<CloudTarget>| {
