@@ -28,7 +28,7 @@ pub fn read_snapshot(path: &Path) -> anyhow::Result<Snapshot> {
 pub fn provisioning(snapshot: &Snapshot, service: Option<&str>) -> Provisioning {
     let mut derived = derive_provisioning(snapshot);
     if let Some(name) = service {
-        derived.services.retain(|s| s.name == name);
+        derived.services.retain(|s| &*s.name == name);
         if derived.services.is_empty() {
             tracing::warn!("no tracked service is called {name}");
         }

@@ -5,8 +5,10 @@
 //! Lambda whose deploy failed, an InfraService that is up) copied 2,000 times under new
 //! names. Run with `cargo bench -p tower-shared`; criterion prints the time per run and, as
 //! throughput, services per second. Two figures:
-//! - `world`: reading the raw objects into a `World` (done when objects change);
-//! - `derive`: deriving every service from a built `World` (done every clock tick).
+//! - `world`: reading the raw objects into a `World`, which settles every step as far as
+//!   the objects say (done when objects change);
+//! - `derive`: deriving every service from a built `World` at a `now` (done every clock
+//!   tick): durations, the clock-dependent hints and the grouping.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use serde_json::Value;

@@ -22,7 +22,7 @@ pub fn derive(snapshot: &Value) -> Provisioning {
 fn service<'a>(p: &'a Provisioning, name: &str) -> &'a ServiceProgress {
     p.services
         .iter()
-        .find(|s| s.name == name)
+        .find(|s| &*s.name == name)
         .unwrap_or_else(|| panic!("{name} is not in {:?}", names(p)))
 }
 
@@ -35,7 +35,7 @@ pub fn done_steps(s: &ServiceProgress) -> usize {
 }
 
 fn names(p: &Provisioning) -> Vec<&str> {
-    p.services.iter().map(|s| s.name.as_str()).collect()
+    p.services.iter().map(|s| &*s.name).collect()
 }
 
 fn step(s: &ServiceProgress, id: StepId) -> &Step {
@@ -92,7 +92,7 @@ fn the_nodejs_story_moves_forward_step_by_step() {
     let mut done_before = 0;
     for (name, group) in phases {
         let p = derive(&fixture(name));
-        let shop = p.services.iter().find(|s| s.name == "shop");
+        let shop = p.services.iter().find(|s| &*s.name == "shop");
         assert_eq!(shop.map(|s| s.group), group, "{name}");
         if let Some(shop) = shop {
             assert_eq!(shop.steps.len(), 10, "{name}");
@@ -394,7 +394,7 @@ fn first_build_ignores_glidepaths_own_runs_and_counts_tasks() {
 fn running_healthy_watches_the_first_environment() {
     let progressing = shop("nodejs-6-rollout-progressing");
     let step_ = step(&progressing, StepId::RunningHealthy);
-    assert_eq!(step_.title, "Running healthy in dev");
+    assert_eq!(&*step_.title, "Running healthy in dev");
     assert_eq!(step_.status, StepStatus::Running);
     assert!(step_
         .detail
@@ -405,7 +405,7 @@ fn running_healthy_watches_the_first_environment() {
     let p = derive(&fixture("go-flight-first-env-healthy"));
     let fares = service(&p, "fares");
     let healthy = step(fares, StepId::RunningHealthy);
-    assert_eq!(healthy.title, "Running healthy in prod");
+    assert_eq!(&*healthy.title, "Running healthy in prod");
     assert_eq!(healthy.status, StepStatus::Done);
     // The same Rollout on the dev cluster would not count: Flight envs live on their cluster.
     let mut moved = fixture("go-flight-first-env-healthy");
@@ -427,8 +427,9 @@ fn a_built_app_without_a_rollout_says_what_is_missing_after_five_minutes() {
     let hint = |f: &str| {
         step(&shop(f), StepId::RunningHealthy)
             .detail
-            .clone()
+            .as_deref()
             .unwrap()
+            .to_owned()
     };
     assert_eq!(
         hint("nodejs-no-rollout-hint"),
@@ -483,12 +484,12 @@ fn infra_services_have_eight_steps_and_wait_for_their_environment() {
 fn functions_have_one_onboarding_pr_and_a_deploy_step() {
     let p = derive(&fixture("lambda-first-deploy-failed"));
     let f = service(&p, "thumbnailer");
-    assert_eq!(step(f, StepId::Repositories).title, "Source repo created");
+    assert_eq!(&*step(f, StepId::Repositories).title, "Source repo created");
     let prs = step(f, StepId::OnboardingPrs);
-    assert_eq!(prs.title, "Application onboarding PR");
+    assert_eq!(&*prs.title, "Application onboarding PR");
     assert_eq!(prs.links.len(), 1);
     let deployed = step(f, StepId::Deployed);
-    assert_eq!(deployed.title, "Deployed to AWS Lambda");
+    assert_eq!(&*deployed.title, "Deployed to AWS Lambda");
     assert_eq!(deployed.status, StepStatus::Failed);
     let detail = deployed.detail.as_deref().unwrap();
     assert!(detail.starts_with("deploy-aws-lambda failed:"), "{detail}");
@@ -505,7 +506,7 @@ fn cloud_apps_end_with_their_deploy_not_a_rollout() {
     let app = service(&p, "orders-api");
     assert!(app.steps.iter().all(|s| s.id != StepId::RunningHealthy));
     let deployed = step(app, StepId::Deployed);
-    assert_eq!(deployed.title, "Deployed to AWS ECS");
+    assert_eq!(&*deployed.title, "Deployed to AWS ECS");
     assert_eq!(deployed.status, StepStatus::Running);
 
     let p = derive(&fixture("go-ecs-deployed"));
@@ -525,7 +526,7 @@ fn pending_requests_become_services_until_the_xr_exists() {
         .services
         .iter()
         .filter(|s| s.group == Group::Pending)
-        .map(|s| s.name.as_str())
+        .map(|s| &*s.name)
         .collect();
     // Open, and merged 10 minutes ago; not merged 2 h ago, not abandoned, not other PRs.
     assert_eq!(pending, ["cache-warmer", "fares-v2"]);

@@ -256,7 +256,11 @@ fn the_nodejs_story_changes_objects_in_order_and_tower_follows_it() {
         )
         .unwrap();
         let derived = derive_provisioning(&snapshot);
-        let shop = derived.services.iter().find(|s| s.name == "shop").unwrap();
+        let shop = derived
+            .services
+            .iter()
+            .find(|s| &*s.name == "shop")
+            .unwrap();
         let done = crate::provisioning::done_steps(shop);
         assert!(
             done >= done_before,
@@ -501,7 +505,7 @@ fn derive_now(platform: &Platform, service: &str) -> tower_shared::provisioning:
     tower_shared::provisioning::derive_provisioning(&snapshot)
         .services
         .into_iter()
-        .find(|s| s.name == service)
+        .find(|s| &*s.name == service)
         .unwrap()
 }
 

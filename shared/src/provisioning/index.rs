@@ -12,6 +12,7 @@ use crate::tekton::{PipelineRun, TaskRun};
 use super::model::ServiceKind;
 use super::records::{Application, Composed, Rollout, Xr};
 use super::request::{parse_request_title, RequestTitle};
+use super::steps::Prepared;
 use super::typical::Typicals;
 use super::XR_GROUP;
 
@@ -30,8 +31,8 @@ pub struct Runs<'a> {
 pub struct World<'a> {
     pub snapshot: &'a Snapshot,
     pub(super) typicals: Typicals,
-    /// Hangar XRs on the control-plane cluster, one per name.
-    pub(super) xrs: Vec<Xr<'a>>,
+    /// Hangar XRs on the control-plane cluster, one per name, with what their steps read.
+    pub(super) services: Vec<Prepared<'a>>,
     xr_names: HashSet<&'a str>,
     /// Repository / RepositoryFile objects by their `crossplane.io/composite` label.
     repo_objects: HashMap<&'a str, Vec<Composed<'a>>>,
@@ -64,7 +65,7 @@ impl<'a> World<'a> {
         let mut world = Self {
             snapshot,
             typicals: Typicals::new(&snapshot.history),
-            xrs: Vec::new(),
+            services: Vec::new(),
             xr_names: HashSet::default(),
             repo_objects: HashMap::default(),
             runs: HashMap::default(),
@@ -78,15 +79,16 @@ impl<'a> World<'a> {
             prs_by_repo: HashMap::default(),
             request_prs: HashMap::default(),
         };
+        let mut xrs = Vec::new();
         let control_plane = snapshot.control_plane_cluster.as_str();
         for (cluster, objects) in &snapshot.clusters {
             let on_control_plane = cluster == control_plane;
             for object in objects {
-                world.file(cluster, on_control_plane, object);
+                world.file(cluster, on_control_plane, object, &mut xrs);
             }
         }
         // One XR per name, chosen the same way whatever the input order.
-        world.xrs.sort_by(|a, b| {
+        xrs.sort_by(|a, b| {
             let key = |x: &Xr<'a>| {
                 (
                     x.name(),
@@ -97,8 +99,8 @@ impl<'a> World<'a> {
             };
             key(a).cmp(&key(b))
         });
-        world.xrs.dedup_by(|a, b| a.name() == b.name());
-        world.xr_names = world.xrs.iter().map(Xr::name).collect();
+        xrs.dedup_by(|a, b| a.name() == b.name());
+        world.xr_names = xrs.iter().map(Xr::name).collect();
         for entity in snapshot.catalog.iter().flatten() {
             let declared = entity
                 .metadata
@@ -135,10 +137,20 @@ impl<'a> World<'a> {
                     .push((pr, title));
             }
         }
+        world.services = xrs
+            .into_iter()
+            .map(|xr| Prepared::new(&world, xr))
+            .collect();
         world
     }
 
-    fn file(&mut self, cluster: &'a str, on_control_plane: bool, object: &'a Object) {
+    fn file(
+        &mut self,
+        cluster: &'a str,
+        on_control_plane: bool,
+        object: &'a Object,
+        xrs: &mut Vec<Xr<'a>>,
+    ) {
         let group = object.group();
         match object.kind.as_str() {
             "Rollout" if group == "argoproj.io" => {
@@ -160,7 +172,7 @@ impl<'a> World<'a> {
             _ if !on_control_plane => {}
             kind if group == XR_GROUP && ServiceKind::from_kind(kind).is_some() => {
                 if let Some(kind) = ServiceKind::from_kind(kind) {
-                    self.xrs.push(Xr::new(object, kind));
+                    xrs.push(Xr::new(object, kind));
                 }
             }
             "Project" if group.contains("infisical") => {

@@ -60,12 +60,12 @@ pub fn derive_provisioning(snapshot: &Snapshot) -> Provisioning {
 /// Total: odd or missing data gives "waiting"/"unknown" steps with a reason, never a panic.
 /// The result does not depend on the order of objects in the snapshot.
 pub fn derive(world: &World<'_>, now: DateTime<Utc>) -> Provisioning {
-    let mut services = Vec::with_capacity(world.xrs.len());
+    let mut services = Vec::with_capacity(world.services.len());
     services.extend(
         world
-            .xrs
+            .services
             .iter()
-            .filter_map(|xr| steps::derive_service(world, xr, now)),
+            .filter_map(|service| steps::derive_service(world, service, now)),
     );
     services.extend(steps::pending_requests(world, now));
     services.sort_by(|a, b| a.group.cmp(&b.group).then_with(|| a.name.cmp(&b.name)));
@@ -83,7 +83,7 @@ pub fn remember(
 ) -> BTreeMap<String, BTreeMap<String, Observation>> {
     let mut next = BTreeMap::new();
     for service in &derived.services {
-        let old = memory.get(&service.name);
+        let old = memory.get(&*service.name);
         let mut steps = BTreeMap::new();
         for step in &service.steps {
             let key = step.id.as_str();
@@ -107,7 +107,7 @@ pub fn remember(
             }
         }
         if !steps.is_empty() {
-            next.insert(service.name.clone(), steps);
+            next.insert(service.name.to_string(), steps);
         }
     }
     next
@@ -128,7 +128,7 @@ pub fn record_of(service: &ServiceProgress) -> Option<RecordedRun> {
         .filter_map(|s| Some((s.id.as_str().to_owned(), s.duration_sec?)))
         .collect();
     Some(RecordedRun {
-        service: service.name.clone(),
+        service: service.name.to_string(),
         kind: kind.as_str().to_owned(),
         started_at,
         finished_at,

@@ -2,6 +2,7 @@
 //! the field names of `tower provisioning`'s JSON; keep them stable.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -16,16 +17,19 @@ pub struct Provisioning {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ServiceProgress {
-    pub name: String,
+    pub name: Arc<str>,
     /// `None` for a pending request whose PR title does not name the kind.
     pub kind: Option<ServiceKind>,
     pub group: Group,
     /// When the XR was created; `None` while the request is pending.
     pub created_at: Option<DateTime<Utc>>,
     pub steps: Vec<Step>,
-    pub events: Vec<Event>,
-    /// "What gets created": the XR's composed resources, with readiness where Tower can read them.
-    pub created: Vec<CreatedResource>,
+    /// Shared: it follows from the objects alone, so every derivation from one
+    /// [`World`](super::World) hands out the same list.
+    pub events: Arc<[Event]>,
+    /// "What gets created": the XR's composed resources, with readiness where Tower can read
+    /// them. Shared like `events`.
+    pub created: Arc<[CreatedResource]>,
 }
 
 /// Where a service sits on the Services tab.
@@ -260,7 +264,7 @@ pub enum TypicalSource {
 #[serde(rename_all = "camelCase")]
 pub struct Step {
     pub id: StepId,
-    pub title: Cow<'static, str>,
+    pub title: Arc<str>,
     pub status: StepStatus,
     pub started_at: Option<DateTime<Utc>>,
     pub ended_at: Option<DateTime<Utc>>,
@@ -269,8 +273,8 @@ pub struct Step {
     pub typical_sec: u64,
     pub typical_source: TypicalSource,
     /// What is happening or missing, in plain words (the failure message when failed).
-    pub detail: Option<Cow<'static, str>>,
-    pub links: Vec<Link>,
+    pub detail: Option<Arc<str>>,
+    pub links: Arc<[Link]>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

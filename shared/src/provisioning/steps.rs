@@ -2,15 +2,16 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
 use crate::cloud::{self, CloudDeploys, CloudTarget};
 use crate::snapshot::{Observation, PullRequest};
-use crate::tekton::{PipelineRun, RunStatus};
+use crate::tekton::{PipelineRun, RunStatus, TaskRun};
 
 use super::cicd::{first_environment, FirstEnvironment};
-use super::index::{Runs, World};
+use super::index::World;
 use super::model::*;
 use super::records::{Application, Composed, Rollout, Xr};
 use super::typical::Typicals;
@@ -25,6 +26,9 @@ struct Draft {
     started_at: Option<DateTime<Utc>>,
     ended_at: Option<DateTime<Utc>>,
     detail: Option<Cow<'static, str>>,
+    /// After this time, the detail reads this instead (a hint that only applies once
+    /// something has taken longer than it should).
+    later: Option<(DateTime<Utc>, Cow<'static, str>)>,
     links: Vec<Link>,
 }
 
@@ -39,6 +43,7 @@ impl Draft {
             started_at,
             ended_at,
             detail: None,
+            later: None,
             links: Vec::new(),
         }
     }
@@ -97,23 +102,155 @@ fn latest(times: impl IntoIterator<Item = Option<DateTime<Utc>>>) -> Option<Date
     times.into_iter().flatten().max()
 }
 
-/// Everything the steps of one service share.
-struct Ctx<'s, 'a> {
-    index: &'s World<'a>,
-    now: DateTime<Utc>,
+/// What the steps of one service read that does not change with the clock: gathered once
+/// per XR when the [`World`] is built, so a derivation at a later `now` neither reads raw
+/// objects nor repeats a lookup.
+#[derive(Debug)]
+pub struct Prepared<'a> {
+    pub(super) xr: Xr<'a>,
     name: &'a str,
+    /// The name as the output carries it.
+    arc_name: Arc<str>,
     kind: ServiceKind,
-    xr: &'s Xr<'a>,
     created_at: Option<DateTime<Utc>>,
     observed: Option<&'a BTreeMap<String, Observation>>,
     cicd_namespace: String,
-    runs: Option<&'s Runs<'a>>,
+    /// The request PR that created the XR.
+    request_pr: Option<&'a PullRequest>,
+    /// The app's SecretStore in its CI/CD namespace.
+    secret_store: Option<Composed<'a>>,
     first_build: Option<PipelineRun<'a>>,
+    /// The TaskRuns of the first build.
+    build_tasks: Vec<TaskRun<'a>>,
     /// For functions and cloud-target apps: their deploy runs.
     cloud: Option<CloudDeploys>,
     env: FirstEnvironment,
     /// Rollouts in the first environment's namespace, the app's own first.
     rollouts: Vec<Rollout<'a>>,
+    /// Every step before the clock is applied.
+    steps: Vec<Settled>,
+    /// The events log (it follows from the steps' timestamps alone).
+    events: Arc<[Event]>,
+    created: Arc<[CreatedResource]>,
+    /// An InfraService's `<name>-dev` Application exists.
+    has_dev_environment: bool,
+}
+
+impl<'a> Prepared<'a> {
+    /// Gathers what `xr`'s steps read from `index` (which has every object filed).
+    pub fn new(index: &World<'a>, xr: Xr<'a>) -> Self {
+        let snapshot = index.snapshot;
+        let kind = xr.kind;
+        let name = xr.name();
+        let cicd_namespace = if kind.is_infra() {
+            format!("infra-{name}-cicd")
+        } else {
+            cloud::cicd_namespace(name)
+        };
+        let runs = index.runs(&cicd_namespace);
+        let (pipeline_runs, task_runs) = runs.map_or((&[][..], &[][..]), |r| {
+            (r.pipeline_runs.as_slice(), r.task_runs.as_slice())
+        });
+        let first_build = pipeline_runs
+            .iter()
+            .filter(|run| run.pipeline() == Some("build"))
+            .filter(|run| {
+                !run.name().contains("onboarding-resync") && !run.name().contains("values-check")
+            })
+            .min_by_key(|run| (run.started_at(), run.name()))
+            .copied();
+        let build_tasks = first_build.map_or_else(Vec::new, |build| {
+            task_runs
+                .iter()
+                .filter(|t| t.pipeline_run() == Some(build.name()))
+                .copied()
+                .collect()
+        });
+        let cloud = if kind.is_infra() {
+            None
+        } else {
+            let declared = xr.target.or_else(|| index.catalog_target(name));
+            let deploys = cloud::derive_from_runs(name, declared, pipeline_runs, task_runs);
+            (kind.is_function() || deploys.capability == cloud::Capability::CloudRuntime)
+                .then_some(deploys)
+        };
+        let env = first_environment(snapshot.cicd.get(name).map(String::as_str));
+        let secret_store = index
+            .secret_stores(name)
+            .iter()
+            .filter(|s| s.object.namespace() == Some(cicd_namespace.as_str()))
+            .min_by_key(|s| s.name())
+            .copied();
+        let mut prepared = Self {
+            rollouts: first_env_rollouts(index, name, &env),
+            request_pr: request_pr(index, name, kind),
+            env,
+            name,
+            arc_name: name.into(),
+            kind,
+            created_at: xr.created_at,
+            observed: snapshot.observed.get(name),
+            xr,
+            cicd_namespace,
+            secret_store,
+            first_build,
+            build_tasks,
+            cloud,
+            steps: Vec::new(),
+            events: Arc::new([]),
+            created: Arc::new([]),
+            has_dev_environment: !index.applications(&format!("{name}-dev")).is_empty(),
+        };
+        let ctx = Ctx {
+            index,
+            service: &prepared,
+        };
+        let steps = settled_steps(&ctx);
+        let created = created_resources(&ctx).into();
+        prepared.events = events(&steps).into();
+        prepared.steps = steps;
+        prepared.created = created;
+        prepared
+    }
+}
+
+impl Prepared<'_> {
+    fn build_succeeded_at(&self) -> Option<DateTime<Utc>> {
+        self.first_build
+            .filter(|b| b.status() == RunStatus::Succeeded)
+            .and_then(|b| b.completed_at())
+    }
+}
+
+/// The request PR for the XR `name` of `kind`: merged first, then the newest.
+fn request_pr<'a>(index: &World<'a>, name: &str, kind: ServiceKind) -> Option<&'a PullRequest> {
+    let candidates = index.request_prs.get(name)?;
+    candidates
+        .iter()
+        .filter(|(_, title)| title.kind.is_none_or(|k| k == kind))
+        .map(|(pr, _)| *pr)
+        .min_by_key(|pr| {
+            (
+                pr.merged_at.is_none(),
+                pr.is_abandoned(),
+                std::cmp::Reverse(pr.created_at),
+                pr.number,
+            )
+        })
+}
+
+/// What a step function reads: the world and the service's prepared facts.
+struct Ctx<'s, 'a> {
+    index: &'s World<'a>,
+    service: &'s Prepared<'a>,
+}
+
+impl<'a> std::ops::Deref for Ctx<'_, 'a> {
+    type Target = Prepared<'a>;
+
+    fn deref(&self) -> &Prepared<'a> {
+        self.service
+    }
 }
 
 impl<'s, 'a> Ctx<'s, 'a> {
@@ -128,85 +265,67 @@ impl<'s, 'a> Ctx<'s, 'a> {
             .and_then(|o| o.done_at)
     }
 
-    fn request_pr(&self) -> Option<&'a PullRequest> {
-        let candidates = self.index.request_prs.get(self.name)?;
-        let mut matching: Vec<&'a PullRequest> = candidates
-            .iter()
-            .filter(|(_, title)| title.kind.is_none_or(|k| k == self.kind))
-            .map(|(pr, _)| *pr)
-            .collect();
-        matching.sort_by_key(|pr| {
-            (
-                pr.merged_at.is_none(),
-                pr.is_abandoned(),
-                std::cmp::Reverse(pr.created_at),
-                pr.number,
-            )
-        });
-        matching.first().copied()
-    }
-
     fn request_merged_at(&self) -> Option<DateTime<Utc>> {
-        self.request_pr().and_then(|pr| pr.merged_at).or_else(|| {
+        self.request_pr.and_then(|pr| pr.merged_at).or_else(|| {
             self.observed(StepId::RequestPrMerged)
                 .and_then(|o| o.done_at)
         })
     }
-
-    /// The app's SecretStore in its CI/CD namespace.
-    fn secret_store(&self) -> Option<&'s Composed<'a>> {
-        self.index
-            .secret_stores(self.name)
-            .iter()
-            .filter(|s| s.object.namespace() == Some(self.cicd_namespace.as_str()))
-            .min_by_key(|s| s.name())
-    }
-
-    fn build_succeeded_at(&self) -> Option<DateTime<Utc>> {
-        self.first_build
-            .filter(|b| b.status() == RunStatus::Succeeded)
-            .and_then(|b| b.completed_at())
-    }
-
-    fn finish(&self, id: StepId, title: impl Into<Cow<'static, str>>, draft: Draft) -> Step {
-        finish_step(
-            &self.index.typicals,
-            Some(self.kind),
-            self.now,
-            id,
-            title,
-            draft,
-        )
-    }
 }
 
-/// A step from its draft: the duration (done or failed: end − start; running: now − start;
-/// unknown when a time is) and the typical duration for the kind.
-fn finish_step(
-    typicals: &Typicals,
-    kind: Option<ServiceKind>,
-    now: DateTime<Utc>,
+/// A step as the objects say, before the clock: its texts are built once and shared by
+/// every derivation at a later `now`.
+#[derive(Debug)]
+struct Settled {
     id: StepId,
-    title: impl Into<Cow<'static, str>>,
-    draft: Draft,
-) -> Step {
-    let duration_sec = match draft.status {
-        StepStatus::Done | StepStatus::Failed => seconds(draft.started_at, draft.ended_at),
-        StepStatus::Running => seconds(draft.started_at, Some(now)),
-        StepStatus::Waiting => None,
-    };
-    let (typical_sec, typical_source) = typicals.get(kind, id);
-    Step {
-        id,
-        title: title.into(),
-        status: draft.status,
-        started_at: draft.started_at,
-        ended_at: draft.ended_at,
-        duration_sec,
-        typical_sec,
-        typical_source,
-        detail: draft.detail,
-        links: draft.links,
+    title: Arc<str>,
+    status: StepStatus,
+    started_at: Option<DateTime<Utc>>,
+    ended_at: Option<DateTime<Utc>>,
+    detail: Option<Arc<str>>,
+    later: Option<(DateTime<Utc>, Arc<str>)>,
+    links: Arc<[Link]>,
+}
+
+impl Settled {
+    fn new(id: StepId, title: impl Into<Arc<str>>, draft: Draft) -> Self {
+        Self {
+            id,
+            title: title.into(),
+            status: draft.status,
+            started_at: draft.started_at,
+            ended_at: draft.ended_at,
+            detail: draft.detail.map(Arc::from),
+            later: draft.later.map(|(after, text)| (after, Arc::from(text))),
+            links: draft.links.into(),
+        }
+    }
+
+    /// The step at `now`: the duration (done or failed: end − start; running: now − start;
+    /// unknown when a time is) and the typical duration for the kind.
+    fn at(&self, typicals: &Typicals, kind: Option<ServiceKind>, now: DateTime<Utc>) -> Step {
+        let duration_sec = match self.status {
+            StepStatus::Done | StepStatus::Failed => seconds(self.started_at, self.ended_at),
+            StepStatus::Running => seconds(self.started_at, Some(now)),
+            StepStatus::Waiting => None,
+        };
+        let detail = match &self.later {
+            Some((after, later)) if now > *after => Some(later),
+            _ => self.detail.as_ref(),
+        };
+        let (typical_sec, typical_source) = typicals.get(kind, self.id);
+        Step {
+            id: self.id,
+            title: Arc::clone(&self.title),
+            status: self.status,
+            started_at: self.started_at,
+            ended_at: self.ended_at,
+            duration_sec,
+            typical_sec,
+            typical_source,
+            detail: detail.cloned(),
+            links: Arc::clone(&self.links),
+        }
     }
 }
 
@@ -226,64 +345,37 @@ fn first_env_rollouts<'a>(
     rollouts
 }
 
-/// The service an XR describes, or `None` when it is no longer tracked (over 24 h old, or
-/// finished more than 15 minutes ago).
-pub fn derive_service<'a>(
-    index: &World<'a>,
-    xr: &Xr<'a>,
+/// The service an XR describes at `now`, or `None` when it is no longer tracked (over 24 h
+/// old, or finished more than 15 minutes ago).
+pub fn derive_service(
+    index: &World<'_>,
+    service: &Prepared<'_>,
     now: DateTime<Utc>,
 ) -> Option<ServiceProgress> {
-    let snapshot = index.snapshot;
-    let kind = xr.kind;
-    let name = xr.name();
-    let created_at = xr.created_at;
+    let (kind, created_at) = (service.kind, service.created_at);
     if created_at.is_some_and(|c| now - c > TRACKED_FOR) {
         return None;
     }
-    let cicd_namespace = if kind.is_infra() {
-        format!("infra-{name}-cicd")
-    } else {
-        cloud::cicd_namespace(name)
-    };
-    let runs = index.runs(&cicd_namespace);
-    let first_build = runs.and_then(|r| {
-        r.pipeline_runs
-            .iter()
-            .filter(|run| run.pipeline() == Some("build"))
-            .filter(|run| {
-                !run.name().contains("onboarding-resync") && !run.name().contains("values-check")
-            })
-            .min_by_key(|run| (run.started_at(), run.name()))
-            .copied()
-    });
-    let declared = xr.target.or_else(|| index.catalog_target(name));
-    let cloud = if kind.is_infra() {
-        None
-    } else {
-        let (pipeline_runs, task_runs) = runs.map_or((&[][..], &[][..]), |r| {
-            (r.pipeline_runs.as_slice(), r.task_runs.as_slice())
-        });
-        let deploys = cloud::derive_from_runs(name, declared, pipeline_runs, task_runs);
-        (kind.is_function() || deploys.capability == cloud::Capability::CloudRuntime)
-            .then_some(deploys)
-    };
-    let env = first_environment(snapshot.cicd.get(name).map(String::as_str));
-    let ctx = Ctx {
-        rollouts: first_env_rollouts(index, name, &env),
-        env,
-        index,
-        now,
-        name,
-        kind,
-        xr,
+    let steps: Vec<Step> = service
+        .steps
+        .iter()
+        .map(|step| step.at(&index.typicals, Some(kind), now))
+        .collect();
+    let group = group(service, &steps, now)?;
+    Some(ServiceProgress {
+        name: Arc::clone(&service.arc_name),
+        kind: Some(kind),
+        group,
         created_at,
-        observed: snapshot.observed.get(name),
-        cicd_namespace,
-        runs,
-        first_build,
-        cloud,
-    };
+        events: Arc::clone(&service.events),
+        created: Arc::clone(&service.created),
+        steps,
+    })
+}
 
+/// Every step of the service's plan, in order, as the signals say (whatever the clock).
+fn settled_steps(ctx: &Ctx<'_, '_>) -> Vec<Settled> {
+    let kind = ctx.kind;
     let deploy_title = |target: Option<CloudTarget>| {
         format!(
             "Deployed to {}",
@@ -291,7 +383,7 @@ pub fn derive_service<'a>(
         )
     };
     let plan = plan(Some(kind), ctx.cloud.is_some());
-    let mut steps: Vec<Step> = Vec::with_capacity(plan.len());
+    let mut steps: Vec<Settled> = Vec::with_capacity(plan.len());
     for &id in plan {
         let done = |id: StepId| {
             steps
@@ -299,18 +391,18 @@ pub fn derive_service<'a>(
                 .any(|s| s.id == id && s.status == StepStatus::Done)
         };
         let (title, draft): (Cow<'static, str>, Draft) = match id {
-            StepId::RequestPrMerged => (id.title(Some(kind)).into(), request_pr_merged(&ctx)),
-            StepId::RequestApplied => (id.title(Some(kind)).into(), request_applied(&ctx)),
-            StepId::DevCluster => (id.title(Some(kind)).into(), dev_cluster(&ctx)),
-            StepId::CicdOnboarded => (id.title(Some(kind)).into(), cicd_onboarded(&ctx)),
-            StepId::Repositories => (id.title(Some(kind)).into(), repositories(&ctx)),
-            StepId::Catalog => (id.title(Some(kind)).into(), catalog(&ctx)),
-            StepId::OnboardingPrs => (id.title(Some(kind)).into(), onboarding_prs(&ctx)),
-            StepId::Secrets => (id.title(Some(kind)).into(), secrets(&ctx)),
-            StepId::FirstBuild => (id.title(Some(kind)).into(), first_build_step(&ctx)),
+            StepId::RequestPrMerged => (id.title(Some(kind)).into(), request_pr_merged(ctx)),
+            StepId::RequestApplied => (id.title(Some(kind)).into(), request_applied(ctx)),
+            StepId::DevCluster => (id.title(Some(kind)).into(), dev_cluster(ctx)),
+            StepId::CicdOnboarded => (id.title(Some(kind)).into(), cicd_onboarded(ctx)),
+            StepId::Repositories => (id.title(Some(kind)).into(), repositories(ctx)),
+            StepId::Catalog => (id.title(Some(kind)).into(), catalog(ctx)),
+            StepId::OnboardingPrs => (id.title(Some(kind)).into(), onboarding_prs(ctx)),
+            StepId::Secrets => (id.title(Some(kind)).into(), secrets(ctx)),
+            StepId::FirstBuild => (id.title(Some(kind)).into(), first_build_step(ctx)),
             StepId::RunningHealthy => (
                 format!("Running healthy in {}", ctx.env.name).into(),
-                running_healthy(&ctx),
+                running_healthy(ctx),
             ),
             StepId::FirstEnvironment => {
                 let after = steps
@@ -321,13 +413,13 @@ pub fn derive_service<'a>(
                 let ready = done(StepId::CicdOnboarded) && done(StepId::Repositories);
                 (
                     id.title(Some(kind)).into(),
-                    first_environment_up(&ctx, ready, after),
+                    first_environment_up(ctx, ready, after),
                 )
             }
             StepId::Deployed => match &ctx.cloud {
                 Some(deploys) => {
                     let target = deploys.target.or(default_target(kind));
-                    (deploy_title(target).into(), deployed(&ctx, deploys))
+                    (deploy_title(target).into(), deployed(ctx, deploys))
                 }
                 None => (
                     deploy_title(default_target(kind)).into(),
@@ -335,19 +427,9 @@ pub fn derive_service<'a>(
                 ),
             },
         };
-        steps.push(ctx.finish(id, title, draft));
+        steps.push(Settled::new(id, title, draft));
     }
-
-    let group = group(&ctx, &steps)?;
-    Some(ServiceProgress {
-        name: name.to_owned(),
-        kind: Some(kind),
-        group,
-        created_at,
-        events: events(&steps),
-        created: created_resources(&ctx),
-        steps,
-    })
+    steps
 }
 
 /// The target a function deploys to when its runs have not said yet.
@@ -360,25 +442,20 @@ fn default_target(kind: ServiceKind) -> Option<CloudTarget> {
 }
 
 /// Pending, in flight, stalled or finished — or `None` when no longer shown.
-fn group(ctx: &Ctx<'_, '_>, steps: &[Step]) -> Option<Group> {
-    let now = ctx.now;
+fn group(service: &Prepared<'_>, steps: &[Step], now: DateTime<Utc>) -> Option<Group> {
     if steps.iter().all(|s| s.status == StepStatus::Done) {
         let finished_at = steps.iter().filter_map(|s| s.ended_at).max()?;
         return (now - finished_at <= FINISHED_SHOWN_FOR).then_some(Group::Finished);
     }
-    let stalled = if ctx.kind.is_infra() {
-        let no_environment = ctx
-            .index
-            .applications(&format!("{}-dev", ctx.name))
-            .is_empty();
-        no_environment && ctx.created_at.is_some_and(|c| now - c > STALLED_AFTER)
+    let stalled = if service.kind.is_infra() {
+        !service.has_dev_environment && service.created_at.is_some_and(|c| now - c > STALLED_AFTER)
     } else {
-        let built_long_ago = ctx
+        let built_long_ago = service
             .build_succeeded_at()
             .is_some_and(|b| now - b > STALLED_AFTER);
-        let deployed = match &ctx.cloud {
+        let deployed = match &service.cloud {
             Some(deploys) => deploys.last_success.is_some(),
-            None => !ctx.rollouts.is_empty(),
+            None => !service.rollouts.is_empty(),
         };
         built_long_ago && !deployed
     };
@@ -389,22 +466,18 @@ fn group(ctx: &Ctx<'_, '_>, steps: &[Step]) -> Option<Group> {
     })
 }
 
-/// The live events log, from the steps' own timestamps; a step without a known time has
-/// no line.
-pub fn events(steps: &[Step]) -> Vec<Event> {
+/// The live events log from the steps' timestamps: a step without a known time has no line.
+fn events(steps: &[Settled]) -> Vec<Event> {
     let mut lines: Vec<(DateTime<Utc>, usize, String)> = Vec::new();
     for (order, step) in steps.iter().enumerate() {
+        let title = &step.title;
         if let Some(at) = step.started_at {
-            lines.push((at, order * 2, format!("▸ {} started", step.title)));
+            lines.push((at, order * 2, format!("▸ {title} started")));
         }
         if let Some(at) = step.ended_at {
             match step.status {
-                StepStatus::Done => {
-                    lines.push((at, order * 2 + 1, format!("✓ {} done", step.title)))
-                }
-                StepStatus::Failed => {
-                    lines.push((at, order * 2 + 1, format!("✗ {} failed", step.title)))
-                }
+                StepStatus::Done => lines.push((at, order * 2 + 1, format!("✓ {title} done"))),
+                StepStatus::Failed => lines.push((at, order * 2 + 1, format!("✗ {title} failed"))),
                 StepStatus::Running | StepStatus::Waiting => {}
             }
         }
@@ -424,7 +497,7 @@ pub fn events(steps: &[Step]) -> Vec<Event> {
 
 fn request_pr_merged(ctx: &Ctx<'_, '_>) -> Draft {
     // The XR exists, so the request was merged and applied.
-    match ctx.request_pr() {
+    match ctx.request_pr {
         Some(pr) if pr.is_merged() => {
             Draft::done(pr.created_at, pr.merged_at).pr_link("Request PR", pr)
         }
@@ -653,7 +726,7 @@ fn onboarding_prs(ctx: &Ctx<'_, '_>) -> Draft {
 }
 
 fn secrets(ctx: &Ctx<'_, '_>) -> Draft {
-    let Some(store) = ctx.secret_store() else {
+    let Some(store) = &ctx.secret_store else {
         return if ctx.first_build.is_some() {
             Draft::done(None, None).detail("No SecretStore: nothing to wait for")
         } else {
@@ -702,15 +775,7 @@ fn first_build_step(ctx: &Ctx<'_, '_>) -> Draft {
     let Some(build) = ctx.first_build else {
         return Draft::waiting("Starts by itself when the source onboarding PR is merged");
     };
-    let tasks: Vec<_> = ctx
-        .runs
-        .map(|r| {
-            r.task_runs
-                .iter()
-                .filter(|t| t.pipeline_run() == Some(build.name()))
-                .collect()
-        })
-        .unwrap_or_default();
+    let tasks = &ctx.build_tasks;
     let finished = tasks
         .iter()
         .filter(|t| t.status() != RunStatus::Running)
@@ -780,12 +845,6 @@ fn running_healthy(ctx: &Ctx<'_, '_>) -> Draft {
     let Some(built_at) = built_at else {
         return Draft::waiting(format!("Deploys to {} after the first build", env.name));
     };
-    if ctx.now - built_at <= ROLLOUT_HINT_AFTER {
-        return Draft::running(
-            Some(built_at),
-            format!("Waiting for a Rollout in {namespace}"),
-        );
-    }
     let hint = if env.flight {
         let release = ctx
             .index
@@ -817,7 +876,12 @@ fn running_healthy(ctx: &Ctx<'_, '_>) -> Draft {
             if env.has_deploy_stage.is_none() { " and cicd.yaml has a deploy stage" } else { "" }
         )
     };
-    Draft::running(Some(built_at), hint)
+    let mut draft = Draft::running(
+        Some(built_at),
+        format!("Waiting for a Rollout in {namespace}"),
+    );
+    draft.later = Some((built_at + ROLLOUT_HINT_AFTER, hint.into()));
+    draft
 }
 
 fn deployed(ctx: &Ctx<'_, '_>, deploys: &CloudDeploys) -> Draft {
@@ -920,7 +984,7 @@ fn created_resources(ctx: &Ctx<'_, '_>) -> Vec<CreatedResource> {
             }
         })
         .collect();
-    if let Some(store) = ctx.secret_store() {
+    if let Some(store) = &ctx.secret_store {
         if !created
             .iter()
             .any(|c| c.kind == "SecretStore" && c.name == store.name())
@@ -966,9 +1030,7 @@ fn pending_service(
     kind: Option<ServiceKind>,
     name: &str,
 ) -> ServiceProgress {
-    let step = |id: StepId, draft: Draft| {
-        finish_step(&index.typicals, kind, now, id, id.title(kind), draft)
-    };
+    let step = |id: StepId, draft: Draft| Settled::new(id, id.title(kind), draft);
     let (merged, applied) = match pr.merged_at {
         Some(merged_at) => (
             Draft::done(pr.created_at, Some(merged_at)).pr_link("Request PR", pr),
@@ -995,10 +1057,7 @@ fn pending_service(
                 }),
             _ => Cow::Borrowed(id.title(kind)),
         };
-        finish_step(
-            &index.typicals,
-            kind,
-            now,
+        Settled::new(
             id,
             title,
             Draft::waiting("Waits for the request to be applied"),
@@ -1006,12 +1065,15 @@ fn pending_service(
     });
     steps.extend(rest);
     ServiceProgress {
-        name: name.to_owned(),
+        name: name.into(),
         kind,
         group: Group::Pending,
         created_at: None,
-        events: events(&steps),
-        created: Vec::new(),
-        steps,
+        events: events(&steps).into(),
+        created: Arc::new([]),
+        steps: steps
+            .iter()
+            .map(|step| step.at(&index.typicals, kind, now))
+            .collect(),
     }
 }
