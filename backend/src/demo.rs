@@ -54,6 +54,12 @@ pub async fn start_world(
     writeln!(out, "Simulated Argo CD API: http://{}", served.argocd)?;
     writeln!(
         out,
+        "Simulated Backstage: http://{} (static token {})",
+        served.backstage,
+        hangar_sim::backstage::STATIC_TOKEN
+    )?;
+    writeln!(
+        out,
         "Kubeconfig for the simulated clusters: {}",
         path.display()
     )?;

@@ -705,3 +705,134 @@ async fn pod_logs_are_served_and_follow_streams_until_the_step_ends() {
     .unwrap();
     assert_eq!(bad.status(), 400);
 }
+
+#[tokio::test]
+async fn backstage_signs_guest_tokens_serves_the_catalog_and_its_ingestor_task() {
+    use hangar_sim::backstage::{INGESTOR_TASK, RUN_TAKES, STATIC_TOKEN};
+
+    // `shop`'s catalog-info.yaml is readable 80 s after its XR; the clock stands 2 minutes
+    // after an ingestor run (on the 10-minute grid), so only a triggered run can show it.
+    let start: DateTime<Utc> = "2026-11-30T08:00:00Z".parse().unwrap();
+    let clock = Clock::new(start + chrono::Duration::seconds(120), 0.0);
+    let story: Box<dyn Story> = Box::new(AppStory::new("shop", "NodeJS", start));
+    let platform = Arc::new(Platform::new(clock, &["dev"], vec![story]));
+    let served = Arc::clone(&platform)
+        .serve(
+            hangar_sim::kube_api::Config::default(),
+            Duration::from_secs(3600),
+        )
+        .await
+        .unwrap();
+    let api = format!("http://{}/api", served.backstage);
+    let http = reqwest::Client::new();
+
+    // A guest token, checked by an independent JWT library against the JWKS.
+    let refresh: Value = http
+        .get(format!("{api}/auth/guest/refresh"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let token = refresh["backstageIdentity"]["token"].as_str().unwrap();
+    let jwks: jsonwebtoken::jwk::JwkSet = http
+        .get(format!("{api}/auth/.well-known/jwks.json"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let header = jsonwebtoken::decode_header(token).unwrap();
+    assert_eq!(header.alg, jsonwebtoken::Algorithm::ES256);
+    let jwk = jwks.find(header.kid.as_deref().unwrap()).unwrap();
+    let mut validation = jsonwebtoken::Validation::new(jsonwebtoken::Algorithm::ES256);
+    validation.set_audience(&["backstage"]);
+    let claims = jsonwebtoken::decode::<Value>(
+        token,
+        &jsonwebtoken::DecodingKey::from_jwk(jwk).unwrap(),
+        &validation,
+    )
+    .unwrap()
+    .claims;
+    assert_eq!(claims["sub"], "user:development/guest");
+    assert_eq!(claims["iss"], format!("{api}/auth"));
+    // A token signed by anyone else fails that check.
+    let mut forged = token.to_owned();
+    forged.replace_range(forged.len() - 4.., "AAAA");
+    assert!(jsonwebtoken::decode::<Value>(
+        &forged,
+        &jsonwebtoken::DecodingKey::from_jwk(jwk).unwrap(),
+        &validation
+    )
+    .is_err());
+
+    let by_name = |bearer: Option<String>| {
+        let mut request = http.get(format!(
+            "{api}/catalog/entities/by-name/component/default/shop"
+        ));
+        if let Some(bearer) = bearer {
+            request = request.bearer_auth(bearer);
+        }
+        request.send()
+    };
+    let trigger = |bearer: &str, id: &str| {
+        http.post(format!(
+            "{api}/catalog/.backstage/scheduler/v1/tasks/{id}/trigger"
+        ))
+        .bearer_auth(bearer)
+        .send()
+    };
+
+    // Without a token, or with a forged one: 401 in Backstage's error shape.
+    let anonymous = by_name(None).await.unwrap();
+    assert_eq!(anonymous.status(), 401);
+    let body: Value = anonymous.json().await.unwrap();
+    assert_eq!(body["error"]["name"], "AuthenticationError");
+    assert_eq!(by_name(Some(forged.clone())).await.unwrap().status(), 401);
+    assert_eq!(trigger(&forged, INGESTOR_TASK).await.unwrap().status(), 401);
+
+    // Not ingested yet.
+    let missing = by_name(Some(token.to_owned())).await.unwrap();
+    assert_eq!(missing.status(), 404);
+    let body: Value = missing.json().await.unwrap();
+    assert_eq!(body["error"]["name"], "NotFoundError");
+    assert_eq!(
+        body["error"]["message"],
+        "No entity named 'shop' found, with kind 'component' in namespace 'default'"
+    );
+
+    // Trigger: 200, then 409 while the run lasts, 404 for an unknown task.
+    assert_eq!(trigger(token, INGESTOR_TASK).await.unwrap().status(), 200);
+    let again = trigger(STATIC_TOKEN, INGESTOR_TASK).await.unwrap();
+    assert_eq!(again.status(), 409);
+    let body: Value = again.json().await.unwrap();
+    assert_eq!(
+        body["error"]["message"],
+        format!("Task {INGESTOR_TASK} is currently running")
+    );
+    assert_eq!(trigger(token, "nope").await.unwrap().status(), 404);
+
+    // After the run the entity is there, for users and for tools.
+    tokio::time::sleep(RUN_TAKES + Duration::from_millis(200)).await;
+    let found: Value = by_name(Some(token.to_owned()))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(found["kind"], "Component");
+    assert_eq!(
+        found["metadata"]["annotations"]["backstage.io/kubernetes-id"],
+        "shop"
+    );
+    assert_eq!(
+        by_name(Some(STATIC_TOKEN.to_owned()))
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+    assert_eq!(trigger(token, INGESTOR_TASK).await.unwrap().status(), 200);
+}

@@ -8,6 +8,7 @@
 //! - [`store`] — one cluster's objects; desired state in, versioned watch events out.
 //! - [`kube_api`] — the Kubernetes API over HTTP: discovery, list, get, watch.
 //! - [`argocd`] — Argo CD's REST API for the `argocd-apps` instance.
+//! - [`backstage`] — Backstage: guest user tokens (ES256, JWKS), catalog by name, the ingestor's scheduler task.
 //! - [`github`] — the GitHub REST subset Tower uses: pulls, search, refs, contents; ETags; rate limits.
 //! - [`logs`] — container logs derived from a pod and world time.
 //! - [`clock`] — world time: a speed factor, or advanced by hand in tests.
@@ -15,6 +16,7 @@
 //! - [`platform`] — clusters + clock + stories, served on loopback; writes a kubeconfig.
 
 pub mod argocd;
+pub mod backstage;
 pub mod clock;
 pub mod github;
 pub mod kube_api;

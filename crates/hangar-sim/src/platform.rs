@@ -61,6 +61,15 @@ impl Platform {
             .collect()
     }
 
+    /// Every story's catalog entities at the clock's `now`.
+    pub fn catalog(&self) -> Vec<crate::stories::CatalogEntity> {
+        let now = self.clock.now();
+        self.stories
+            .iter()
+            .flat_map(|s| s.catalog_at(now))
+            .collect()
+    }
+
     /// Brings every cluster to the world at the clock's `now`; returns how many objects changed.
     pub fn tick(&self) -> usize {
         let now = self.clock.now();
@@ -133,6 +142,18 @@ impl Platform {
                 tracing::error!(%err, "simulated Argo CD stopped");
             }
         }));
+        let listener = tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+            .await
+            .context("binding the Backstage API")?;
+        let backstage = listener.local_addr()?;
+        let app =
+            crate::backstage::Backstage::new(Arc::clone(&self), format!("http://{backstage}"))?
+                .router();
+        tasks.push(tokio::spawn(async move {
+            if let Err(err) = axum::serve(listener, app).await {
+                tracing::error!(%err, "simulated Backstage stopped");
+            }
+        }));
         let platform = Arc::clone(&self);
         tasks.push(tokio::spawn(async move {
             let mut ticker = tokio::time::interval(tick_every);
@@ -145,6 +166,7 @@ impl Platform {
             clusters: addresses,
             github,
             argocd,
+            backstage,
             tasks,
         })
     }
@@ -159,6 +181,8 @@ pub struct Served {
     pub github: SocketAddr,
     /// The Argo CD API's address (the `argocd-apps` instance).
     pub argocd: SocketAddr,
+    /// The Backstage backend's address (`/api/catalog`, `/api/auth`).
+    pub backstage: SocketAddr,
     tasks: Vec<JoinHandle<()>>,
 }
 

@@ -286,13 +286,17 @@ pub fn key_of(object: &Value) -> Option<Key> {
 
 /// A stable uid for a key, so a replayed world gets the same uids.
 fn uid_for(key: &Key) -> String {
-    let text = format!(
+    uid_of(&format!(
         "{}/{}/{}/{}",
         key.group,
         key.plural,
         key.namespace.as_deref().unwrap_or(""),
         key.name
-    );
+    ))
+}
+
+/// A stable UUID-shaped id for `text` (the same text always gets the same id).
+pub fn uid_of(text: &str) -> String {
     // FNV-1a, twice with different seeds, laid out as a UUID.
     let fnv = |seed: u64| {
         text.bytes().fold(seed, |h, b| {

@@ -6,7 +6,7 @@ use chrono::{DateTime, Duration, Utc};
 use serde_json::{json, Value};
 
 use super::objects::{self, condition, RunState};
-use super::{PullRequest, Story};
+use super::{CatalogEntity, PullRequest, Story};
 
 /// Seconds after the XR's creation at which each thing happens (negative: before it).
 #[derive(Clone, Copy, Debug)]
@@ -231,6 +231,17 @@ impl AppStory {
 }
 
 impl Story for AppStory {
+    fn catalog_at(&self, now: DateTime<Utc>) -> Vec<CatalogEntity> {
+        let readable_since = self.created + Duration::seconds(self.timeline.file_catalog);
+        if self.repo_error.is_some() || now < readable_since {
+            return Vec::new();
+        }
+        vec![CatalogEntity {
+            entity: super::component(&self.name, "service", "group:default/team-a"),
+            readable_since,
+        }]
+    }
+
     fn pull_requests_at(&self, now: DateTime<Utc>) -> Vec<PullRequest> {
         let t = &self.timeline;
         let elapsed = (now - self.created).num_seconds();

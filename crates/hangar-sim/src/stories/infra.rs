@@ -6,7 +6,7 @@ use chrono::{DateTime, Duration, Utc};
 use serde_json::{json, Value};
 
 use super::objects::{self, condition};
-use super::{PullRequest, Story};
+use super::{CatalogEntity, PullRequest, Story};
 
 /// One InfraService's story.
 #[derive(Clone, Debug)]
@@ -25,6 +25,18 @@ impl InfraStory {
 }
 
 impl Story for InfraStory {
+    fn catalog_at(&self, now: DateTime<Utc>) -> Vec<CatalogEntity> {
+        // The scaffold writes catalog-info.yaml 80 s in.
+        let readable_since = self.at(80);
+        if now < readable_since {
+            return Vec::new();
+        }
+        vec![CatalogEntity {
+            entity: super::component(&self.name, "infraservice", "group:default/platform"),
+            readable_since,
+        }]
+    }
+
     fn pull_requests_at(&self, now: DateTime<Utc>) -> Vec<PullRequest> {
         let elapsed = (now - self.created).num_seconds();
         if elapsed < -600 {

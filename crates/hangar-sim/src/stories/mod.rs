@@ -17,6 +17,41 @@ pub trait Story: Send + Sync + std::fmt::Debug {
     fn pull_requests_at(&self, _now: DateTime<Utc>) -> Vec<PullRequest> {
         Vec::new()
     }
+
+    /// The catalog entities this story's repositories describe at `now`, with the world
+    /// time each became readable (its `catalog-info.yaml` written). Backstage shows one
+    /// after the next ingestor run from then on.
+    fn catalog_at(&self, _now: DateTime<Utc>) -> Vec<CatalogEntity> {
+        Vec::new()
+    }
+}
+
+/// A Backstage entity a story's repository describes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CatalogEntity {
+    pub entity: Value,
+    /// When its descriptor became readable to the ingestor.
+    pub readable_since: DateTime<Utc>,
+}
+
+/// A Component entity as Backstage serves it for a Hangar service.
+pub fn component(name: &str, component_type: &str, owner: &str) -> Value {
+    serde_json::json!({
+        "apiVersion": "backstage.io/v1alpha1",
+        "kind": "Component",
+        "metadata": {
+            "namespace": "default",
+            "name": name,
+            "uid": crate::store::uid_of(&format!("backstage/component/{name}")),
+            "annotations": {
+                "backstage.io/managed-by-location": format!("url:https://github.com/acme/{name}/blob/main/catalog-info.yaml"),
+                "backstage.io/kubernetes-id": name,
+                "github.com/project-slug": format!("acme/{name}"),
+            },
+        },
+        "spec": {"type": component_type, "lifecycle": "experimental", "owner": owner},
+        "relations": [{"type": "ownedBy", "targetRef": owner}],
+    })
 }
 
 /// A pull request as the simulated GitHub knows it.
