@@ -16,15 +16,17 @@ use crate::routes;
 /// What the routes read. Cheap to clone: everything is behind `Arc`.
 #[derive(Clone, Debug)]
 pub struct AppState {
-    pub fleet: Arc<Fleet>,
+    /// A fixed fleet (`tower serve --fleet-file`); `None`: derived from `source` on each
+    /// request.
+    pub fleet: Option<Arc<Fleet>>,
     /// The objects the per-service views derive from.
     pub source: Arc<dyn SnapshotSource>,
 }
 
 impl AppState {
-    pub fn new(fleet: Fleet, source: Arc<dyn SnapshotSource>) -> Self {
+    pub fn new(fleet: Option<Fleet>, source: Arc<dyn SnapshotSource>) -> Self {
         Self {
-            fleet: Arc::new(fleet),
+            fleet: fleet.map(Arc::new),
             source,
         }
     }

@@ -98,6 +98,14 @@ pub struct DemoArgs {
     /// How much faster than real time the simulated world runs.
     #[arg(long, default_value_t = 20.0, value_parser = speed)]
     pub speed: f64,
+    /// Chooses the steady fleet (which apps, their kinds and release cadences); the same
+    /// seed gives the same world.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Serve the world captured in this snapshot file (docs/snapshot.md) instead of the
+    /// demo's stories; the clock starts at its `now`.
+    #[arg(long)]
+    pub scenario: Option<PathBuf>,
     /// Where to write the kubeconfig for the simulated clusters (default: a new folder in
     /// the system's temporary directory).
     #[arg(long)]
@@ -111,9 +119,10 @@ pub struct ServeArgs {
     /// Address to listen on.
     #[arg(long, env = "TOWER_LISTEN", default_value = "127.0.0.1:8080")]
     pub listen: SocketAddr,
-    /// The fleet to serve, as JSON in the `GET /api/fleet` format.
+    /// A fixed fleet to serve, as JSON in the `GET /api/fleet` format (default: derived
+    /// from the snapshot).
     #[arg(long, env = "TOWER_FLEET_FILE")]
-    pub fleet_file: PathBuf,
+    pub fleet_file: Option<PathBuf>,
     /// Objects for the per-service views, in the snapshot format (docs/snapshot.md).
     #[arg(long, env = "TOWER_SNAPSHOT_FILE")]
     pub snapshot_file: Option<PathBuf>,
@@ -126,21 +135,33 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Demo(args) => {
             let dist = assets::Dist::open(&args.frontend.dist)?;
-            let now = chrono::Utc::now();
+            let world = match &args.scenario {
+                Some(path) => demo::World::Scenario(demo::read_scenario(path)?),
+                None => demo::World::Stories {
+                    start: chrono::Utc::now(),
+                    seed: args.seed,
+                },
+            };
             let addr = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), args.port);
             block_on(async move {
                 let (platform, _served) =
-                    demo::start_world(now, args.speed, args.kubeconfig).await?;
-                let state = AppState::new(demo::fleet(now)?, Arc::new(source::Simulated(platform)));
+                    demo::start_world(world, args.speed, args.kubeconfig).await?;
+                let state = AppState::new(None, Arc::new(source::Simulated(platform)));
                 server::serve(addr, state, dist).await
             })
         }
         Command::Serve(args) => {
             let dist = assets::Dist::open(&args.frontend.dist)?;
-            let text = std::fs::read_to_string(&args.fleet_file)
-                .with_context(|| format!("reading {}", args.fleet_file.display()))?;
-            let fleet = serde_json::from_str(&text)
-                .with_context(|| format!("{} is not a fleet", args.fleet_file.display()))?;
+            let fleet = match &args.fleet_file {
+                Some(path) => {
+                    let text = std::fs::read_to_string(path)
+                        .with_context(|| format!("reading {}", path.display()))?;
+                    let fleet = serde_json::from_str(&text)
+                        .with_context(|| format!("{} is not a fleet", path.display()))?;
+                    Some(fleet)
+                }
+                None => None,
+            };
             let snapshot = match &args.snapshot_file {
                 Some(path) => offline::read_snapshot(path)?,
                 None => Snapshot::empty(chrono::Utc::now()),

@@ -1,22 +1,33 @@
-//! The built-in data set `tower demo` serves until the simulated platform lands.
+//! `tower demo`'s world: the simulated Hangar platform, started in-process.
 
+use std::path::Path;
+
+use anyhow::Context as _;
 use chrono::{DateTime, Utc};
-use tower_shared::fleet::Fleet;
+use hangar_sim::stories::scenario::Scenario;
+use hangar_sim::stories::Story;
 
-const FLEET_JSON: &str = include_str!("../../fixtures/demo/fleet.json");
-
-/// The demo fleet, stamped as generated at `now`.
-pub fn fleet(now: DateTime<Utc>) -> Result<Fleet, serde_json::Error> {
-    let mut fleet: Fleet = serde_json::from_str(FLEET_JSON)?;
-    fleet.generated_at = now;
-    Ok(fleet)
+/// What the demo's world is made of.
+#[derive(Debug)]
+pub enum World {
+    /// The demo's stories from `start`, with the steady fleet chosen by `seed`.
+    Stories { start: DateTime<Utc>, seed: u64 },
+    /// A captured world (`--scenario FILE`).
+    Scenario(Scenario),
 }
 
-/// Starts the simulated Hangar platform (clusters `dev` and `prod`, the demo's stories,
-/// world time from `now` at `speed`), prints each cluster's address and writes a kubeconfig
-/// for them (path printed). The platform runs until the returned value is dropped.
+/// Reads `--scenario FILE`, naming the file and the problem when it is not a snapshot.
+pub fn read_scenario(path: &Path) -> anyhow::Result<Scenario> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    Scenario::parse(&text).with_context(|| format!("{} is not a snapshot file", path.display()))
+}
+
+/// Starts the simulated Hangar platform (clusters `dev` and `prod`, plus any a scenario
+/// uses; world time running at `speed`), prints each API's address and writes a kubeconfig
+/// for the clusters (path printed). The platform runs until the returned value is dropped.
 pub async fn start_world(
-    now: DateTime<Utc>,
+    world: World,
     speed: f64,
     kubeconfig: Option<std::path::PathBuf>,
 ) -> anyhow::Result<(
@@ -25,11 +36,19 @@ pub async fn start_world(
 )> {
     use std::io::Write;
 
+    let mut clusters = vec!["dev", "prod"];
+    let (now, stories): (DateTime<Utc>, Vec<Box<dyn Story>>) = match &world {
+        World::Stories { start, seed } => (*start, hangar_sim::stories::demo_world(*start, *seed)),
+        World::Scenario(scenario) => {
+            clusters.extend(scenario.clusters());
+            (scenario.now, vec![Box::new(scenario.clone())])
+        }
+    };
+    clusters.sort_unstable();
+    clusters.dedup();
     let clock = hangar_sim::clock::Clock::new(now, speed);
     let platform = std::sync::Arc::new(hangar_sim::platform::Platform::new(
-        clock,
-        &["dev", "prod"],
-        hangar_sim::stories::demo_world(now),
+        clock, &clusters, stories,
     ));
     let served = std::sync::Arc::clone(&platform)
         .serve(
@@ -65,26 +84,4 @@ pub async fn start_world(
     )?;
     out.flush()?;
     Ok((platform, served))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use tower_shared::fleet::{attention, Severity};
-
-    #[test]
-    fn demo_fleet_parses_and_has_the_paused_canary() {
-        let now = "2026-11-30T10:00:00Z".parse().unwrap();
-        let fleet = fleet(now).unwrap();
-        assert_eq!(fleet.generated_at, now);
-        let flight = fleet.apps.iter().find(|a| a.name == "flight-api").unwrap();
-        let prod = flight
-            .cells
-            .iter()
-            .find(|c| c.environment == "prod")
-            .unwrap();
-        let a = attention(prod).unwrap();
-        assert_eq!(a.severity, Severity::Attention);
-        assert_eq!(a.reason, "Canary paused at 40% traffic");
-    }
 }

@@ -175,6 +175,120 @@ pub fn sort_by_trouble(apps: &mut [FleetApp]) {
     });
 }
 
+/// The label Hangar's ApplicationSets put on each Application: the app it deploys.
+pub const APP_LABEL: &str = "hangar.io/app";
+/// The label naming the Application's environment.
+pub const ENVIRONMENT_LABEL: &str = "hangar.io/environment";
+/// Environments Tower knows the promotion order of; others follow alphabetically.
+const PROMOTION_ORDER: [&str; 6] = ["dev", "test", "qa", "staging", "preprod", "prod"];
+
+/// The fleet as a snapshot shows it: every Argo CD Application labelled with an app and an
+/// environment (on the control plane, namespace `argocd`), with the app's Rollout from the
+/// cluster and namespace the Application deploys to. Apps come sorted by trouble.
+pub fn derive_fleet(snapshot: &crate::snapshot::Snapshot) -> Fleet {
+    use crate::kube::{at, str_at};
+    use std::collections::BTreeMap;
+
+    let control_plane = snapshot.control_plane_cluster.as_str();
+    let objects = |cluster: &str| snapshot.clusters.get(cluster).into_iter().flatten();
+    let rollout = |cluster: &str, namespace: &str, name: &str| {
+        objects(cluster).find(|o| {
+            o.kind == "Rollout"
+                && o.group() == "argoproj.io"
+                && o.namespace() == Some(namespace)
+                && o.name() == name
+        })
+    };
+    let kind_of = |app: &str| {
+        objects(control_plane)
+            .find(|o| o.group() == crate::provisioning::XR_GROUP && o.name() == app)
+            .map_or_else(|| "unknown".to_owned(), |o| o.kind.clone())
+    };
+
+    let mut cells: BTreeMap<&str, Vec<FleetCell>> = BTreeMap::new();
+    let applications = objects(control_plane).filter(|o| {
+        o.kind == "Application" && o.group() == "argoproj.io" && o.namespace() == Some("argocd")
+    });
+    for application in applications {
+        let (Some(app), Some(environment)) = (
+            application.label(APP_LABEL),
+            application.label(ENVIRONMENT_LABEL),
+        ) else {
+            continue;
+        };
+        let status = &application.status;
+        let destination = |field| str_at(&application.spec, &["destination", field]);
+        // An Application deploying "in-cluster" (by server URL) deploys to the control plane.
+        let cluster = destination("name").unwrap_or(control_plane);
+        let rollout = destination("namespace").and_then(|ns| rollout(cluster, ns, app));
+        let image_tag = at(status, &["summary", "images"])
+            .and_then(|images| images.get(0))
+            .and_then(serde_json::Value::as_str)
+            .and_then(|image| image.rsplit_once(':'))
+            .map(|(_, tag)| tag.to_owned());
+        cells.entry(app).or_default().push(FleetCell {
+            environment: environment.to_owned(),
+            sync: word(status, &["sync", "status"]).unwrap_or(SyncStatus::Unknown),
+            health: word(status, &["health", "status"]).unwrap_or(HealthStatus::Unknown),
+            image_tag,
+            rollout: rollout.map(|r| rollout_state(&r.status)),
+        });
+    }
+
+    let mut environments: Vec<String> = cells
+        .values()
+        .flatten()
+        .map(|c| c.environment.clone())
+        .collect();
+    let rank = |env: &str| PROMOTION_ORDER.iter().position(|e| *e == env);
+    environments
+        .sort_by(|a, b| (rank(a).is_none(), rank(a), a).cmp(&(rank(b).is_none(), rank(b), b)));
+    environments.dedup();
+    let mut apps: Vec<FleetApp> = cells
+        .into_iter()
+        .map(|(name, mut cells)| {
+            cells.sort_by_key(|c| environments.iter().position(|e| *e == c.environment));
+            FleetApp {
+                name: name.to_owned(),
+                kind: kind_of(name),
+                cells,
+            }
+        })
+        .collect();
+    sort_by_trouble(&mut apps);
+    Fleet {
+        generated_at: snapshot.now,
+        environments,
+        apps,
+    }
+}
+
+/// A status word at `path` read as one of our enums (whose unknown words read as `Unknown`).
+fn word<T: serde::de::DeserializeOwned>(value: &serde_json::Value, path: &[&str]) -> Option<T> {
+    let text = crate::kube::str_at(value, path)?;
+    serde_json::from_value(serde_json::Value::from(text)).ok()
+}
+
+/// A Rollout's phase as the controller reports it (`status.phase`, v1.0+), its canary
+/// weight while mid-way, and its message.
+fn rollout_state(status: &serde_json::Value) -> RolloutState {
+    use crate::kube::{at, str_at};
+
+    let phase = word(status, &["phase"]).unwrap_or(RolloutPhase::Unknown);
+    let canary_weight = (phase != RolloutPhase::Healthy)
+        .then(|| at(status, &["canary", "weights", "canary", "weight"]))
+        .flatten()
+        .and_then(serde_json::Value::as_u64)
+        .and_then(|w| u8::try_from(w).ok());
+    RolloutState {
+        phase,
+        canary_weight,
+        message: str_at(status, &["message"])
+            .filter(|m| !m.is_empty())
+            .map(str::to_owned),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -299,5 +413,64 @@ mod tests {
         sort_by_trouble(&mut apps);
         let names: Vec<_> = apps.iter().map(|a| a.name.as_str()).collect();
         assert_eq!(names, ["broken", "amber", "moving", "calm-a", "calm-b"]);
+    }
+
+    #[test]
+    fn the_fleet_is_derived_from_labelled_applications_and_their_rollouts() {
+        let snapshot = crate::snapshot::Snapshot::from_json(
+            &serde_json::json!({
+                "now": "2026-11-30T10:00:00Z",
+                "controlPlaneCluster": "dev",
+                "clusters": {
+                    "dev": [
+                        {"apiVersion": "catalog.hangar.io/v1alpha1", "kind": "Go",
+                         "metadata": {"name": "pay"}},
+                        {"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
+                         "metadata": {"name": "pay-prod", "namespace": "argocd",
+                                      "labels": {"hangar.io/app": "pay", "hangar.io/environment": "prod"}},
+                         "spec": {"destination": {"name": "prod", "namespace": "app-pay-prod"}},
+                         "status": {"sync": {"status": "Synced"}, "health": {"status": "Suspended"},
+                                    "summary": {"images": ["ghcr.io/acme/pay:1.4.0-abc1234"]}}},
+                        // No status yet: unknown, never healthy.
+                        {"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
+                         "metadata": {"name": "pay-dev", "namespace": "argocd",
+                                      "labels": {"hangar.io/app": "pay", "hangar.io/environment": "dev"}},
+                         "spec": {"destination": {"name": "dev", "namespace": "app-pay-dev"}}},
+                        // Not labelled: not an app environment (e.g. the platform's own apps).
+                        {"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
+                         "metadata": {"name": "pay-cicd", "namespace": "argocd"},
+                         "status": {"sync": {"status": "Synced"}, "health": {"status": "Healthy"}}}
+                    ],
+                    "prod": [
+                        {"apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout",
+                         "metadata": {"name": "pay", "namespace": "app-pay-prod"},
+                         "status": {"phase": "Paused", "message": "CanaryPauseStep",
+                                    "canary": {"weights": {"canary": {"weight": 40}}}}}
+                    ]
+                }
+            })
+            .to_string(),
+        )
+        .unwrap();
+        let fleet = derive_fleet(&snapshot);
+        assert_eq!(fleet.environments, ["dev", "prod"]);
+        assert_eq!(fleet.apps.len(), 1);
+        let pay = &fleet.apps[0];
+        assert_eq!(pay.kind, "Go");
+        let envs: Vec<_> = pay.cells.iter().map(|c| c.environment.as_str()).collect();
+        assert_eq!(envs, ["dev", "prod"]);
+        let dev = &pay.cells[0];
+        assert_eq!(
+            (dev.sync, dev.health),
+            (SyncStatus::Unknown, HealthStatus::Unknown)
+        );
+        assert_eq!(dev.image_tag, None);
+        assert_eq!(dev.rollout, None);
+        let prod = &pay.cells[1];
+        assert_eq!(prod.image_tag.as_deref(), Some("1.4.0-abc1234"));
+        assert_eq!(
+            attention(prod).unwrap().reason,
+            "Canary paused at 40% traffic"
+        );
     }
 }

@@ -144,3 +144,26 @@ fn offline_commands_print_the_derivation_as_json() {
     assert_eq!(json["capability"], "cloud-runtime");
     assert_eq!(json["latestFailure"]["failedTask"], "deploy-aws-ecs");
 }
+
+#[test]
+fn demo_rejects_a_scenario_that_is_not_a_snapshot_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("world.json");
+    std::fs::write(&file, r#"{"clusters": {}}"#).unwrap();
+    let dist = dist().unwrap();
+    let (code, stderr) = tower(&[
+        "demo",
+        "--port",
+        "0",
+        "--scenario",
+        file.to_str().unwrap(),
+        "--dist",
+        dist.to_str().unwrap(),
+    ]);
+    assert_ne!(code, 0);
+    assert!(
+        stderr.contains("world.json is not a snapshot file"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("now"), "names the missing field: {stderr}");
+}

@@ -2,7 +2,7 @@
 
 use reqwest::header::{ACCEPT_ENCODING, CACHE_CONTROL, CONTENT_ENCODING, CONTENT_TYPE};
 use reqwest::StatusCode;
-use tower_shared::fleet::Fleet;
+use tower_shared::fleet::{Fleet, HealthStatus, RolloutPhase};
 
 use crate::support::Demo;
 
@@ -22,8 +22,27 @@ async fn api_serves_the_fleet_as_json() {
     assert_eq!(response.status(), StatusCode::OK);
     assert_eq!(response.headers()[CONTENT_TYPE], "application/json");
     let fleet: Fleet = response.json().await.unwrap();
+    // Derived from the simulated world: the steady fleet across three environments, its
+    // paused canary first (trouble rises to the top).
     assert_eq!(fleet.environments, ["dev", "staging", "prod"]);
-    assert!(fleet.apps.iter().any(|a| a.name == "flight-api"));
+    assert!(
+        (26..=30).contains(&fleet.apps.len()),
+        "{} apps",
+        fleet.apps.len()
+    );
+    let canary = &fleet.apps[0];
+    let prod = canary
+        .cells
+        .iter()
+        .find(|c| c.environment == "prod")
+        .unwrap();
+    let rollout = prod.rollout.as_ref().unwrap();
+    assert_eq!(rollout.phase, RolloutPhase::Paused);
+    assert_eq!(rollout.canary_weight, Some(40));
+    assert_eq!(prod.health, HealthStatus::Suspended);
+    let calm = &fleet.apps[fleet.apps.len() - 1];
+    assert!(calm.cells.iter().all(|c| c.health == HealthStatus::Healthy));
+    assert!(calm.cells.iter().all(|c| c.image_tag.is_some()));
 }
 
 #[tokio::test]

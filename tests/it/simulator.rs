@@ -836,3 +836,60 @@ async fn backstage_signs_guest_tokens_serves_the_catalog_and_its_ingestor_task()
     );
     assert_eq!(trigger(token, INGESTOR_TASK).await.unwrap().status(), 200);
 }
+
+#[tokio::test]
+async fn demo_serves_a_scenario_file_and_the_same_seed_gives_the_same_fleet() {
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../fixtures/provisioning/nodejs-5-building.json"
+    );
+    let demo = Demo::start_with(&["--scenario", fixture, "--speed", "0"])
+        .await
+        .unwrap();
+    // The captured world, through kubectl and through Tower.
+    let runs = kubectl(
+        &demo,
+        &["get", "pipelineruns.tekton.dev", "-A", "-o", "name"],
+    )
+    .await;
+    assert!(runs.contains("shop-build-"), "{runs}");
+    let snapshot: Value = reqwest::get(format!("{}api/snapshot?service=shop", demo.url))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let captured: Value = serde_json::from_str(&std::fs::read_to_string(fixture).unwrap()).unwrap();
+    assert_eq!(
+        snapshot["now"], captured["now"],
+        "the clock starts at the capture"
+    );
+    drop(demo);
+
+    let fleet_of = |seed: &'static str| async move {
+        let demo = Demo::start_with(&["--seed", seed, "--speed", "0"])
+            .await
+            .unwrap();
+        let fleet: Value = reqwest::get(format!("{}api/fleet", demo.url))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let mut names: Vec<String> = fleet["apps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| format!("{} {}", a["name"], a["kind"]))
+            .collect();
+        names.sort();
+        names
+    };
+    let (a, b, c) = (
+        fleet_of("7").await,
+        fleet_of("7").await,
+        fleet_of("8").await,
+    );
+    assert_eq!(a, b);
+    assert_ne!(a, c);
+}

@@ -2,8 +2,10 @@
 //! then, so the world can be replayed, jumped forward, or seen at any moment in a test.
 
 pub mod app;
+pub mod fleet;
 pub mod infra;
 pub mod objects;
+pub mod scenario;
 
 use chrono::{DateTime, Duration, Utc};
 use serde_json::Value;
@@ -78,8 +80,10 @@ pub struct PullRequest {
 ///   in progress as the demo starts;
 /// - `thumbnailer` (LambdaFunction), 15 minutes old: its first deploy fails, the second works;
 /// - `events-bus` (InfraService), 3 h 50 min old, still waiting for its environment file: it
-///   counts as stalled 10 world minutes in.
-pub fn demo_world(start: DateTime<Utc>) -> Vec<Box<dyn Story>> {
+///   counts as stalled 10 world minutes in;
+/// - the steady fleet chosen by `seed`: about 30 apps released through dev, staging and
+///   prod, one canary paused at 40 % under analysis.
+pub fn demo_world(start: DateTime<Utc>, seed: u64) -> Vec<Box<dyn Story>> {
     let mut ledger = app::AppStory::new("ledger", "SpringBoot", start - Duration::minutes(3));
     ledger.repo_error = Some(
         "connect failed: cannot get credentials: cannot get credentials secret: Secret \"provider-github-creds\" not found"
@@ -132,5 +136,6 @@ pub fn demo_world(start: DateTime<Utc>) -> Vec<Box<dyn Story>> {
             created: start - Duration::minutes(230),
             environment_added: None,
         }),
+        Box::new(fleet::SteadyFleet::new(seed)),
     ]
 }
