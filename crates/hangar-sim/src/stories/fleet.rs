@@ -93,11 +93,14 @@ pub struct SteadyApp {
 #[derive(Clone, Debug)]
 pub struct SteadyFleet {
     pub apps: Vec<SteadyApp>,
+    /// When every app was provisioned (long before the demo starts).
+    pub provisioned: DateTime<Utc>,
 }
 
 impl SteadyFleet {
-    /// About 30 apps chosen by `seed`, the third of them the paused canary.
-    pub fn new(seed: u64) -> Self {
+    /// About 30 apps chosen by `seed`, the third of them the paused canary, provisioned 40
+    /// days before `start`.
+    pub fn new(seed: u64, start: DateTime<Utc>) -> Self {
         let mut rng = SplitMix(seed);
         let count = 26 + rng.below(5) as usize;
         let mut names: Vec<&str> = NAMES.to_vec();
@@ -116,7 +119,10 @@ impl SteadyFleet {
                 canary: i == 2,
             })
             .collect();
-        Self { apps }
+        Self {
+            apps,
+            provisioned: start - Duration::days(40),
+        }
     }
 }
 
@@ -155,9 +161,8 @@ impl SteadyApp {
         self.release_before(now, behind)
     }
 
-    fn objects(&self, now: DateTime<Utc>) -> Vec<(String, Value)> {
+    fn objects(&self, now: DateTime<Utc>, long_ago: DateTime<Utc>) -> Vec<(String, Value)> {
         let name = self.name.as_str();
-        let long_ago = now - Duration::days(40);
         let mut out = vec![(
             "dev".to_owned(),
             json!({"apiVersion": "catalog.hangar.io/v1alpha1", "kind": self.kind,
@@ -368,7 +373,10 @@ impl SteadyApp {
 
 impl Story for SteadyFleet {
     fn objects_at(&self, now: DateTime<Utc>) -> Vec<(String, Value)> {
-        self.apps.iter().flat_map(|app| app.objects(now)).collect()
+        self.apps
+            .iter()
+            .flat_map(|app| app.objects(now, self.provisioned))
+            .collect()
     }
 
     fn pull_requests_at(&self, now: DateTime<Utc>) -> Vec<PullRequest> {
@@ -378,13 +386,38 @@ impl Story for SteadyFleet {
             .collect()
     }
 
-    fn catalog_at(&self, now: DateTime<Utc>) -> Vec<CatalogEntity> {
+    fn catalog_at(&self, _now: DateTime<Utc>) -> Vec<CatalogEntity> {
         self.apps
             .iter()
             .map(|app| CatalogEntity {
                 entity: super::component(&app.name, "service", "group:default/team-a"),
-                readable_since: now - Duration::days(40),
+                readable_since: self.provisioned,
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn provisioned_apps_do_not_change_as_the_clock_moves() {
+        // A timestamp that moved with the clock would turn every tick of the demo into a
+        // watch event for every app.
+        let start: DateTime<Utc> = "2026-11-30T08:00:00Z".parse().unwrap();
+        let fleet = SteadyFleet::new(1, start);
+        let xrs = |t: DateTime<Utc>| -> Vec<Value> {
+            fleet
+                .objects_at(t)
+                .into_iter()
+                .map(|(_, o)| o)
+                .filter(|o| o["apiVersion"] == "catalog.hangar.io/v1alpha1")
+                .collect()
+        };
+        let later = start + Duration::hours(5);
+        assert_eq!(xrs(start).len(), fleet.apps.len());
+        assert_eq!(xrs(start), xrs(later));
+        assert_eq!(fleet.catalog_at(start), fleet.catalog_at(later));
     }
 }

@@ -136,6 +136,6 @@ pub fn demo_world(start: DateTime<Utc>, seed: u64) -> Vec<Box<dyn Story>> {
             created: start - Duration::minutes(230),
             environment_added: None,
         }),
-        Box::new(fleet::SteadyFleet::new(seed)),
+        Box::new(fleet::SteadyFleet::new(seed, start)),
     ]
 }
