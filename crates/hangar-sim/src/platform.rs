@@ -109,51 +109,30 @@ impl Platform {
         let mut addresses = BTreeMap::new();
         let mut tasks = Vec::new();
         for (name, store) in &self.clusters {
-            let listener = tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-                .await
-                .with_context(|| format!("binding the {name} cluster's API"))?;
-            addresses.insert(name.clone(), listener.local_addr()?);
             let app = kube_api::router(store.clone(), config.clone());
-            tasks.push(tokio::spawn(async move {
-                if let Err(err) = axum::serve(listener, app).await {
-                    tracing::error!(%err, "simulated API server stopped");
-                }
-            }));
+            let (addr, task) =
+                serve_on_loopback(&format!("the {name} cluster's API"), |_| Ok(app)).await?;
+            addresses.insert(name.clone(), addr);
+            tasks.push(task);
         }
-        let listener = tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-            .await
-            .context("binding the GitHub API")?;
-        let github = listener.local_addr()?;
-        let app = crate::github::GitHub::new(Arc::clone(&self)).router();
-        tasks.push(tokio::spawn(async move {
-            if let Err(err) = axum::serve(listener, app).await {
-                tracing::error!(%err, "simulated GitHub stopped");
-            }
-        }));
+        let (github, task) = serve_on_loopback("the GitHub API", |_| {
+            Ok(crate::github::GitHub::new(Arc::clone(&self)).router())
+        })
+        .await?;
+        tasks.push(task);
         // The argocd-apps instance runs on the control plane (the first cluster).
         let control_plane = self.clusters.values().next().cloned().unwrap_or_default();
-        let listener = tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-            .await
-            .context("binding the Argo CD API")?;
-        let argocd = listener.local_addr()?;
-        let app = crate::argocd::router(control_plane, "argocd-apps");
-        tasks.push(tokio::spawn(async move {
-            if let Err(err) = axum::serve(listener, app).await {
-                tracing::error!(%err, "simulated Argo CD stopped");
-            }
-        }));
-        let listener = tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-            .await
-            .context("binding the Backstage API")?;
-        let backstage = listener.local_addr()?;
-        let app =
-            crate::backstage::Backstage::new(Arc::clone(&self), format!("http://{backstage}"))?
-                .router();
-        tasks.push(tokio::spawn(async move {
-            if let Err(err) = axum::serve(listener, app).await {
-                tracing::error!(%err, "simulated Backstage stopped");
-            }
-        }));
+        let (argocd, task) = serve_on_loopback("the Argo CD API", |_| {
+            Ok(crate::argocd::router(control_plane, "argocd-apps"))
+        })
+        .await?;
+        tasks.push(task);
+        let (backstage, task) = serve_on_loopback("the Backstage API", |addr| {
+            let base_url = format!("http://{addr}");
+            Ok(crate::backstage::Backstage::new(Arc::clone(&self), base_url)?.router())
+        })
+        .await?;
+        tasks.push(task);
         let platform = Arc::clone(&self);
         tasks.push(tokio::spawn(async move {
             let mut ticker = tokio::time::interval(tick_every);
@@ -170,6 +149,26 @@ impl Platform {
             tasks,
         })
     }
+}
+
+/// Serves `what` on a free port of 127.0.0.1; `app` gets the address (e.g. for a token
+/// issuer URL).
+async fn serve_on_loopback(
+    what: &str,
+    app: impl FnOnce(SocketAddr) -> anyhow::Result<axum::Router>,
+) -> anyhow::Result<(SocketAddr, JoinHandle<()>)> {
+    let listener = tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+        .await
+        .with_context(|| format!("binding {what}"))?;
+    let addr = listener.local_addr()?;
+    let app = app(addr)?;
+    let what = what.to_owned();
+    let task = tokio::spawn(async move {
+        if let Err(err) = axum::serve(listener, app).await {
+            tracing::error!(%err, server = %what, "a simulated server stopped");
+        }
+    });
+    Ok((addr, task))
 }
 
 /// The running platform's addresses; stops it when dropped.
