@@ -126,7 +126,6 @@ struct Task {
     running: Option<(Instant, DateTime<Utc>)>,
     /// The world time the last finished triggered run read the descriptors at.
     synced: Option<DateTime<Utc>>,
-    last_run_ended: Option<DateTime<Utc>>,
 }
 
 impl Task {
@@ -136,7 +135,6 @@ impl Task {
             if started.elapsed() >= RUN_TAKES {
                 self.running = None;
                 self.synced = self.synced.max(Some(read_at));
-                self.last_run_ended = Some(read_at);
             }
         }
     }
@@ -191,8 +189,9 @@ impl Backstage {
         self.task().synced.map_or(scheduled, |s| s.max(scheduled))
     }
 
-    /// Who is calling, or why Backstage answers 401.
-    fn authenticate(&self, request: &RequestInfo) -> Result<String, &'static str> {
+    /// Whether the caller sent a static token or a user token this backend signed and
+    /// that has not expired; if not, why Backstage answers 401.
+    fn authenticate(&self, request: &RequestInfo) -> Result<(), &'static str> {
         let token = request
             .headers
             .get(axum::http::header::AUTHORIZATION)
@@ -200,10 +199,9 @@ impl Backstage {
             .and_then(|v| v.strip_prefix("Bearer "))
             .ok_or("Missing credentials")?;
         if token == STATIC_TOKEN {
-            return Ok("service:tower-tests".to_owned());
+            return Ok(());
         }
-        let claims = self.signer.verify(token, Utc::now())?;
-        Ok(claims["sub"].as_str().unwrap_or_default().to_owned())
+        self.signer.verify(token, Utc::now()).map(drop)
     }
 }
 
@@ -316,7 +314,7 @@ async fn tasks(State(backstage): State<Arc<Backstage>>, request: RequestInfo) ->
     let task = backstage.task();
     let state = match task.running {
         Some(_) => json!({"status": "running"}),
-        None => json!({"status": "idle", "lastRunEndedAt": task.last_run_ended}),
+        None => json!({"status": "idle", "lastRunEndedAt": task.synced}),
     };
     Json(json!({"tasks": [{
         "taskId": INGESTOR_TASK, "pluginId": "catalog", "scope": "global",
