@@ -132,8 +132,9 @@ pub struct Prepared<'a> {
     /// The events log (it follows from the steps' timestamps alone).
     events: Arc<[Event]>,
     created: Arc<[CreatedResource]>,
-    /// An InfraService's `<name>-dev` Application exists.
-    has_dev_environment: bool,
+    /// An InfraService's first environment: the `<name>-dev` Argo CD Application (the one
+    /// in `argocd` first).
+    dev_application: Option<Application<'a>>,
 }
 
 impl<'a> Prepared<'a> {
@@ -199,7 +200,18 @@ impl<'a> Prepared<'a> {
             steps: Vec::new(),
             events: Arc::new([]),
             created: Arc::new([]),
-            has_dev_environment: !index.applications(&format!("{name}-dev")).is_empty(),
+            dev_application: kind
+                .is_infra()
+                .then(|| {
+                    index
+                        .applications(&format!("{name}-dev"))
+                        .iter()
+                        .min_by_key(|app| {
+                            (app.namespace != Some("argocd"), app.cluster, app.namespace)
+                        })
+                        .copied()
+                })
+                .flatten(),
         };
         let ctx = Ctx {
             index,
@@ -448,7 +460,8 @@ fn group(service: &Prepared<'_>, steps: &[Step], now: DateTime<Utc>) -> Option<G
         return (now - finished_at <= FINISHED_SHOWN_FOR).then_some(Group::Finished);
     }
     let stalled = if service.kind.is_infra() {
-        !service.has_dev_environment && service.created_at.is_some_and(|c| now - c > STALLED_AFTER)
+        service.dev_application.is_none()
+            && service.created_at.is_some_and(|c| now - c > STALLED_AFTER)
     } else {
         let built_long_ago = service
             .build_succeeded_at()
@@ -923,13 +936,7 @@ fn first_environment_up(
     if !prerequisites_done {
         return Draft::waiting("Waits until CI/CD and the repositories are done");
     }
-    let app_name = format!("{}-dev", ctx.name);
-    let app: Option<&Application<'_>> = ctx
-        .index
-        .applications(&app_name)
-        .iter()
-        .min_by_key(|app| (app.namespace != Some("argocd"), app.cluster, app.namespace));
-    let Some(app) = app else {
+    let Some(app) = &ctx.dev_application else {
         return Draft::running(
             after,
             format!(
@@ -938,6 +945,7 @@ fn first_environment_up(
             ),
         );
     };
+    let app_name = format!("{}-dev", ctx.name);
     match (app.sync, app.health) {
         ("Synced", "Healthy") => Draft::done(after, app.health_since),
         (_, "Degraded") => Draft::failed(
