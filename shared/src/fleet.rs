@@ -191,19 +191,18 @@ pub fn derive_fleet(snapshot: &crate::snapshot::Snapshot) -> Fleet {
 
     let control_plane = snapshot.control_plane_cluster.as_str();
     let objects = |cluster: &str| snapshot.clusters.get(cluster).into_iter().flatten();
-    let rollout = |cluster: &str, namespace: &str, name: &str| {
-        objects(cluster).find(|o| {
-            o.kind == "Rollout"
-                && o.group() == "argoproj.io"
-                && o.namespace() == Some(namespace)
-                && o.name() == name
-        })
-    };
-    let kind_of = |app: &str| {
-        objects(control_plane)
-            .find(|o| o.group() == crate::provisioning::XR_GROUP && o.name() == app)
-            .map_or_else(|| "unknown".to_owned(), |o| o.kind.clone())
-    };
+    // Read once, looked up per Application.
+    let rollouts: BTreeMap<(&str, &str, &str), &crate::kube::Object> = snapshot
+        .clusters
+        .iter()
+        .flat_map(|(cluster, objects)| objects.iter().map(move |o| (cluster.as_str(), o)))
+        .filter(|(_, o)| o.kind == "Rollout" && o.group() == "argoproj.io")
+        .filter_map(|(cluster, o)| Some(((cluster, o.namespace()?, o.name()), o)))
+        .collect();
+    let kinds: BTreeMap<&str, &str> = objects(control_plane)
+        .filter(|o| o.group() == crate::provisioning::XR_GROUP)
+        .map(|o| (o.name(), o.kind.as_str()))
+        .collect();
 
     let mut cells: BTreeMap<&str, Vec<FleetCell>> = BTreeMap::new();
     let applications = objects(control_plane).filter(|o| {
@@ -220,7 +219,7 @@ pub fn derive_fleet(snapshot: &crate::snapshot::Snapshot) -> Fleet {
         let destination = |field| str_at(&application.spec, &["destination", field]);
         // An Application deploying "in-cluster" (by server URL) deploys to the control plane.
         let cluster = destination("name").unwrap_or(control_plane);
-        let rollout = destination("namespace").and_then(|ns| rollout(cluster, ns, app));
+        let rollout = destination("namespace").and_then(|ns| rollouts.get(&(cluster, ns, app)));
         let image_tag = at(status, &["summary", "images"])
             .and_then(|images| images.get(0))
             .and_then(serde_json::Value::as_str)
@@ -250,7 +249,7 @@ pub fn derive_fleet(snapshot: &crate::snapshot::Snapshot) -> Fleet {
             cells.sort_by_key(|c| environments.iter().position(|e| *e == c.environment));
             FleetApp {
                 name: name.to_owned(),
-                kind: kind_of(name),
+                kind: kinds.get(name).copied().unwrap_or("unknown").to_owned(),
                 cells,
             }
         })
