@@ -252,19 +252,9 @@ impl Snapshot {
                     .cloned()
                     .collect()
             }),
-            cicd: self
-                .cicd
-                .iter()
-                .filter(|(name, _)| *name == service)
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect(),
+            cicd: only_entry(&self.cicd, service),
             history: self.history.clone(),
-            observed: self
-                .observed
-                .iter()
-                .filter(|(name, _)| *name == service)
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect(),
+            observed: only_entry(&self.observed, service),
             infisical_url: self.infisical_url.clone(),
         }
     }
@@ -275,6 +265,14 @@ impl Snapshot {
         self.clusters.values().all(Vec::is_empty)
             && self.pull_requests.as_ref().is_none_or(Vec::is_empty)
     }
+}
+
+/// The map with only `key`'s entry (or empty).
+fn only_entry<V: Clone>(map: &BTreeMap<String, V>, key: &str) -> BTreeMap<String, V> {
+    map.get_key_value(key)
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .into_iter()
+        .collect()
 }
 
 #[cfg(test)]
