@@ -32,7 +32,7 @@ pub struct World<'a> {
     pub snapshot: &'a Snapshot,
     pub(super) typicals: Typicals,
     /// Hangar XRs on the control-plane cluster, one per name, with what their steps read.
-    pub(super) services: Vec<Prepared<'a>>,
+    pub(super) services: Vec<Prepared>,
     xr_names: HashSet<&'a str>,
     /// Repository / RepositoryFile objects by their `crossplane.io/composite` label.
     repo_objects: HashMap<&'a str, Vec<Composed<'a>>>,

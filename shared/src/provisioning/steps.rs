@@ -102,15 +102,66 @@ fn latest(times: impl IntoIterator<Item = Option<DateTime<Utc>>>) -> Option<Date
     times.into_iter().flatten().max()
 }
 
-/// What the steps of one service read that does not change with the clock: gathered once
-/// per XR when the [`World`] is built, so a derivation at a later `now` neither reads raw
-/// objects nor repeats a lookup.
+/// One XR as a derivation at any `now` needs it, settled once when the [`World`] is built:
+/// its steps as far as the objects say, the texts every derivation shares, and when it
+/// counts as stalled. A derivation at a later `now` reads no raw object and repeats no
+/// lookup.
 #[derive(Debug)]
-pub struct Prepared<'a> {
-    pub(super) xr: Xr<'a>,
+pub struct Prepared {
+    name: Arc<str>,
+    kind: ServiceKind,
+    created_at: Option<DateTime<Utc>>,
+    /// Every step before the clock is applied.
+    steps: Vec<Settled>,
+    /// The events log (it follows from the steps' timestamps alone).
+    events: Arc<[Event]>,
+    created: Arc<[CreatedResource]>,
+    /// From this time on the service is stalled, unless it finishes: built 4 hours ago with
+    /// nothing deployed in its first environment, or an InfraService 4 hours old without
+    /// one. `None`: nothing is holding it up that long.
+    stalled_after: Option<DateTime<Utc>>,
+}
+
+impl Prepared {
+    /// Settles `xr`'s steps from `index` (which has every object filed).
+    pub fn new<'a>(index: &World<'a>, xr: Xr<'a>) -> Self {
+        let facts = Facts::new(index, xr);
+        let ctx = Ctx {
+            index,
+            service: &facts,
+        };
+        let steps = settled_steps(&ctx);
+        let stalled_after = if facts.kind.is_infra() {
+            facts
+                .dev_application
+                .is_none()
+                .then_some(facts.created_at)
+                .flatten()
+        } else {
+            let deployed = match &facts.cloud {
+                Some(deploys) => deploys.last_success.is_some(),
+                None => !facts.rollouts.is_empty(),
+            };
+            facts.build_succeeded_at().filter(|_| !deployed)
+        }
+        .map(|since| since + STALLED_AFTER);
+        Self {
+            name: facts.name.into(),
+            kind: facts.kind,
+            created_at: facts.created_at,
+            events: events(&steps).into(),
+            created: created_resources(&ctx).into(),
+            steps,
+            stalled_after,
+        }
+    }
+}
+
+/// What the step functions read of one XR and the objects around it.
+#[derive(Debug)]
+struct Facts<'a> {
+    xr: Xr<'a>,
     name: &'a str,
-    /// The name as the output carries it.
-    arc_name: Arc<str>,
     kind: ServiceKind,
     created_at: Option<DateTime<Utc>>,
     observed: Option<&'a BTreeMap<String, Observation>>,
@@ -127,19 +178,13 @@ pub struct Prepared<'a> {
     env: FirstEnvironment,
     /// Rollouts in the first environment's namespace, the app's own first.
     rollouts: Vec<Rollout<'a>>,
-    /// Every step before the clock is applied.
-    steps: Vec<Settled>,
-    /// The events log (it follows from the steps' timestamps alone).
-    events: Arc<[Event]>,
-    created: Arc<[CreatedResource]>,
     /// An InfraService's first environment: the `<name>-dev` Argo CD Application (the one
     /// in `argocd` first).
     dev_application: Option<Application<'a>>,
 }
 
-impl<'a> Prepared<'a> {
-    /// Gathers what `xr`'s steps read from `index` (which has every object filed).
-    pub fn new(index: &World<'a>, xr: Xr<'a>) -> Self {
+impl<'a> Facts<'a> {
+    fn new(index: &World<'a>, xr: Xr<'a>) -> Self {
         let snapshot = index.snapshot;
         let kind = xr.kind;
         let name = xr.name();
@@ -182,12 +227,11 @@ impl<'a> Prepared<'a> {
             .filter(|s| s.object.namespace() == Some(cicd_namespace.as_str()))
             .min_by_key(|s| s.name())
             .copied();
-        let mut prepared = Self {
+        Self {
             rollouts: first_env_rollouts(index, name, &env),
             request_pr: request_pr(index, name, kind),
             env,
             name,
-            arc_name: name.into(),
             kind,
             created_at: xr.created_at,
             observed: snapshot.observed.get(name),
@@ -197,9 +241,6 @@ impl<'a> Prepared<'a> {
             first_build,
             build_tasks,
             cloud,
-            steps: Vec::new(),
-            events: Arc::new([]),
-            created: Arc::new([]),
             dev_application: kind
                 .is_infra()
                 .then(|| {
@@ -212,21 +253,11 @@ impl<'a> Prepared<'a> {
                         .copied()
                 })
                 .flatten(),
-        };
-        let ctx = Ctx {
-            index,
-            service: &prepared,
-        };
-        let steps = settled_steps(&ctx);
-        let created = created_resources(&ctx).into();
-        prepared.events = events(&steps).into();
-        prepared.steps = steps;
-        prepared.created = created;
-        prepared
+        }
     }
 }
 
-impl Prepared<'_> {
+impl Facts<'_> {
     fn build_succeeded_at(&self) -> Option<DateTime<Utc>> {
         self.first_build
             .filter(|b| b.status() == RunStatus::Succeeded)
@@ -251,16 +282,16 @@ fn request_pr<'a>(index: &World<'a>, name: &str, kind: ServiceKind) -> Option<&'
         })
 }
 
-/// What a step function reads: the world and the service's prepared facts.
+/// What a step function reads: the world and the service's facts.
 struct Ctx<'s, 'a> {
     index: &'s World<'a>,
-    service: &'s Prepared<'a>,
+    service: &'s Facts<'a>,
 }
 
 impl<'a> std::ops::Deref for Ctx<'_, 'a> {
-    type Target = Prepared<'a>;
+    type Target = Facts<'a>;
 
-    fn deref(&self) -> &Prepared<'a> {
+    fn deref(&self) -> &Facts<'a> {
         self.service
     }
 }
@@ -361,7 +392,7 @@ fn first_env_rollouts<'a>(
 /// old, or finished more than 15 minutes ago).
 pub fn derive_service(
     index: &World<'_>,
-    service: &Prepared<'_>,
+    service: &Prepared,
     now: DateTime<Utc>,
 ) -> Option<ServiceProgress> {
     let (kind, created_at) = (service.kind, service.created_at);
@@ -375,7 +406,7 @@ pub fn derive_service(
         .collect();
     let group = group(service, &steps, now)?;
     Some(ServiceProgress {
-        name: Arc::clone(&service.arc_name),
+        name: Arc::clone(&service.name),
         kind: Some(kind),
         group,
         created_at,
@@ -454,25 +485,12 @@ fn default_target(kind: ServiceKind) -> Option<CloudTarget> {
 }
 
 /// Pending, in flight, stalled or finished — or `None` when no longer shown.
-fn group(service: &Prepared<'_>, steps: &[Step], now: DateTime<Utc>) -> Option<Group> {
+fn group(service: &Prepared, steps: &[Step], now: DateTime<Utc>) -> Option<Group> {
     if steps.iter().all(|s| s.status == StepStatus::Done) {
         let finished_at = steps.iter().filter_map(|s| s.ended_at).max()?;
         return (now - finished_at <= FINISHED_SHOWN_FOR).then_some(Group::Finished);
     }
-    let stalled = if service.kind.is_infra() {
-        service.dev_application.is_none()
-            && service.created_at.is_some_and(|c| now - c > STALLED_AFTER)
-    } else {
-        let built_long_ago = service
-            .build_succeeded_at()
-            .is_some_and(|b| now - b > STALLED_AFTER);
-        let deployed = match &service.cloud {
-            Some(deploys) => deploys.last_success.is_some(),
-            None => !service.rollouts.is_empty(),
-        };
-        built_long_ago && !deployed
-    };
-    Some(if stalled {
+    Some(if service.stalled_after.is_some_and(|t| now > t) {
         Group::Stalled
     } else {
         Group::InFlight
