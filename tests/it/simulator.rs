@@ -323,7 +323,18 @@ async fn github_platform() -> (Arc<Platform>, hangar_sim::platform::Served, Stri
     let clock = Clock::new(start, 0.0);
     // The XR is created 20 minutes in; its request PR opens 12 minutes before that.
     let story = AppStory::new("shop", "NodeJS", start + chrono::Duration::minutes(20));
-    let platform = Arc::new(Platform::new(clock, &["dev"], vec![Box::new(story)]));
+    let (platform, served) = serve_dev_cluster(clock, vec![Box::new(story)]).await;
+    let url = format!("http://{}", served.github);
+    (platform, served, url)
+}
+
+/// A platform with a `dev` cluster and `stories`, served on loopback; it moves only when the
+/// test moves `clock` and ticks it.
+async fn serve_dev_cluster(
+    clock: Clock,
+    stories: Vec<Box<dyn Story>>,
+) -> (Arc<Platform>, hangar_sim::platform::Served) {
+    let platform = Arc::new(Platform::new(clock, &["dev"], stories));
     let served = Arc::clone(&platform)
         .serve(
             hangar_sim::kube_api::Config::default(),
@@ -331,8 +342,7 @@ async fn github_platform() -> (Arc<Platform>, hangar_sim::platform::Served, Stri
         )
         .await
         .unwrap();
-    let url = format!("http://{}", served.github);
-    (platform, served, url)
+    (platform, served)
 }
 
 #[tokio::test]
@@ -574,14 +584,7 @@ async fn argo_cd_serves_the_argocd_apps_instance() {
         created: start,
         environment_added: Some(600),
     });
-    let platform = Arc::new(Platform::new(clock, &["dev"], vec![story]));
-    let served = Arc::clone(&platform)
-        .serve(
-            hangar_sim::kube_api::Config::default(),
-            Duration::from_secs(3600),
-        )
-        .await
-        .unwrap();
+    let (_platform, served) = serve_dev_cluster(clock, vec![story]).await;
     let url = format!("http://{}", served.argocd);
     let list: Value = reqwest::get(format!("{url}/api/v1/applications"))
         .await
@@ -715,14 +718,7 @@ async fn backstage_signs_guest_tokens_serves_the_catalog_and_its_ingestor_task()
     let start: DateTime<Utc> = "2026-11-30T08:00:00Z".parse().unwrap();
     let clock = Clock::new(start + chrono::Duration::seconds(120), 0.0);
     let story: Box<dyn Story> = Box::new(AppStory::new("shop", "NodeJS", start));
-    let platform = Arc::new(Platform::new(clock, &["dev"], vec![story]));
-    let served = Arc::clone(&platform)
-        .serve(
-            hangar_sim::kube_api::Config::default(),
-            Duration::from_secs(3600),
-        )
-        .await
-        .unwrap();
+    let (_platform, served) = serve_dev_cluster(clock, vec![story]).await;
     let api = format!("http://{}/api", served.backstage);
     let http = reqwest::Client::new();
 
