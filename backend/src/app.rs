@@ -8,10 +8,14 @@ use tower_http::compression::CompressionLayer;
 use tower_http::trace::TraceLayer;
 use tower_shared::fleet::Fleet;
 
-use crate::source::SnapshotSource;
-
 use crate::assets::Dist;
+use crate::config::HttpService;
+use crate::history::History;
+use crate::live::github::GitHub;
+use crate::live::Live;
+use crate::metrics::Metrics;
 use crate::routes;
+use crate::source::SnapshotSource;
 
 /// What the routes read. Cheap to clone: everything is behind `Arc`.
 #[derive(Clone, Debug)]
@@ -19,26 +23,81 @@ pub struct AppState {
     /// A fixed fleet (`tower serve --fleet-file`); `None`: derived from `source` on each
     /// request.
     pub fleet: Option<Arc<Fleet>>,
-    /// The objects the per-service views derive from.
+    /// The objects the views derive from.
     pub source: Arc<dyn SnapshotSource>,
+    /// The live clusters and GitHub, when configured (not for a snapshot file).
+    pub live: Option<Live>,
+    /// GitHub, when configured.
+    pub github: Option<GitHub>,
+    /// Backstage, when configured.
+    pub backstage: Option<Arc<HttpService>>,
+    pub history: History,
+    /// For Argo CD and Backstage.
+    pub http: reqwest::Client,
+    pub metrics: Arc<Metrics>,
 }
 
 impl AppState {
-    pub fn new(fleet: Option<Fleet>, source: Arc<dyn SnapshotSource>) -> Self {
+    /// State for a fixed snapshot: no clusters, GitHub or Backstage.
+    pub fn fixed(fleet: Option<Fleet>, source: Arc<dyn SnapshotSource>, history: History) -> Self {
         Self {
             fleet: fleet.map(Arc::new),
             source,
+            live: None,
+            github: None,
+            backstage: None,
+            history,
+            http: reqwest::Client::new(),
+            metrics: Arc::default(),
+        }
+    }
+
+    /// State reading the live clusters and GitHub.
+    pub fn live(live: Live) -> Self {
+        let config = live.config();
+        Self {
+            fleet: None,
+            source: Arc::new(live.clone()),
+            github: live.github().cloned(),
+            backstage: config.backstage.clone().map(Arc::new),
+            history: live.history().clone(),
+            http: reqwest::Client::new(),
+            metrics: Arc::default(),
+            live: Some(live),
         }
     }
 }
 
-/// The JSON API under `/api`, `/healthz`, and the built frontend for every other path.
-/// Responses are compressed (brotli or gzip, as the client accepts) unless already encoded.
+/// The JSON API, `/healthz`, `/readyz`, `/metrics`, `/openapi.json`, and the built frontend
+/// for every other path. Responses are compressed (brotli or gzip, as the client accepts)
+/// unless already encoded or a Server-Sent Events stream.
 pub fn router(state: AppState, dist: &Dist) -> Router {
+    let metrics = Arc::clone(&state.metrics);
     Router::new()
         .merge(routes::api().with_state(state))
         .route("/healthz", get(|| async { "ok" }))
         .merge(dist.router())
-        .layer(CompressionLayer::new())
+        .layer(axum::middleware::from_fn_with_state(
+            metrics,
+            crate::metrics::count_requests,
+        ))
+        .layer(CompressionLayer::new().compress_when({
+            use tower_http::compression::predicate::{NotForContentType, Predicate as _};
+            tower_http::compression::DefaultPredicate::new()
+                .and(NotForContentType::const_new("text/event-stream"))
+        }))
         .layer(TraceLayer::new_for_http())
+}
+
+impl AppState {
+    /// Clusters whose data is the last known because they cannot be reached now.
+    pub fn stale_clusters(&self) -> Vec<crate::live::kube::ClusterStatus> {
+        self.live.as_ref().map_or_else(Vec::new, |live| {
+            live.clusters()
+                .status(chrono::Utc::now())
+                .into_iter()
+                .filter(|c| c.stale)
+                .collect()
+        })
+    }
 }

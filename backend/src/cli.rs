@@ -8,7 +8,8 @@ use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 
 use crate::app::AppState;
-use crate::{assets, demo, offline, server, source};
+use crate::config::Config;
+use crate::{assets, demo, live, offline, server, source};
 use tower_shared::snapshot::Snapshot;
 
 /// Tower: the delivery console for the Hangar platform.
@@ -29,9 +30,11 @@ pub enum Command {
     /// Serves the built frontend and the JSON API from one process on 127.0.0.1; nothing
     /// is built at run time. Stop it with Ctrl-C.
     Demo(DemoArgs),
-    /// Serve Tower for a fleet described in a JSON file (the `GET /api/fleet` format).
+    /// Serve Tower: live from the clusters and GitHub in `--config`, or from a snapshot file.
     ///
-    /// Live cluster and GitHub clients replace the file in a later release.
+    /// With `--config tower.yaml` (see the `config` module docs for the format and the
+    /// environment overrides) Tower watches every listed cluster, polls GitHub, and keeps
+    /// the provisioning history in SQLite or PostgreSQL.
     Serve(ServeArgs),
     /// Print the provisioning progress derived from a snapshot file, as JSON.
     ///
@@ -116,15 +119,19 @@ pub struct DemoArgs {
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// Address to listen on.
-    #[arg(long, env = "TOWER_LISTEN", default_value = "127.0.0.1:8080")]
-    pub listen: SocketAddr,
+    /// Tower's config file (YAML): clusters, GitHub, Argo CD, Backstage, database.
+    #[arg(long, env = "TOWER_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// Address to listen on (default: the config's `listen`, else 127.0.0.1:8080).
+    #[arg(long)]
+    pub listen: Option<SocketAddr>,
     /// A fixed fleet to serve, as JSON in the `GET /api/fleet` format (default: derived
     /// from the snapshot).
     #[arg(long, env = "TOWER_FLEET_FILE")]
     pub fleet_file: Option<PathBuf>,
-    /// Objects for the per-service views, in the snapshot format (docs/snapshot.md).
-    #[arg(long, env = "TOWER_SNAPSHOT_FILE")]
+    /// Serve this snapshot (docs/snapshot.md) instead of live clusters; time stands still
+    /// at its `now`.
+    #[arg(long, env = "TOWER_SNAPSHOT_FILE", conflicts_with = "config")]
     pub snapshot_file: Option<PathBuf>,
     #[command(flatten)]
     pub frontend: FrontendArgs,
@@ -144,14 +151,26 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             };
             let addr = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), args.port);
             block_on(async move {
-                let (platform, _served) =
-                    demo::start_world(world, args.speed, args.kubeconfig).await?;
-                let state = AppState::new(None, Arc::new(source::Simulated(platform)));
-                server::serve(addr, state, dist).await
+                let dir = std::env::temp_dir().join(format!("tower-demo-{}", std::process::id()));
+                let demo =
+                    demo::start_world(world, args.speed, &dir, args.kubeconfig, addr).await?;
+                let platform = Arc::clone(&demo.platform);
+                let clock: live::Clock = Arc::new(move || platform.clock().now());
+                let live = live::connect(demo.config.clone(), clock).await?;
+                if !live.wait_ready(std::time::Duration::from_secs(60)).await {
+                    tracing::warn!("the simulated platform is not fully read yet; serving anyway");
+                }
+                server::serve(addr, AppState::live(live), dist).await
             })
         }
         Command::Serve(args) => {
             let dist = assets::Dist::open(&args.frontend.dist)?;
+            let env = |var: &str| std::env::var(var).ok();
+            let config = match &args.config {
+                Some(path) => Config::load(path, env)?,
+                None => Config::from_env(env)?,
+            };
+            let listen = args.listen.unwrap_or(config.listen);
             let fleet = match &args.fleet_file {
                 Some(path) => {
                     let text = std::fs::read_to_string(path)
@@ -162,16 +181,22 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                 }
                 None => None,
             };
-            let snapshot = match &args.snapshot_file {
-                Some(path) => offline::read_snapshot(path)?,
-                None => Snapshot::empty(chrono::Utc::now()),
-            };
-            let source: Arc<dyn source::SnapshotSource> = Arc::new(source::Fixed(snapshot));
-            block_on(server::serve(
-                args.listen,
-                AppState::new(fleet, source),
-                dist,
-            ))
+            block_on(async move {
+                if !config.clusters.is_empty() {
+                    let mut state =
+                        AppState::live(live::connect(config, live::system_clock()).await?);
+                    state.fleet = fleet.map(Arc::new);
+                    return server::serve(listen, state, dist).await;
+                }
+                let snapshot = match &args.snapshot_file {
+                    Some(path) => offline::read_snapshot(path)?,
+                    None => Snapshot::empty(chrono::Utc::now()),
+                };
+                let source: Arc<dyn source::SnapshotSource> =
+                    Arc::new(source::Fixed(Arc::new(snapshot)));
+                let history = live::open_history(&config).await?;
+                server::serve(listen, AppState::fixed(fleet, source, history), dist).await
+            })
         }
         Command::Provisioning(args) => {
             let snapshot = offline::read_snapshot(&args.snapshot)?;

@@ -1,11 +1,13 @@
 //! `tower demo`'s world: the simulated Hangar platform, started in-process.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 use chrono::{DateTime, Utc};
 use hangar_sim::stories::scenario::Scenario;
 use hangar_sim::stories::Story;
+
+use crate::config::{ClusterConfig, Config, GitHubConfig, HttpService, Secret};
 
 /// What the demo's world is made of.
 #[derive(Debug)]
@@ -23,17 +25,32 @@ pub fn read_scenario(path: &Path) -> anyhow::Result<Scenario> {
     Scenario::parse(&text).with_context(|| format!("{} is not a snapshot file", path.display()))
 }
 
+/// The running demo world and the config pointing Tower's real clients at it.
+#[derive(Debug)]
+pub struct Demo {
+    pub platform: std::sync::Arc<hangar_sim::platform::Platform>,
+    /// Stops the simulated servers when dropped.
+    pub served: hangar_sim::platform::Served,
+    pub config: Config,
+}
+
+/// The tenants repo of the simulated platform.
+pub const TENANTS_REPO: &str = "acme/hangar-tenants";
+
 /// Starts the simulated Hangar platform (clusters `dev` and `prod`, plus any a scenario
-/// uses; world time running at `speed`), prints each API's address and writes a kubeconfig
-/// for the clusters (path printed). The platform runs until the returned value is dropped.
+/// uses; world time running at `speed`), writes a kubeconfig for its clusters and a
+/// `tower.yaml` pointing Tower's real clients (kube-rs, octocrab, HTTP) at it, and prints
+/// every address and both paths. The platform runs until the returned value is dropped.
+///
+/// `dir` holds the kubeconfig (unless `kubeconfig` says where), `tower.yaml` and the
+/// history database.
 pub async fn start_world(
     world: World,
     speed: f64,
-    kubeconfig: Option<std::path::PathBuf>,
-) -> anyhow::Result<(
-    std::sync::Arc<hangar_sim::platform::Platform>,
-    hangar_sim::platform::Served,
-)> {
+    dir: &Path,
+    kubeconfig: Option<PathBuf>,
+    listen: std::net::SocketAddr,
+) -> anyhow::Result<Demo> {
     use std::io::Write;
 
     let mut clusters = vec!["dev", "prod"];
@@ -56,15 +73,14 @@ pub async fn start_world(
             std::time::Duration::from_millis(500),
         )
         .await?;
-    let path = match kubeconfig {
-        Some(path) => path,
-        None => {
-            let dir = std::env::temp_dir().join(format!("tower-demo-{}", std::process::id()));
-            std::fs::create_dir_all(&dir)?;
-            dir.join("kubeconfig")
-        }
-    };
-    served.write_kubeconfig(&path)?;
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let kubeconfig = kubeconfig.unwrap_or_else(|| dir.join("kubeconfig"));
+    served.write_kubeconfig(&kubeconfig)?;
+    let config = config_for(&served, &kubeconfig, dir, listen);
+    let config_path = dir.join("tower.yaml");
+    std::fs::write(&config_path, config.to_yaml())
+        .with_context(|| format!("writing {}", config_path.display()))?;
+
     let mut out = std::io::stdout().lock();
     for (cluster, addr) in &served.clusters {
         writeln!(out, "Simulated cluster {cluster}: http://{addr}")?;
@@ -80,8 +96,65 @@ pub async fn start_world(
     writeln!(
         out,
         "Kubeconfig for the simulated clusters: {}",
-        path.display()
+        kubeconfig.display()
+    )?;
+    writeln!(
+        out,
+        "Tower's config for them (tower serve --config): {}",
+        config_path.display()
     )?;
     out.flush()?;
-    Ok((platform, served))
+    Ok(Demo {
+        platform,
+        served,
+        config,
+    })
+}
+
+/// Tower's config for a served simulated platform: every cluster by its kubeconfig
+/// context (the first is the control plane), the simulated GitHub, Argo CD and Backstage,
+/// and the history in `data_dir`.
+pub fn config_for(
+    served: &hangar_sim::platform::Served,
+    kubeconfig: &Path,
+    data_dir: &Path,
+    listen: std::net::SocketAddr,
+) -> Config {
+    let clusters = served
+        .clusters
+        .keys()
+        .map(|name| ClusterConfig {
+            name: name.clone(),
+            context: Some(name.clone()),
+            tenants_repo: Some(TENANTS_REPO.to_owned()),
+        })
+        .collect();
+    Config {
+        listen,
+        control_plane_cluster: served
+            .clusters
+            .keys()
+            .next()
+            .cloned()
+            .unwrap_or_else(|| "dev".to_owned()),
+        kubeconfig: Some(kubeconfig.to_owned()),
+        clusters,
+        github: Some(GitHubConfig {
+            api_url: format!("http://{}", served.github),
+            owner: "acme".to_owned(),
+            token: Some(Secret("demo-token".to_owned())),
+            app: None,
+        }),
+        argocd: Some(HttpService {
+            url: format!("http://{}", served.argocd),
+            token: None,
+        }),
+        backstage: Some(HttpService {
+            url: format!("http://{}", served.backstage),
+            token: Some(Secret(hangar_sim::backstage::STATIC_TOKEN.to_owned())),
+        }),
+        database_url: None,
+        data_dir: data_dir.to_owned(),
+        frame_ancestors: vec!["'self'".to_owned()],
+    }
 }

@@ -6,6 +6,8 @@
 //! - [`provisioning_props`] — invariants under shuffled and corrupted snapshots (proptest).
 //! - [`simulator`] — the simulated platform through kubectl and a kube-rs watcher.
 //! - [`http`] — the demo's HTTP surface through a real socket.
+//! - [`history`] — 1,000 concurrent POSTs of one run to `tower serve`, SQLite and PostgreSQL.
+//! - [`routes`] — every backend route against the simulated platform through the real clients.
 //! - [`cloud_deploys`] — the cloud deploy derivation over `fixtures/cloud-deploys/`.
 //! - [`cli`] — the `tower` command line and its errors.
 //! - [`browser`] — the app in headless Chromium, driven through chromedriver.
@@ -15,9 +17,11 @@
 mod browser;
 mod cli;
 mod cloud_deploys;
+mod history;
 mod http;
 mod provisioning;
 mod provisioning_props;
+mod routes;
 mod simulator;
 mod support;
 mod tidy;

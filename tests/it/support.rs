@@ -55,30 +55,47 @@ impl Demo {
     pub async fn start_with(args: &[&str]) -> anyhow::Result<Self> {
         let profile = tempfile::tempdir()?;
         let kubeconfig = profile.keep().join("kubeconfig");
-        let mut child = Command::new(tower_bin())
+        let mut command = Command::new(tower_bin());
+        command
             .args(["demo", "--port", "0", "--kubeconfig"])
             .arg(&kubeconfig)
-            .args(args)
+            .args(args);
+        Self::spawn(command, kubeconfig).await
+    }
+
+    /// `tower serve --config CONFIG --listen 127.0.0.1:0` with extra environment.
+    pub async fn serve(config: &Path, env: &[(&str, &str)]) -> anyhow::Result<Self> {
+        let mut command = Command::new(tower_bin());
+        command
+            .args(["serve", "--listen", "127.0.0.1:0", "--config"])
+            .arg(config)
+            .envs(env.iter().copied());
+        let kubeconfig = config.with_file_name("kubeconfig");
+        Self::spawn(command, kubeconfig).await
+    }
+
+    async fn spawn(mut command: Command, kubeconfig: PathBuf) -> anyhow::Result<Self> {
+        let mut child = command
             .arg("--dist")
             .arg(dist()?)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .kill_on_drop(true)
             .spawn()
-            .context("starting tower demo")?;
+            .context("starting tower")?;
         let stdout = child.stdout.take().context("no stdout")?;
         let mut lines = BufReader::new(stdout).lines();
-        let url = tokio::time::timeout(Duration::from_secs(30), async {
+        let url = tokio::time::timeout(Duration::from_secs(60), async {
             while let Some(line) = lines.next_line().await? {
                 if let Some(url) = line.strip_prefix("Tower is running at ") {
                     return Ok(url.trim().to_owned());
                 }
             }
-            bail!("tower demo exited without printing its URL")
+            bail!("tower exited without printing its URL")
         })
         .await
-        .context("tower demo did not print its URL within 30 s")??;
-        // Keep draining stdout so the demo never blocks on a full pipe.
+        .context("tower did not print its URL within 60 s")??;
+        // Keep draining stdout so the process never blocks on a full pipe.
         tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
         Ok(Self {
             url,
@@ -207,4 +224,137 @@ impl Browser {
 fn free_port() -> anyhow::Result<u16> {
     let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
     Ok(listener.local_addr()?.port())
+}
+
+/// Tower in-process, reading the simulated platform through its real clients (kube-rs,
+/// octocrab, reqwest) over loopback, and serving its routes on a real socket. Unlike
+/// [`Demo`], the test holds the platform: it can stop a cluster's API or read its request
+/// counts.
+pub struct Live {
+    /// `http://127.0.0.1:PORT` (no trailing slash).
+    pub base: String,
+    pub world: tower_backend::demo::Demo,
+    pub live: tower_backend::live::Live,
+    server: tokio::task::JoinHandle<()>,
+    _dir: tempfile::TempDir,
+}
+
+impl std::fmt::Debug for Live {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Live")
+            .field("base", &self.base)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
+}
+
+impl Live {
+    /// The demo's stories from now, with world time at `speed`; history in SQLite.
+    pub async fn start(speed: f64) -> anyhow::Result<Self> {
+        Self::start_with(speed, None).await
+    }
+
+    /// [`Live::start`] with the history in `database_url` (e.g. PostgreSQL).
+    pub async fn start_with(speed: f64, database_url: Option<String>) -> anyhow::Result<Self> {
+        use tower_backend::{app, assets, demo, live};
+        let dir = tempfile::tempdir()?;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        let world = demo::World::Stories {
+            start: chrono::Utc::now(),
+            seed: 1,
+        };
+        let world = demo::start_world(world, speed, dir.path(), None, addr).await?;
+        let mut config = world.config.clone();
+        if let Some(url) = database_url {
+            config.database_url = Some(tower_backend::config::Secret(url));
+        }
+        let platform = std::sync::Arc::clone(&world.platform);
+        let clock: live::Clock = std::sync::Arc::new(move || platform.clock().now());
+        let live = live::connect(config, clock).await?;
+        anyhow::ensure!(
+            live.wait_ready(Duration::from_secs(30)).await,
+            "Tower did not read the simulated platform within 30 s"
+        );
+        let router = app::router(
+            app::AppState::live(live.clone()),
+            &assets::Dist::open(&dist()?)?,
+        );
+        let server = tokio::spawn(async move {
+            let _ = axum::serve(listener, router).await;
+        });
+        Ok(Self {
+            base: format!("http://{addr}"),
+            world,
+            live,
+            server,
+            _dir: dir,
+        })
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    /// GETs `path`, returning the status and the JSON body.
+    pub async fn get(
+        &self,
+        path: &str,
+    ) -> anyhow::Result<(reqwest::StatusCode, serde_json::Value)> {
+        let response = reqwest::get(self.url(path)).await?;
+        let status = response.status();
+        let text = response.text().await?;
+        let body = serde_json::from_str(&text)
+            .with_context(|| format!("GET {path} answered {status} with non-JSON: {text}"))?;
+        Ok((status, body))
+    }
+}
+
+/// Polls `check` every 100 ms until it returns `Some`, for at most `limit`.
+pub async fn eventually<T, F, Fut>(limit: Duration, what: &str, mut check: F) -> anyhow::Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        if let Some(value) = check().await {
+            return Ok(value);
+        }
+        if tokio::time::Instant::now() > deadline {
+            bail!("{what}: not within {limit:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// A fresh, empty database on the PostgreSQL server `cargo xtask test` starts
+/// (`TOWER_TEST_DATABASE_URL`); its URL.
+pub async fn postgres_database() -> anyhow::Result<String> {
+    use sqlx::{Connection as _, Executor as _};
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let base = std::env::var("TOWER_TEST_DATABASE_URL").context(
+        "TOWER_TEST_DATABASE_URL is not set: run the tests with `cargo xtask test`, which installs and starts PostgreSQL",
+    )?;
+    let name = format!(
+        "tower_it_{}_{}",
+        std::process::id(),
+        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    );
+    let mut admin = sqlx::postgres::PgConnection::connect(&base)
+        .await
+        .with_context(|| format!("connecting to {base}"))?;
+    admin
+        .execute(format!("DROP DATABASE IF EXISTS {name}").as_str())
+        .await?;
+    admin
+        .execute(format!("CREATE DATABASE {name}").as_str())
+        .await?;
+    let (server, _) = base.rsplit_once('/').context("a database URL")?;
+    Ok(format!("{server}/{name}"))
 }

@@ -1,43 +1,101 @@
-use axum::http::StatusCode;
+use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::json;
 
-/// An API failure, answered as `{"error": "...", ...}` with a matching status.
+/// An API failure, answered as `{"error": "...", ...}` with a matching status. Messages
+/// never carry credentials.
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
     #[error("no such API route: {path}")]
     NotFound { path: String },
-    /// A query parameter is missing or malformed.
+    /// A query parameter or body field is missing or malformed.
     #[error("{message}")]
     BadParameter {
         field: &'static str,
         message: String,
     },
+    /// A body field is malformed (the field's path in the body).
+    #[error("{message}")]
+    BadBody { field: String, message: String },
     /// The parameter is well formed but names nothing Tower knows.
     #[error("{message}")]
     Unknown {
         field: &'static str,
         message: String,
     },
+    /// The caller's credential is missing or was refused.
+    #[error("{message}")]
+    Unauthorized {
+        field: &'static str,
+        message: String,
+    },
+    /// Tower is not configured for this (e.g. no GitHub), or a dependency is down.
+    #[error("{message}")]
+    Unavailable {
+        message: String,
+        retry_after_secs: Option<u64>,
+    },
+    /// A service Tower called answered something it cannot use.
+    #[error("{message}")]
+    Upstream { message: String },
+}
+
+impl ApiError {
+    pub fn bad(field: &'static str, message: impl Into<String>) -> Self {
+        ApiError::BadParameter {
+            field,
+            message: message.into(),
+        }
+    }
+
+    pub fn unavailable(message: impl Into<String>) -> Self {
+        ApiError::Unavailable {
+            message: message.into(),
+            retry_after_secs: None,
+        }
+    }
 }
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
+        let message = self.to_string();
         let (status, body) = match &self {
             ApiError::NotFound { path } => (
                 StatusCode::NOT_FOUND,
-                json!({ "error": self.to_string(), "path": path }),
+                json!({ "error": message, "path": path }),
             ),
             ApiError::BadParameter { field, .. } => (
                 StatusCode::BAD_REQUEST,
-                json!({ "error": self.to_string(), "field": field }),
+                json!({ "error": message, "field": field }),
+            ),
+            ApiError::BadBody { field, .. } => (
+                StatusCode::BAD_REQUEST,
+                json!({ "error": message, "field": field }),
             ),
             ApiError::Unknown { field, .. } => (
                 StatusCode::NOT_FOUND,
-                json!({ "error": self.to_string(), "field": field }),
+                json!({ "error": message, "field": field }),
             ),
+            ApiError::Unauthorized { field, .. } => (
+                StatusCode::UNAUTHORIZED,
+                json!({ "error": message, "field": field }),
+            ),
+            ApiError::Unavailable { .. } => {
+                (StatusCode::SERVICE_UNAVAILABLE, json!({ "error": message }))
+            }
+            ApiError::Upstream { .. } => (StatusCode::BAD_GATEWAY, json!({ "error": message })),
         };
-        (status, Json(body)).into_response()
+        let mut response = (status, Json(body)).into_response();
+        if let ApiError::Unavailable {
+            retry_after_secs: Some(secs),
+            ..
+        } = self
+        {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
+        response
     }
 }

@@ -1,22 +1,48 @@
-//! JSON endpoints, one module each. Errors are JSON bodies too ([`ApiError`]).
+//! JSON endpoints, one module per area. Errors are JSON bodies too ([`ApiError`]). The
+//! OpenAPI document (`/openapi.json`) lists every route; a test keeps the two in step.
 
+mod catalog;
 mod error;
+mod events;
 mod fleet;
+mod github;
+mod history;
+mod live_runs;
+mod ops;
+mod params;
+mod provisioning;
 mod snapshot;
 
 pub use error::ApiError;
 
 use axum::http::Uri;
-use axum::routing::{any, get};
+use axum::routing::{any, get, post};
 use axum::Router;
 
 use crate::app::AppState;
 
-/// Every route under `/api`. An unknown `/api/…` path gets a JSON 404, not the frontend's page.
+/// Every JSON route. An unknown `/api/…` path gets a JSON 404, not the frontend's page.
 pub fn api() -> Router<AppState> {
     Router::new()
         .route("/api/fleet", get(fleet::get))
         .route("/api/snapshot", get(snapshot::get))
+        .route("/api/provisioning", get(provisioning::get))
+        .route("/api/events", get(events::get))
+        .route("/live-runs", get(live_runs::get))
+        .route("/pull-requests", get(github::pull_requests))
+        .route("/pending-requests", get(github::pending_requests))
+        .route("/request-pr", get(github::request_pr))
+        .route("/config/cicd", get(github::cicd))
+        .route(
+            "/provisioning-history/runs",
+            get(history::runs).post(history::record),
+        )
+        .route("/provisioning-history/typical", get(history::typical))
+        .route("/catalog/refresh", post(catalog::refresh))
+        .route("/catalog/entity", get(catalog::entity))
+        .route("/readyz", get(ops::readyz))
+        .route("/metrics", get(ops::metrics))
+        .route("/openapi.json", get(ops::openapi))
         .route("/api", any(not_found))
         .route("/api/{*rest}", any(not_found))
 }

@@ -1,37 +1,36 @@
 //! `GET /api/snapshot?service=NAME`: the objects the browser derives one service's views from.
 
-use std::collections::HashMap;
-
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::Json;
-use tower_shared::provisioning::is_dns_label;
+use serde::Serialize;
 use tower_shared::snapshot::Snapshot;
 
+use super::params::{self, Query};
 use super::ApiError;
 use crate::app::AppState;
+use crate::live::kube::ClusterStatus;
 
-pub async fn get(
-    State(state): State<AppState>,
-    Query(query): Query<HashMap<String, String>>,
-) -> Result<Json<Snapshot>, ApiError> {
-    let service = query.get("service").ok_or(ApiError::BadParameter {
-        field: "service",
-        message: "the query parameter `service` is required".to_owned(),
-    })?;
-    if !is_dns_label(service) {
-        return Err(ApiError::BadParameter {
-            field: "service",
-            message: format!(
-                "{service:?} is not a service name (lowercase letters, digits and '-', at most 63)"
-            ),
-        });
-    }
-    let narrowed = state.source.snapshot().for_service(service);
+#[derive(Serialize)]
+pub struct Answer {
+    #[serde(flatten)]
+    snapshot: Snapshot,
+    /// Clusters serving their last known data (absent when all answer).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    stale: Vec<ClusterStatus>,
+}
+
+pub async fn get(State(state): State<AppState>, query: Query) -> Result<Json<Answer>, ApiError> {
+    let service = params::dns_label(&query, "service")?;
+    let mut narrowed = state.source.snapshot().for_service(service);
     if narrowed.is_empty() {
         return Err(ApiError::Unknown {
             field: "service",
             message: format!("Tower knows no service called {service}"),
         });
     }
-    Ok(Json(narrowed))
+    narrowed.now = state.source.now();
+    Ok(Json(Answer {
+        snapshot: narrowed,
+        stale: state.stale_clusters(),
+    }))
 }

@@ -153,6 +153,7 @@ impl GitHub {
         // `pulls` takes the lock itself: ask it first, then look at the refs.
         self.pulls().iter().any(|p| p.repo == repo)
             || self.written().refs.keys().any(|(r, _)| r == repo)
+            || self.platform.files().iter().any(|f| f.repo == repo)
             || repo == "acme/hangar-tenants"
     }
 
@@ -257,6 +258,9 @@ async fn list_pulls(
     Query(query): Query<BTreeMap<String, String>>,
 ) -> Response {
     let full = format!("{owner}/{name}");
+    if !github.known_repo(&full) {
+        return error(StatusCode::NOT_FOUND, "Not Found");
+    }
     let state = query.get("state").map_or("open", String::as_str);
     let per_page = query
         .get("per_page")
@@ -452,7 +456,16 @@ async fn get_contents(
         .written()
         .files
         .get(&(full.clone(), branch.clone(), path.clone()))
-        .cloned();
+        .cloned()
+        .or_else(|| {
+            // What clients wrote wins; else the stories' files on `main`.
+            (branch == "main")
+                .then(|| github.platform.files())
+                .into_iter()
+                .flatten()
+                .find(|f| f.repo == full && f.path == path)
+                .map(|f| f.content.into_bytes())
+        });
     match content {
         Some(content) => Json(content_json(&full, &path, &branch, &content)).into_response(),
         None => error(StatusCode::NOT_FOUND, "Not Found"),

@@ -8,6 +8,7 @@
 
 use std::collections::HashMap;
 use std::convert::Infallible;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -34,6 +35,39 @@ pub struct Config {
     pub default_watch_timeout: Duration,
     /// World time, for pod logs (real time when absent).
     pub clock: Option<crate::clock::Clock>,
+    /// Whether the API server is up; open watches end when it goes down.
+    pub up: Option<tokio::sync::watch::Receiver<bool>>,
+    /// Requests served, by verb.
+    pub counts: Arc<RequestCounts>,
+}
+
+/// Requests an API server has answered, by verb (for "no LIST after start-up" checks).
+#[derive(Debug, Default)]
+pub struct RequestCounts {
+    pub list: AtomicU64,
+    pub watch: AtomicU64,
+    pub get: AtomicU64,
+    pub other: AtomicU64,
+}
+
+/// A reading of [`RequestCounts`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Requests {
+    pub list: u64,
+    pub watch: u64,
+    pub get: u64,
+    pub other: u64,
+}
+
+impl RequestCounts {
+    pub fn read(&self) -> Requests {
+        Requests {
+            list: self.list.load(Ordering::Relaxed),
+            watch: self.watch.load(Ordering::Relaxed),
+            get: self.get.load(Ordering::Relaxed),
+            other: self.other.load(Ordering::Relaxed),
+        }
+    }
 }
 
 impl Default for Config {
@@ -42,6 +76,8 @@ impl Default for Config {
             bookmark_every: Duration::from_secs(15),
             default_watch_timeout: Duration::from_secs(30 * 60),
             clock: None,
+            up: None,
+            counts: Arc::default(),
         }
     }
 }
@@ -122,6 +158,17 @@ async fn resource(
     uri: Uri,
     Query(query): Query<HashMap<String, String>>,
 ) -> Response {
+    let counter = match parse_path(uri.path()) {
+        Some(Target::Object(..)) => &api.config.counts.get,
+        Some(Target::Collection(..))
+            if query.get("watch").is_some_and(|w| w == "true" || w == "1") =>
+        {
+            &api.config.counts.watch
+        }
+        Some(Target::Collection(..)) => &api.config.counts.list,
+        _ => &api.config.counts.other,
+    };
+    counter.fetch_add(1, Ordering::Relaxed);
     match parse_path(uri.path()) {
         Some(Target::Discovery(group, version)) => match resources::resource_list(group, version) {
             Some(list) => Json(list).into_response(),
@@ -296,7 +343,17 @@ fn watch(api: &Api, filter: Filter, query: &HashMap<String, String>) -> Response
         }
     };
     let bookmark_every = api.config.bookmark_every;
+    let mut up = api.config.up.clone();
     tokio::spawn(async move {
+        let going_down = async move {
+            match up.as_mut() {
+                Some(up) => {
+                    let _ = up.wait_for(|up| !*up).await;
+                }
+                None => std::future::pending::<()>().await,
+            }
+        };
+        tokio::pin!(going_down);
         let Some((mut revision, initial, mut receiver)) = start else {
             let _ = tx.send(Ok(gone_line(&requested))).await;
             return;
@@ -313,6 +370,7 @@ fn watch(api: &Api, filter: Filter, query: &HashMap<String, String>) -> Response
         loop {
             let bytes = tokio::select! {
                 () = &mut deadline => return,
+                () = &mut going_down => return,
                 // The version this stream has delivered up to: resuming there misses nothing.
                 _ = ticker.tick(), if bookmarks => {
                     line("BOOKMARK", &json!({"apiVersion": resource.api_version(), "kind": resource.kind,

@@ -61,6 +61,12 @@ impl Platform {
             .collect()
     }
 
+    /// Every story's repository files at the clock's `now`.
+    pub fn files(&self) -> Vec<crate::stories::RepoFile> {
+        let now = self.clock.now();
+        self.stories.iter().flat_map(|s| s.files_at(now)).collect()
+    }
+
     /// Every story's catalog entities at the clock's `now`.
     pub fn catalog(&self) -> Vec<crate::stories::CatalogEntity> {
         let now = self.clock.now();
@@ -107,13 +113,27 @@ impl Platform {
         };
         self.tick();
         let mut addresses = BTreeMap::new();
+        let mut switches = BTreeMap::new();
+        let mut counters = BTreeMap::new();
         let mut tasks = Vec::new();
         for (name, store) in &self.clusters {
-            let app = kube_api::router(store.clone(), config.clone());
-            let (addr, task) =
-                serve_on_loopback(&format!("the {name} cluster's API"), |_| Ok(app)).await?;
-            addresses.insert(name.clone(), addr);
-            tasks.push(task);
+            let (switch, up) = tokio::sync::watch::channel(true);
+            let counts = Arc::new(kube_api::RequestCounts::default());
+            counters.insert(name.clone(), Arc::clone(&counts));
+            let app = kube_api::router(
+                store.clone(),
+                kube_api::Config {
+                    up: Some(up.clone()),
+                    counts,
+                    ..config.clone()
+                },
+            );
+            let listener = tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+                .await
+                .with_context(|| format!("binding the {name} cluster's API"))?;
+            addresses.insert(name.clone(), listener.local_addr()?);
+            switches.insert(name.clone(), switch);
+            tasks.push(tokio::spawn(serve_switchable(listener, app, up)));
         }
         let (github, task) = serve_on_loopback("the GitHub API", |_| {
             Ok(crate::github::GitHub::new(Arc::clone(&self)).router())
@@ -143,6 +163,8 @@ impl Platform {
         }));
         Ok(Served {
             clusters: addresses,
+            switches,
+            counters,
             github,
             argocd,
             backstage,
@@ -171,6 +193,57 @@ async fn serve_on_loopback(
     Ok((addr, task))
 }
 
+/// Serves a cluster's API while its switch is on: off stops accepting, closes idle
+/// connections (watches end themselves) and frees the port; on binds the same address again.
+async fn serve_switchable(
+    listener: tokio::net::TcpListener,
+    app: axum::Router,
+    mut up: tokio::sync::watch::Receiver<bool>,
+) {
+    let Ok(addr) = listener.local_addr() else {
+        return;
+    };
+    let mut listener = Some(listener);
+    loop {
+        let current = match listener.take() {
+            Some(listener) => listener,
+            None => {
+                if up.wait_for(|up| *up).await.is_err() {
+                    return;
+                }
+                match rebind(addr).await {
+                    Some(listener) => listener,
+                    None => {
+                        tracing::error!(%addr, "could not bind a simulated cluster's address again");
+                        return;
+                    }
+                }
+            }
+        };
+        let mut down = up.clone();
+        let stopped = async move {
+            let _ = down.wait_for(|up| !*up).await;
+        };
+        if let Err(err) = axum::serve(current, app.clone())
+            .with_graceful_shutdown(stopped)
+            .await
+        {
+            tracing::error!(%err, "a simulated cluster's API stopped");
+            return;
+        }
+    }
+}
+
+async fn rebind(addr: SocketAddr) -> Option<tokio::net::TcpListener> {
+    for _ in 0..100 {
+        if let Ok(listener) = tokio::net::TcpListener::bind(addr).await {
+            return Some(listener);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    None
+}
+
 /// The running platform's addresses; stops it when dropped.
 #[derive(Debug)]
 pub struct Served {
@@ -182,6 +255,9 @@ pub struct Served {
     pub argocd: SocketAddr,
     /// The Backstage backend's address (`/api/catalog`, `/api/auth`).
     pub backstage: SocketAddr,
+    /// Each cluster API's on/off switch.
+    switches: BTreeMap<String, tokio::sync::watch::Sender<bool>>,
+    counters: BTreeMap<String, Arc<kube_api::RequestCounts>>,
     tasks: Vec<JoinHandle<()>>,
 }
 
@@ -213,6 +289,23 @@ impl Served {
     pub fn write_kubeconfig(&self, path: &Path) -> anyhow::Result<()> {
         std::fs::write(path, self.kubeconfig())
             .with_context(|| format!("writing {}", path.display()))
+    }
+
+    /// Takes a cluster's API server down (connections refused, open watches ended) or
+    /// brings it back on the same address. `false` for an unknown cluster.
+    pub fn set_cluster_up(&self, cluster: &str, up: bool) -> bool {
+        self.switches
+            .get(cluster)
+            .map(|switch| switch.send_replace(up))
+            .is_some()
+    }
+
+    /// Requests each cluster's API has answered so far, by verb.
+    pub fn api_requests(&self) -> BTreeMap<String, kube_api::Requests> {
+        self.counters
+            .iter()
+            .map(|(name, counts)| (name.clone(), counts.read()))
+            .collect()
     }
 
     pub fn url(&self, cluster: &str) -> Option<String> {

@@ -135,6 +135,7 @@ fn test(root: &Path) -> anyhow::Result<()> {
     )?;
     let bundle = frontend::build(root, &toolchain)?;
     bundle.check_budget()?;
+    let postgres = tools::ensure_postgres()?;
     steps::run(
         "tests",
         cargo()
@@ -142,6 +143,7 @@ fn test(root: &Path) -> anyhow::Result<()> {
             .env("TOWER_DIST", root.join("dist"))
             .env("CHROMEDRIVER", &browser.chromedriver)
             .env("CHROMIUM", &browser.chromium)
+            .env("TOWER_TEST_DATABASE_URL", &postgres)
             .args([
                 "test",
                 "--locked",

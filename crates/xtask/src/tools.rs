@@ -8,6 +8,7 @@
 //! | wasm-bindgen-cli = the `wasm-bindgen` in Cargo.lock | `cargo install`, not `--locked` | Trunk insists on the exact version; `--locked` pins a yanked dependency |
 //! | wasm-opt (binaryen 132) | npm, into the tools folder | Debian's binaryen 108 emits WASM that fails at load |
 //! | chromium, chromedriver | apt-get | browser tests |
+//! | postgresql (cluster `tower`, port 54329) | apt-get, `pg_createcluster` | history tests against PostgreSQL |
 //!
 //! The tools folder is `$TOWER_TOOLS_DIR`, else `~/.cache/tower-tools`: outside the clone,
 //! so clean clones on one machine share it.
@@ -227,4 +228,62 @@ fn apt_install(packages: &[&str]) -> anyhow::Result<()> {
         &format!("apt-get install {}", packages.join(" ")),
         &mut install,
     )
+}
+
+/// The PostgreSQL cluster the history tests run against: Debian's `postgresql` (installed
+/// when missing), a cluster of its own named `tower` on loopback port 54329 (so an existing
+/// `main` cluster is left alone), started through `pg_ctlcluster` (the server refuses to
+/// run as root), with a `tower` role that may create databases. Returns its URL.
+pub fn ensure_postgres() -> anyhow::Result<String> {
+    const PORT: &str = "54329";
+    if !Path::new("/usr/bin/pg_ctlcluster").exists() {
+        apt_install(&["postgresql"])?;
+    }
+    let version = std::fs::read_dir("/usr/lib/postgresql")
+        .context("reading /usr/lib/postgresql")?
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .max()
+        .context("no PostgreSQL server under /usr/lib/postgresql")?
+        .to_string();
+    let as_root = steps::output(Command::new("id").arg("-u")).is_some_and(|u| u.trim() == "0");
+    let privileged = |program: &str| {
+        if as_root {
+            Command::new(program)
+        } else {
+            let mut sudo = Command::new("sudo");
+            sudo.arg(program);
+            sudo
+        }
+    };
+    let clusters = steps::output(&mut privileged("pg_lsclusters")).unwrap_or_default();
+    let line = clusters
+        .lines()
+        .find(|l| l.split_whitespace().nth(1) == Some("tower"));
+    match line {
+        None => steps::run(
+            "pg_createcluster tower",
+            privileged("pg_createcluster").args([
+                &version,
+                "tower",
+                "--port",
+                PORT,
+                "--start",
+                "--",
+                "--auth-host=scram-sha-256",
+            ]),
+        )?,
+        Some(line) if !line.contains("online") => steps::run(
+            "pg_ctlcluster start tower",
+            privileged("pg_ctlcluster").args([&version, "tower", "start"]),
+        )?,
+        Some(_) => {}
+    }
+    let sql = "DO $$ BEGIN \
+               IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'tower') THEN \
+               CREATE ROLE tower LOGIN CREATEDB PASSWORD 'tower'; END IF; END $$;";
+    steps::run(
+        "create the tower role",
+        privileged("runuser").args(["-u", "postgres", "--", "psql", "-q", "-p", PORT, "-c", sql]),
+    )?;
+    Ok(format!("postgres://tower:tower@127.0.0.1:{PORT}/postgres"))
 }

@@ -4,10 +4,12 @@
 //! an optional `type` (`ground` or `flight`; `tier` and `kind` are read too) and, for a
 //! Flight environment, the `cluster` it runs on. Ground environments run on the dev cluster.
 
+use serde::Serialize;
 use serde_yaml_ng::Value;
 
 /// The environment the "Running healthy in <env>" step watches.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct FirstEnvironment {
     pub name: String,
     /// The cluster to read its Rollout on; `None` means the control-plane (dev) cluster.

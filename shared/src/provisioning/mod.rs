@@ -32,6 +32,7 @@ pub use model::*;
 pub use request::{is_dns_label, parse_request_title, RequestTitle};
 
 pub use index::World;
+pub use typical::{Typicals, MIN_SAMPLES, NEWEST_RUNS};
 
 /// The API group of the Hangar XRs.
 pub const XR_GROUP: &str = "catalog.hangar.io";

@@ -242,6 +242,32 @@ impl Story for AppStory {
         }]
     }
 
+    fn files_at(&self, now: DateTime<Utc>) -> Vec<super::RepoFile> {
+        let elapsed = (now - self.created).num_seconds();
+        if self.repo_error.is_some() || elapsed < self.timeline.file_cicd {
+            return Vec::new();
+        }
+        // What Glidepath scaffolds: the first environment and its deploy stage, and for a
+        // cloud target where it deploys.
+        let mut content =
+            "deploy:\n  environments:\n    - name: dev\n      type: ground\n".to_owned();
+        if let Deployment::Cloud { config, .. } = &self.deployment {
+            if let Ok(target) = serde_yaml_ng::to_string(&config["deploy"]) {
+                for line in target.lines() {
+                    content.push_str("  ");
+                    content.push_str(line);
+                    content.push('\n');
+                }
+            }
+        }
+        content.push_str("stages:\n  - build\n  - deploy-to-dev\n");
+        vec![super::RepoFile {
+            repo: format!("acme/{}", self.name),
+            path: ".glidepath/cicd.yaml".to_owned(),
+            content,
+        }]
+    }
+
     fn pull_requests_at(&self, now: DateTime<Utc>) -> Vec<PullRequest> {
         let t = &self.timeline;
         let elapsed = (now - self.created).num_seconds();

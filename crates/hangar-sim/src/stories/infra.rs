@@ -37,6 +37,24 @@ impl Story for InfraStory {
         }]
     }
 
+    fn files_at(&self, now: DateTime<Utc>) -> Vec<super::RepoFile> {
+        let elapsed = (now - self.created).num_seconds();
+        if elapsed < 80 {
+            return Vec::new();
+        }
+        let has_env = self.environment_added.is_some_and(|at| elapsed >= at);
+        let environments = if has_env {
+            "\n    - name: dev\n      type: ground\n"
+        } else {
+            " []\n"
+        };
+        vec![super::RepoFile {
+            repo: format!("acme/gitops-infra-{}", self.name),
+            path: "glidepath/cicd.yaml".to_owned(),
+            content: format!("deploy:\n  environments:{environments}"),
+        }]
+    }
+
     fn pull_requests_at(&self, now: DateTime<Utc>) -> Vec<PullRequest> {
         let elapsed = (now - self.created).num_seconds();
         if elapsed < -600 {

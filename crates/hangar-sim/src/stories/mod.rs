@@ -26,6 +26,20 @@ pub trait Story: Send + Sync + std::fmt::Debug {
     fn catalog_at(&self, _now: DateTime<Utc>) -> Vec<CatalogEntity> {
         Vec::new()
     }
+
+    /// The files this story's repositories hold at `now` (on `main`).
+    fn files_at(&self, _now: DateTime<Utc>) -> Vec<RepoFile> {
+        Vec::new()
+    }
+}
+
+/// A file in a GitHub repository.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RepoFile {
+    /// `owner/name`.
+    pub repo: String,
+    pub path: String,
+    pub content: String,
 }
 
 /// A Backstage entity a story's repository describes.

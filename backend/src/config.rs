@@ -1,0 +1,476 @@
+//! `tower serve --config tower.yaml`: which clusters, GitHub, Argo CD, Backstage and database
+//! Tower reads, with environment overrides for what deployments usually inject.
+//!
+//! ```yaml
+//! listen: 127.0.0.1:8080
+//! controlPlaneCluster: dev
+//! kubeconfig: /etc/tower/kubeconfig        # absent: $KUBECONFIG, ~/.kube/config
+//! clusters:
+//!   - name: dev
+//!     context: dev                          # absent: the in-cluster service account
+//!     tenantsRepo: acme/hangar-tenants
+//!   - name: prod
+//!     context: prod
+//! github:
+//!   apiUrl: https://api.github.com
+//!   owner: acme
+//!   token: ghp_…                            # or app: {appId, installationId, privateKeyFile}
+//! argocd: {url: https://argocd-apps.example.com, token: …}
+//! backstage: {url: https://backstage.example.com, token: …}
+//! databaseUrl: sqlite:///var/lib/tower/history.db
+//! dataDir: /var/lib/tower
+//! frameAncestors: ["'self'", "https://backstage.example.com"]
+//! ```
+//!
+//! Environment overrides (they win over the file): `TOWER_LISTEN`, `DATABASE_URL`,
+//! `TOWER_DATA_DIR`, `TOWER_GITHUB_TOKEN`, `TOWER_GITHUB_API_URL`, `TOWER_ARGOCD_URL`,
+//! `TOWER_ARGOCD_TOKEN`, `TOWER_BACKSTAGE_URL`, `TOWER_BACKSTAGE_TOKEN`, `TOWER_FRAME_ANCESTORS`
+//! (comma-separated). Secrets are never printed: `Debug` redacts them.
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use tower_shared::provisioning::is_dns_label;
+
+/// Why a config could not be used: names the field.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("reading {path}: {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{file}: {field}: {message}")]
+    Invalid {
+        file: String,
+        field: String,
+        message: String,
+    },
+}
+
+/// A secret string: serialised as written, shown as `"***"` by `Debug`.
+#[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Secret(pub String);
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("\"***\"")
+    }
+}
+
+impl Secret {
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Config {
+    #[serde(default = "default_listen")]
+    pub listen: SocketAddr,
+    /// The cluster holding the Hangar XRs, Tekton runs and the platform's Argo CD.
+    #[serde(default = "default_control_plane")]
+    pub control_plane_cluster: String,
+    /// The kubeconfig the clusters' contexts come from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kubeconfig: Option<PathBuf>,
+    #[serde(default)]
+    pub clusters: Vec<ClusterConfig>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub github: Option<GitHubConfig>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub argocd: Option<HttpService>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backstage: Option<HttpService>,
+    /// `sqlite://…` (default: `history.db` in the data dir) or `postgres://…`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub database_url: Option<Secret>,
+    /// Where Tower keeps its files (the SQLite history by default).
+    #[serde(default = "default_data_dir")]
+    pub data_dir: PathBuf,
+    /// Origins allowed to embed Tower in a frame (the Backstage app's).
+    #[serde(default = "default_frame_ancestors")]
+    pub frame_ancestors: Vec<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ClusterConfig {
+    /// The name Tower and the Hangar objects use for the cluster (`dev`, `prod`, …).
+    pub name: String,
+    /// The kubeconfig context; absent means the in-cluster service account.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<String>,
+    /// `owner/name` of the GitOps repo where this cluster's tenants are requested.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tenants_repo: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct GitHubConfig {
+    #[serde(default = "default_github_api")]
+    pub api_url: String,
+    /// The organisation owning the app and GitOps repos.
+    pub owner: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<Secret>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub app: Option<GitHubApp>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct GitHubApp {
+    pub app_id: u64,
+    pub installation_id: u64,
+    pub private_key_file: PathBuf,
+}
+
+/// A service Tower calls over HTTP.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct HttpService {
+    pub url: String,
+    /// A token Tower sends (Argo CD: read-only account; Backstage: a static token used for
+    /// catalog reads only — refreshes always use the caller's own token).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<Secret>,
+}
+
+fn default_listen() -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], 8080))
+}
+
+fn default_control_plane() -> String {
+    "dev".to_owned()
+}
+
+fn default_github_api() -> String {
+    "https://api.github.com".to_owned()
+}
+
+fn default_data_dir() -> PathBuf {
+    PathBuf::from("tower-data")
+}
+
+fn default_frame_ancestors() -> Vec<String> {
+    vec!["'self'".to_owned()]
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            listen: default_listen(),
+            control_plane_cluster: default_control_plane(),
+            kubeconfig: None,
+            clusters: Vec::new(),
+            github: None,
+            argocd: None,
+            backstage: None,
+            database_url: None,
+            data_dir: default_data_dir(),
+            frame_ancestors: default_frame_ancestors(),
+        }
+    }
+}
+
+impl Config {
+    /// Reads a YAML config file, applies `env` overrides and checks it.
+    pub fn load(path: &Path, env: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.display().to_string(),
+            source,
+        })?;
+        Self::parse(&text, &path.display().to_string(), env)
+    }
+
+    /// No file: the defaults with `env` overrides.
+    pub fn from_env(env: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        Self::parse("{}", "the environment", env)
+    }
+
+    /// Parses YAML text (`file` names it in errors), applies overrides and checks it.
+    pub fn parse(
+        text: &str,
+        file: &str,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<Self, ConfigError> {
+        let invalid = |field: String, message: String| ConfigError::Invalid {
+            file: file.to_owned(),
+            field,
+            message,
+        };
+        let de = serde_yaml_ng::Deserializer::from_str(text);
+        let mut config: Config = serde_path_to_error::deserialize(de).map_err(|err| {
+            let field = err.path().to_string();
+            invalid(field, err.into_inner().to_string())
+        })?;
+        config
+            .apply_env(env)
+            .map_err(|(field, message)| invalid(field.to_owned(), message))?;
+        config
+            .check()
+            .map_err(|(field, message)| invalid(field, message))?;
+        Ok(config)
+    }
+
+    fn apply_env(
+        &mut self,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<(), (&'static str, String)> {
+        if let Some(listen) = env("TOWER_LISTEN") {
+            self.listen = listen
+                .parse()
+                .map_err(|_| ("TOWER_LISTEN", format!("{listen:?} is not an address")))?;
+        }
+        if let Some(url) = env("DATABASE_URL") {
+            self.database_url = Some(Secret(url));
+        }
+        if let Some(dir) = env("TOWER_DATA_DIR") {
+            self.data_dir = PathBuf::from(dir);
+        }
+        if let Some(token) = env("TOWER_GITHUB_TOKEN") {
+            self.github_mut()?.token = Some(Secret(token));
+        }
+        if let Some(url) = env("TOWER_GITHUB_API_URL") {
+            self.github_mut()?.api_url = url;
+        }
+        for (service, url_var, token_var) in [
+            (&mut self.argocd, "TOWER_ARGOCD_URL", "TOWER_ARGOCD_TOKEN"),
+            (
+                &mut self.backstage,
+                "TOWER_BACKSTAGE_URL",
+                "TOWER_BACKSTAGE_TOKEN",
+            ),
+        ] {
+            if let Some(url) = env(url_var) {
+                match service.as_mut() {
+                    Some(service) => service.url = url,
+                    None => *service = Some(HttpService { url, token: None }),
+                }
+            }
+            if let Some(token) = env(token_var) {
+                service
+                    .as_mut()
+                    .ok_or((token_var, "set the service's URL first".to_owned()))?
+                    .token = Some(Secret(token));
+            }
+        }
+        if let Some(origins) = env("TOWER_FRAME_ANCESTORS") {
+            self.frame_ancestors = origins
+                .split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned)
+                .collect();
+        }
+        Ok(())
+    }
+
+    fn github_mut(&mut self) -> Result<&mut GitHubConfig, (&'static str, String)> {
+        self.github.as_mut().ok_or((
+            "github",
+            "a GitHub override needs a `github` section (at least `owner`)".to_owned(),
+        ))
+    }
+
+    fn check(&self) -> Result<(), (String, String)> {
+        for (i, cluster) in self.clusters.iter().enumerate() {
+            if !is_dns_label(&cluster.name) {
+                return Err((
+                    format!("clusters[{i}].name"),
+                    format!("{:?} is not a DNS-1123 label", cluster.name),
+                ));
+            }
+            if self.clusters[..i].iter().any(|c| c.name == cluster.name) {
+                return Err((
+                    format!("clusters[{i}].name"),
+                    format!("cluster {:?} is listed twice", cluster.name),
+                ));
+            }
+            if let Some(repo) = &cluster.tenants_repo {
+                check_repo(repo).map_err(|m| (format!("clusters[{i}].tenantsRepo"), m))?;
+            }
+        }
+        if !self.clusters.is_empty()
+            && !self
+                .clusters
+                .iter()
+                .any(|c| c.name == self.control_plane_cluster)
+        {
+            return Err((
+                "controlPlaneCluster".to_owned(),
+                format!(
+                    "{:?} is not one of the listed clusters",
+                    self.control_plane_cluster
+                ),
+            ));
+        }
+        if let Some(github) = &self.github {
+            check_url(&github.api_url).map_err(|m| ("github.apiUrl".to_owned(), m))?;
+            if github.token.is_some() && github.app.is_some() {
+                return Err((
+                    "github".to_owned(),
+                    "give either `token` or `app`, not both".to_owned(),
+                ));
+            }
+        }
+        for (field, service) in [
+            ("argocd.url", &self.argocd),
+            ("backstage.url", &self.backstage),
+        ] {
+            if let Some(service) = service {
+                check_url(&service.url).map_err(|m| (field.to_owned(), m))?;
+            }
+        }
+        if let Some(url) = &self.database_url {
+            let url = url.expose();
+            if !(url.starts_with("sqlite:")
+                || url.starts_with("postgres://")
+                || url.starts_with("postgresql://"))
+            {
+                return Err((
+                    "databaseUrl".to_owned(),
+                    "must start with sqlite:, postgres:// or postgresql://".to_owned(),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The tenants repos, one per cluster that names one, without repeats.
+    pub fn tenants_repos(&self) -> Vec<String> {
+        let mut repos: Vec<String> = self
+            .clusters
+            .iter()
+            .filter_map(|c| c.tenants_repo.clone())
+            .collect();
+        repos.sort_unstable();
+        repos.dedup();
+        repos
+    }
+
+    /// The history database: `databaseUrl`, else SQLite in the data dir.
+    pub fn database_url(&self) -> String {
+        match &self.database_url {
+            Some(url) => url.expose().to_owned(),
+            None => format!(
+                "sqlite://{}?mode=rwc",
+                self.data_dir.join("history.db").display()
+            ),
+        }
+    }
+
+    /// The config as YAML (what `tower demo` writes for its simulated platform).
+    pub fn to_yaml(&self) -> String {
+        serde_yaml_ng::to_string(self).unwrap_or_default()
+    }
+}
+
+fn check_url(url: &str) -> Result<(), String> {
+    if url.starts_with("http://") || url.starts_with("https://") {
+        Ok(())
+    } else {
+        Err(format!("{url:?} is not an http(s) URL"))
+    }
+}
+
+/// `owner/name`, both parts GitHub names.
+pub fn check_repo(repo: &str) -> Result<(), String> {
+    let ok = repo.split_once('/').is_some_and(|(owner, name)| {
+        is_github_name(owner) && is_github_name(name) && !name.contains('/')
+    });
+    if ok {
+        Ok(())
+    } else {
+        Err(format!("{repo:?} is not an owner/name repository"))
+    }
+}
+
+/// A GitHub owner or repository name: letters, digits, `-`, `_`, `.`, at most 100.
+pub fn is_github_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 100
+        && name != "."
+        && name != ".."
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn no_env(_: &str) -> Option<String> {
+        None
+    }
+
+    #[test]
+    fn a_full_config_reads_and_overrides_win() {
+        let text = "listen: 127.0.0.1:9000\nclusters:\n  - name: dev\n    context: dev\n    tenantsRepo: acme/hangar-tenants\ngithub:\n  owner: acme\n  token: secret-1\nbackstage:\n  url: http://127.0.0.1:7007\n";
+        let config = Config::parse(text, "tower.yaml", |var| match var {
+            "TOWER_GITHUB_TOKEN" => Some("secret-2".to_owned()),
+            "DATABASE_URL" => Some("postgres://localhost/tower".to_owned()),
+            _ => None,
+        })
+        .expect("valid");
+        assert_eq!(config.listen.port(), 9000);
+        let github = config.github.as_ref().expect("github");
+        assert_eq!(github.token.as_ref().map(Secret::expose), Some("secret-2"));
+        assert_eq!(config.database_url(), "postgres://localhost/tower");
+        assert_eq!(config.tenants_repos(), ["acme/hangar-tenants"]);
+        let shown = format!("{config:?}");
+        assert!(!shown.contains("secret-2"), "Debug must not show tokens");
+    }
+
+    #[test]
+    fn errors_name_the_field() {
+        let cases = [
+            ("clusters:\n  - name: Dev_1\n", "clusters[0].name"),
+            (
+                "clusters:\n  - name: dev\n    tenantsRepo: nope\n",
+                "clusters[0].tenantsRepo",
+            ),
+            ("clusters:\n  - nmae: dev\n", "clusters[0]"),
+            ("listen: here\n", "listen"),
+            (
+                "clusters:\n  - name: dev\ncontrolPlaneCluster: prod\n",
+                "controlPlaneCluster",
+            ),
+            ("databaseUrl: mysql://x\n", "databaseUrl"),
+        ];
+        for (text, field) in cases {
+            match Config::parse(text, "t.yaml", no_env) {
+                Err(ConfigError::Invalid { field: got, .. }) => {
+                    assert!(
+                        got.starts_with(field),
+                        "{text:?}: field {got:?}, want {field:?}"
+                    )
+                }
+                other => panic!("{text:?}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn the_written_config_reads_back() {
+        let mut config = Config::default();
+        config.clusters.push(ClusterConfig {
+            name: "dev".to_owned(),
+            context: Some("dev".to_owned()),
+            tenants_repo: Some("acme/hangar-tenants".to_owned()),
+        });
+        config.backstage = Some(HttpService {
+            url: "http://127.0.0.1:1".to_owned(),
+            token: Some(Secret("t".to_owned())),
+        });
+        let back = Config::parse(&config.to_yaml(), "x", no_env).expect("reads back");
+        assert_eq!(back, config);
+    }
+}

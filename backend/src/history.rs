@@ -1,0 +1,190 @@
+//! Provisioning history: SQLite by default (a file in the data dir, WAL, `busy_timeout`),
+//! PostgreSQL when the database URL says so. Same migrations (`backend/migrations`), same
+//! queries, through sqlx's `Any` driver.
+//!
+//! Recording is idempotent on service + start: the first record wins, and a repeat — from a
+//! second browser or from the backend itself — gets the stored run back.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use chrono::{DateTime, TimeZone as _, Utc};
+use sqlx::any::{AnyPoolOptions, AnyRow};
+use sqlx::{AnyPool, Executor as _, Row as _};
+use tower_shared::snapshot::RecordedRun;
+
+/// The history database.
+#[derive(Clone, Debug)]
+pub struct History {
+    pool: AnyPool,
+    backend: Backend,
+}
+
+/// Which database the history lives in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum HistoryError {
+    #[error("history database: {0}")]
+    Database(#[from] sqlx::Error),
+    #[error("history database migrations: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    #[error("history database: a stored run is unreadable: {0}")]
+    Corrupt(String),
+}
+
+/// Whether a record was new or already there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Recorded {
+    Inserted,
+    AlreadyThere,
+}
+
+const COLUMNS: &str = "service, kind, started_at, finished_at, steps";
+
+impl History {
+    /// Opens (creating a SQLite file if needed) and migrates the database at `url`.
+    pub async fn connect(url: &str) -> Result<Self, HistoryError> {
+        sqlx::any::install_default_drivers();
+        let backend = if url.starts_with("sqlite:") {
+            Backend::Sqlite
+        } else {
+            Backend::Postgres
+        };
+        let options = AnyPoolOptions::new()
+            .max_connections(match backend {
+                // SQLite has one writer; a few readers beside it are plenty.
+                Backend::Sqlite => 4,
+                Backend::Postgres => 16,
+            })
+            .acquire_timeout(Duration::from_secs(30));
+        let options = if backend == Backend::Sqlite {
+            options.after_connect(|conn, _| {
+                Box::pin(async move {
+                    conn.execute("PRAGMA journal_mode = WAL").await?;
+                    conn.execute("PRAGMA busy_timeout = 10000").await?;
+                    conn.execute("PRAGMA synchronous = NORMAL").await?;
+                    Ok(())
+                })
+            })
+        } else {
+            options
+        };
+        let pool = options.connect(url).await?;
+        sqlx::migrate!("./migrations").run(&pool).await?;
+        Ok(Self { pool, backend })
+    }
+
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    /// Stores `run` unless a run of the same service and start is stored; returns the
+    /// stored run either way.
+    pub async fn record(
+        &self,
+        run: &RecordedRun,
+        by: &str,
+        now: DateTime<Utc>,
+    ) -> Result<(RecordedRun, Recorded), HistoryError> {
+        let steps = serde_json::to_string(&run.steps).unwrap_or_else(|_| "{}".to_owned());
+        let result = sqlx::query(
+            "INSERT INTO provisioning_runs \
+             (service, started_at, kind, finished_at, steps, recorded_at, recorded_by) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7) \
+             ON CONFLICT (service, started_at) DO NOTHING",
+        )
+        .bind(&run.service)
+        .bind(run.started_at.timestamp_millis())
+        .bind(&run.kind)
+        .bind(run.finished_at.timestamp_millis())
+        .bind(steps)
+        .bind(now.timestamp_millis())
+        .bind(by)
+        .execute(&self.pool)
+        .await?;
+        let inserted = result.rows_affected() == 1;
+        let row = sqlx::query(&format!(
+            "SELECT {COLUMNS} FROM provisioning_runs WHERE service = $1 AND started_at = $2"
+        ))
+        .bind(&run.service)
+        .bind(run.started_at.timestamp_millis())
+        .fetch_one(&self.pool)
+        .await?;
+        let stored = run_of(&row)?;
+        Ok((
+            stored,
+            if inserted {
+                Recorded::Inserted
+            } else {
+                Recorded::AlreadyThere
+            },
+        ))
+    }
+
+    /// The newest `limit` runs (by start), newest first; of one kind when given.
+    pub async fn newest(
+        &self,
+        kind: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<RecordedRun>, HistoryError> {
+        let rows = match kind {
+            Some(kind) => {
+                sqlx::query(&format!(
+                    "SELECT {COLUMNS} FROM provisioning_runs WHERE kind = $1 \
+                     ORDER BY started_at DESC, service ASC LIMIT $2"
+                ))
+                .bind(kind)
+                .bind(i64::from(limit))
+                .fetch_all(&self.pool)
+                .await?
+            }
+            None => {
+                sqlx::query(&format!(
+                    "SELECT {COLUMNS} FROM provisioning_runs \
+                     ORDER BY started_at DESC, service ASC LIMIT $1"
+                ))
+                .bind(i64::from(limit))
+                .fetch_all(&self.pool)
+                .await?
+            }
+        };
+        rows.iter().map(run_of).collect()
+    }
+
+    /// How many runs are stored.
+    pub async fn count(&self) -> Result<i64, HistoryError> {
+        let row = sqlx::query("SELECT COUNT(*) AS n FROM provisioning_runs")
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(row.try_get::<i64, _>("n")?)
+    }
+
+    /// Answers a trivial query (for `/readyz`).
+    pub async fn ping(&self) -> bool {
+        sqlx::query("SELECT 1").execute(&self.pool).await.is_ok()
+    }
+}
+
+fn time(millis: i64) -> Result<DateTime<Utc>, HistoryError> {
+    Utc.timestamp_millis_opt(millis)
+        .single()
+        .ok_or_else(|| HistoryError::Corrupt(format!("time {millis}")))
+}
+
+fn run_of(row: &AnyRow) -> Result<RecordedRun, HistoryError> {
+    let steps: String = row.try_get("steps")?;
+    let steps: BTreeMap<String, u64> =
+        serde_json::from_str(&steps).map_err(|err| HistoryError::Corrupt(err.to_string()))?;
+    Ok(RecordedRun {
+        service: row.try_get("service")?,
+        kind: row.try_get("kind")?,
+        started_at: time(row.try_get("started_at")?)?,
+        finished_at: time(row.try_get("finished_at")?)?,
+        steps,
+    })
+}

@@ -1,0 +1,341 @@
+//! GitHub through octocrab: conditional GETs (`If-None-Match` → 304 costs no rate limit),
+//! a 45-second cache per URL, and rate-limit handling (`retry-after`, `x-ratelimit-reset`):
+//! while limited, Tower answers from its cache instead of asking.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
+use http::header::{HeaderMap, HeaderValue, ETAG, IF_NONE_MATCH};
+use http::StatusCode;
+use octocrab::Octocrab;
+use serde_json::Value;
+use tower_shared::snapshot::{GitHubUser, PullRequest};
+
+use crate::config::GitHubConfig;
+
+/// How long an answer is reused before GitHub is asked again.
+pub const CACHE_FOR: Duration = Duration::from_secs(45);
+
+/// What went wrong asking GitHub (never carries the token).
+#[derive(Debug, thiserror::Error)]
+pub enum GitHubError {
+    #[error("GitHub answered {status} for {path}: {message}")]
+    Status {
+        status: u16,
+        path: String,
+        message: String,
+    },
+    #[error("GitHub rate limit reached; retrying after {until}")]
+    RateLimited { until: DateTime<Utc> },
+    #[error("GitHub could not be reached: {0}")]
+    Unreachable(String),
+    #[error("GitHub sent something unexpected for {path}: {message}")]
+    Malformed { path: String, message: String },
+}
+
+impl GitHubError {
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, GitHubError::Status { status: 404, .. })
+    }
+}
+
+#[derive(Debug)]
+struct Cached {
+    etag: Option<HeaderValue>,
+    value: Arc<Value>,
+    fetched: Instant,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    cache: HashMap<String, Cached>,
+    limited_until: Option<(Instant, DateTime<Utc>)>,
+    requests: u64,
+    not_modified: u64,
+}
+
+/// Tower's GitHub client. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct GitHub {
+    octocrab: Octocrab,
+    owner: String,
+    state: Arc<Mutex<State>>,
+}
+
+/// Counters for `/metrics`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct GitHubCounters {
+    pub requests: u64,
+    pub not_modified: u64,
+}
+
+impl GitHub {
+    pub fn new(config: &GitHubConfig) -> anyhow::Result<Self> {
+        let mut builder = Octocrab::builder().base_uri(config.api_url.as_str())?;
+        if let Some(token) = &config.token {
+            builder = builder.personal_token(token.expose().to_owned());
+        }
+        let mut octocrab = match &config.app {
+            Some(app) => {
+                let pem = std::fs::read(&app.private_key_file).map_err(|err| {
+                    anyhow::anyhow!(
+                        "github.app.privateKeyFile: reading {}: {err}",
+                        app.private_key_file.display()
+                    )
+                })?;
+                builder
+                    .app_from_rsa_pem(app.app_id.into(), pem)
+                    .map_err(|err| anyhow::anyhow!("github.app.privateKeyFile: {err}"))?
+                    .build()?
+            }
+            None => builder.build()?,
+        };
+        if let Some(app) = &config.app {
+            octocrab = octocrab.installation(app.installation_id.into())?;
+        }
+        Ok(Self {
+            octocrab,
+            owner: config.owner.clone(),
+            state: Arc::default(),
+        })
+    }
+
+    /// The organisation owning the app and GitOps repos.
+    pub fn owner(&self) -> &str {
+        &self.owner
+    }
+
+    /// The octocrab client, for writes (pull requests and commits only).
+    pub fn octocrab(&self) -> &Octocrab {
+        &self.octocrab
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    pub fn counters(&self) -> GitHubCounters {
+        let state = self.state();
+        GitHubCounters {
+            requests: state.requests,
+            not_modified: state.not_modified,
+        }
+    }
+
+    /// GETs `path` (with its query), from the cache when fresh, conditionally otherwise.
+    /// While rate-limited, a cached answer is served however old; without one, the limit
+    /// is the error.
+    pub async fn get(&self, path: &str, max_age: Duration) -> Result<Arc<Value>, GitHubError> {
+        let etag = {
+            let state = self.state();
+            let cached = state.cache.get(path);
+            if let Some(cached) = cached {
+                if cached.fetched.elapsed() < max_age {
+                    return Ok(Arc::clone(&cached.value));
+                }
+            }
+            if let Some((until, at)) = state.limited_until {
+                if Instant::now() < until {
+                    return match cached {
+                        Some(cached) => Ok(Arc::clone(&cached.value)),
+                        None => Err(GitHubError::RateLimited { until: at }),
+                    };
+                }
+            }
+            cached.and_then(|c| c.etag.clone())
+        };
+        let mut headers = HeaderMap::new();
+        if let Some(etag) = etag {
+            headers.insert(IF_NONE_MATCH, etag);
+        }
+        let response = self
+            .octocrab
+            ._get_with_headers(path, Some(headers))
+            .await
+            .map_err(|err| GitHubError::Unreachable(describe(&err)))?;
+        let status = response.status();
+        let limit = rate_limited_until(status, response.headers());
+        let new_etag = response.headers().get(ETAG).cloned();
+        if let Some(answer) = self.settle(path, status, limit) {
+            return answer;
+        }
+        let body = self
+            .octocrab
+            .body_to_string(response)
+            .await
+            .map_err(|err| GitHubError::Unreachable(describe(&err)))?;
+        if !status.is_success() {
+            let message = serde_json::from_str::<Value>(&body)
+                .ok()
+                .and_then(|v| v["message"].as_str().map(str::to_owned))
+                .unwrap_or_else(|| status.to_string());
+            return Err(GitHubError::Status {
+                status: status.as_u16(),
+                path: path.to_owned(),
+                message,
+            });
+        }
+        let value: Value = serde_json::from_str(&body).map_err(|err| GitHubError::Malformed {
+            path: path.to_owned(),
+            message: err.to_string(),
+        })?;
+        let value = Arc::new(value);
+        self.state().cache.insert(
+            path.to_owned(),
+            Cached {
+                etag: new_etag,
+                value: Arc::clone(&value),
+                fetched: Instant::now(),
+            },
+        );
+        Ok(value)
+    }
+
+    /// Counts a request and answers it from the cache when GitHub said 304 or that the
+    /// rate limit is spent; `None` when the body must be read.
+    fn settle(
+        &self,
+        path: &str,
+        status: StatusCode,
+        limit: Option<(Instant, DateTime<Utc>)>,
+    ) -> Option<Result<Arc<Value>, GitHubError>> {
+        let mut state = self.state();
+        state.requests += 1;
+        if let Some(until) = limit {
+            state.limited_until = Some(until);
+            return Some(match state.cache.get(path) {
+                Some(cached) => Ok(Arc::clone(&cached.value)),
+                None => Err(GitHubError::RateLimited { until: until.1 }),
+            });
+        }
+        if status == StatusCode::NOT_MODIFIED {
+            state.not_modified += 1;
+            if let Some(cached) = state.cache.get_mut(path) {
+                cached.fetched = Instant::now();
+                return Some(Ok(Arc::clone(&cached.value)));
+            }
+        }
+        None
+    }
+
+    /// Every pull request of `repo` (`owner/name`), newest first (one page of 100).
+    pub async fn pull_requests(&self, repo: &str) -> Result<Vec<PullRequest>, GitHubError> {
+        let path =
+            format!("/repos/{repo}/pulls?state=all&per_page=100&sort=created&direction=desc");
+        let value = self.get(&path, CACHE_FOR).await?;
+        let pulls: Vec<octocrab::models::pulls::PullRequest> =
+            serde_json::from_value((*value).clone()).map_err(|err| GitHubError::Malformed {
+                path,
+                message: err.to_string(),
+            })?;
+        Ok(pulls.into_iter().map(|pr| pull_request(repo, pr)).collect())
+    }
+
+    /// A file's text on the default branch; `None` when the repo or file does not exist.
+    pub async fn file(&self, repo: &str, path: &str) -> Result<Option<String>, GitHubError> {
+        let url = format!("/repos/{repo}/contents/{path}");
+        let value = match self.get(&url, CACHE_FOR).await {
+            Ok(value) => value,
+            Err(err) if err.is_not_found() => return Ok(None),
+            Err(err) => return Err(err),
+        };
+        let content = value["content"]
+            .as_str()
+            .ok_or_else(|| GitHubError::Malformed {
+                path: url.clone(),
+                message: "no `content`".to_owned(),
+            })?;
+        use base64::Engine as _;
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(content.replace(['\n', '\r'], ""))
+            .map_err(|err| GitHubError::Malformed {
+                path: url.clone(),
+                message: err.to_string(),
+            })?;
+        String::from_utf8(bytes)
+            .map(Some)
+            .map_err(|err| GitHubError::Malformed {
+                path: url,
+                message: err.to_string(),
+            })
+    }
+}
+
+fn pull_request(repo: &str, pr: octocrab::models::pulls::PullRequest) -> PullRequest {
+    let state = match pr.state {
+        Some(octocrab::models::IssueState::Open) => "open",
+        _ => "closed",
+    };
+    PullRequest {
+        repo: repo.to_owned(),
+        number: pr.number,
+        title: pr.title.unwrap_or_default(),
+        state: state.to_owned(),
+        created_at: pr.created_at,
+        merged_at: pr.merged_at,
+        closed_at: pr.closed_at,
+        html_url: pr.html_url.map(|u| u.to_string()),
+        user: pr.user.map(|u| GitHubUser { login: u.login }),
+    }
+}
+
+/// When a 403/429 says the rate limit is spent: `retry-after` seconds, else
+/// `x-ratelimit-reset` (epoch seconds) when `x-ratelimit-remaining` is 0.
+fn rate_limited_until(status: StatusCode, headers: &HeaderMap) -> Option<(Instant, DateTime<Utc>)> {
+    if status != StatusCode::FORBIDDEN && status != StatusCode::TOO_MANY_REQUESTS {
+        return None;
+    }
+    let header = |name: &str| -> Option<i64> { headers.get(name)?.to_str().ok()?.parse().ok() };
+    let now = Utc::now();
+    let wait = if let Some(seconds) = header("retry-after") {
+        seconds
+    } else if header("x-ratelimit-remaining") == Some(0) {
+        header("x-ratelimit-reset")? - now.timestamp()
+    } else {
+        return None;
+    };
+    let wait = wait.clamp(1, 3600);
+    Some((
+        Instant::now() + Duration::from_secs(wait.unsigned_abs()),
+        now + chrono::Duration::seconds(wait),
+    ))
+}
+
+/// An octocrab error in one line, without request headers (which hold the token).
+fn describe(err: &octocrab::Error) -> String {
+    match err {
+        octocrab::Error::Hyper { source, .. } => source.to_string(),
+        octocrab::Error::Service { source, .. } => source.to_string(),
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rate_limits_are_read_from_either_header() {
+        let mut headers = HeaderMap::new();
+        headers.insert("retry-after", HeaderValue::from_static("30"));
+        let (_, at) = rate_limited_until(StatusCode::TOO_MANY_REQUESTS, &headers).expect("limited");
+        assert!((at - Utc::now()).num_seconds() > 25);
+
+        let mut headers = HeaderMap::new();
+        let reset = (Utc::now().timestamp() + 600).to_string();
+        headers.insert("x-ratelimit-remaining", HeaderValue::from_static("0"));
+        headers.insert(
+            "x-ratelimit-reset",
+            HeaderValue::from_str(&reset).expect("ascii"),
+        );
+        let (_, at) = rate_limited_until(StatusCode::FORBIDDEN, &headers).expect("limited");
+        assert!((at - Utc::now()).num_seconds() > 590);
+
+        // A 403 that is not about the rate limit (e.g. no access) is not a limit.
+        assert!(rate_limited_until(StatusCode::FORBIDDEN, &HeaderMap::new()).is_none());
+    }
+}

@@ -1,0 +1,497 @@
+//! Watch-based caches of every cluster Tower reads, shared by all viewers.
+//!
+//! One kube-rs [`watcher`] per cluster and resource type keeps a map of the objects, already
+//! in Tower's own model ([`Object`]). Requests never LIST: they read these maps. The watcher
+//! lists once at start, then watches from the last resource version (bookmarks keep it
+//! current); a `410 Gone` makes it list again. A type the cluster does not serve (404) is left
+//! out. When a watch fails the cluster is marked stale — with the time of the failure — and
+//! keeps serving its last objects; a cheap `/version` probe clears the mark once the API
+//! answers again.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use futures::StreamExt as _;
+use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::runtime::utils::Backoff;
+use kube::runtime::{watcher, WatchStreamExt as _};
+use serde::Serialize;
+use tokio::sync::{broadcast, watch};
+use tower_shared::kube::Object;
+
+use crate::config::Config;
+
+/// A resource type Tower watches.
+#[derive(Clone, Copy, Debug)]
+pub struct Watched {
+    pub group: &'static str,
+    pub version: &'static str,
+    pub kind: &'static str,
+    pub plural: &'static str,
+}
+
+const fn w(
+    group: &'static str,
+    version: &'static str,
+    kind: &'static str,
+    plural: &'static str,
+) -> Watched {
+    Watched {
+        group,
+        version,
+        kind,
+        plural,
+    }
+}
+
+/// Every type a derivation reads (pods are read on demand, not cached).
+pub const WATCHED: &[Watched] = &[
+    w("", "v1", "Namespace", "namespaces"),
+    w("catalog.hangar.io", "v1alpha1", "NodeJS", "nodejs"),
+    w("catalog.hangar.io", "v1alpha1", "SpringBoot", "springboots"),
+    w("catalog.hangar.io", "v1alpha1", "Python", "pythons"),
+    w("catalog.hangar.io", "v1alpha1", "Go", "goes"),
+    w(
+        "catalog.hangar.io",
+        "v1alpha1",
+        "LambdaFunction",
+        "lambdafunctions",
+    ),
+    w(
+        "catalog.hangar.io",
+        "v1alpha1",
+        "AzureFunction",
+        "azurefunctions",
+    ),
+    w(
+        "catalog.hangar.io",
+        "v1alpha1",
+        "InfraService",
+        "infraservices",
+    ),
+    w("platform.hangar.io", "v1alpha1", "AppCicd", "appcicds"),
+    w(
+        "secrets.hangar.io",
+        "v1alpha1",
+        "SecretStore",
+        "secretstores",
+    ),
+    w(
+        "projects.project.infisical.m.hangar.io",
+        "v1alpha1",
+        "Project",
+        "projects",
+    ),
+    w(
+        "repo.github.m.upbound.io",
+        "v1alpha1",
+        "Repository",
+        "repositories",
+    ),
+    w(
+        "repo.github.m.upbound.io",
+        "v1alpha1",
+        "RepositoryFile",
+        "repositoryfiles",
+    ),
+    w("tekton.dev", "v1", "PipelineRun", "pipelineruns"),
+    w("tekton.dev", "v1", "TaskRun", "taskruns"),
+    w("argoproj.io", "v1alpha1", "Rollout", "rollouts"),
+    w("argoproj.io", "v1alpha1", "AnalysisRun", "analysisruns"),
+    w("argoproj.io", "v1alpha1", "Application", "applications"),
+    w("apps", "v1", "ReplicaSet", "replicasets"),
+];
+
+impl Watched {
+    fn api_resource(&self) -> ApiResource {
+        let mut resource = ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk(self.group, self.version, self.kind),
+            self.plural,
+        );
+        resource.plural = self.plural.to_owned();
+        resource
+    }
+}
+
+/// A change a watcher saw, as `/api/events` sends it.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Change {
+    pub cluster: String,
+    pub kind: &'static str,
+    /// `applied`, `deleted`, or `resynced` (a full list replaced the cache).
+    pub action: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+}
+
+/// How fresh one cluster's cache is.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterStatus {
+    pub name: String,
+    /// Every served type has been listed once.
+    pub synced: bool,
+    /// A watch failed and the API has not answered since: the objects are the last known.
+    pub stale: bool,
+    /// When the cluster was last known to answer (the failure's start while stale).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_seen_at: Option<DateTime<Utc>>,
+    /// Seconds since `lastSeenAt`, while stale.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stale_for_seconds: Option<i64>,
+    /// The last failure, without credentials (kube errors carry none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+type Key = (Option<String>, String);
+
+#[derive(Debug, Default)]
+struct TypeCache {
+    objects: BTreeMap<Key, Object>,
+    /// A list in progress (between `Init` and `InitDone`).
+    listing: Option<BTreeMap<Key, Object>>,
+    synced: bool,
+    /// The cluster does not serve this type.
+    absent: bool,
+    last_error: Option<(DateTime<Utc>, String)>,
+}
+
+#[derive(Debug, Default)]
+struct ClusterCache {
+    types: Vec<TypeCache>,
+    last_ok: Option<DateTime<Utc>>,
+}
+
+impl ClusterCache {
+    fn failing(&self) -> Option<&(DateTime<Utc>, String)> {
+        self.types
+            .iter()
+            .filter_map(|t| t.last_error.as_ref())
+            .filter(|(at, _)| self.last_ok.is_none_or(|ok| *at >= ok))
+            .max_by_key(|(at, _)| *at)
+    }
+}
+
+#[derive(Debug)]
+struct Shared {
+    clusters: BTreeMap<String, Mutex<ClusterCache>>,
+    changes: broadcast::Sender<Change>,
+    generation: watch::Sender<u64>,
+}
+
+/// The caches of every configured cluster. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct Clusters {
+    shared: Arc<Shared>,
+}
+
+/// Delays between a watcher's retries: 250 ms doubling to 3 s, so a cluster that comes
+/// back is read again within seconds.
+#[derive(Debug)]
+struct Retry(Duration);
+
+impl Iterator for Retry {
+    type Item = Duration;
+    fn next(&mut self) -> Option<Duration> {
+        let delay = self.0;
+        self.0 = (self.0 * 2).min(Duration::from_secs(3));
+        Some(delay)
+    }
+}
+
+impl Backoff for Retry {
+    fn reset(&mut self) {
+        self.0 = Duration::from_millis(250);
+    }
+}
+
+fn lock(cache: &Mutex<ClusterCache>) -> MutexGuard<'_, ClusterCache> {
+    cache
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl Clusters {
+    /// Connects to every cluster in `config` and starts watching; returns at once (the
+    /// caches fill in the background; see [`Clusters::status`]).
+    pub async fn start(config: &Config) -> anyhow::Result<Self> {
+        let mut clients = Vec::new();
+        for cluster in &config.clusters {
+            let client_config = match &cluster.context {
+                Some(context) => {
+                    let kubeconfig = match &config.kubeconfig {
+                        Some(path) => Kubeconfig::read_from(path)?,
+                        None => Kubeconfig::read()?,
+                    };
+                    let options = KubeConfigOptions {
+                        context: Some(context.clone()),
+                        ..KubeConfigOptions::default()
+                    };
+                    kube::Config::from_custom_kubeconfig(kubeconfig, &options)
+                        .await
+                        .map_err(|err| {
+                            anyhow::anyhow!("cluster {}: context {context}: {err}", cluster.name)
+                        })?
+                }
+                None => kube::Config::incluster()
+                    .map_err(|err| anyhow::anyhow!("cluster {}: {err}", cluster.name))?,
+            };
+            clients.push((cluster.name.clone(), kube::Client::try_from(client_config)?));
+        }
+        Ok(Self::watch(clients))
+    }
+
+    /// Starts the watchers for already-built clients.
+    pub fn watch(clients: Vec<(String, kube::Client)>) -> Self {
+        let clusters = clients
+            .iter()
+            .map(|(name, _)| {
+                let cache = ClusterCache {
+                    types: WATCHED.iter().map(|_| TypeCache::default()).collect(),
+                    last_ok: None,
+                };
+                (name.clone(), Mutex::new(cache))
+            })
+            .collect();
+        let shared = Arc::new(Shared {
+            clusters,
+            changes: broadcast::channel(1024).0,
+            generation: watch::channel(0).0,
+        });
+        for (name, client) in clients {
+            for (index, watched) in WATCHED.iter().enumerate() {
+                tokio::spawn(run_watcher(
+                    Arc::downgrade(&shared),
+                    name.clone(),
+                    client.clone(),
+                    index,
+                    *watched,
+                ));
+            }
+            tokio::spawn(probe(Arc::downgrade(&shared), name, client));
+        }
+        Self { shared }
+    }
+
+    /// Every cluster's objects now.
+    pub fn objects(&self) -> BTreeMap<String, Vec<Object>> {
+        self.shared
+            .clusters
+            .iter()
+            .map(|(name, cache)| {
+                let cache = lock(cache);
+                let objects = cache
+                    .types
+                    .iter()
+                    .flat_map(|t| t.objects.values().cloned())
+                    .collect();
+                (name.clone(), objects)
+            })
+            .collect()
+    }
+
+    /// How fresh each cluster's cache is, at `now` (real time).
+    pub fn status(&self, now: DateTime<Utc>) -> Vec<ClusterStatus> {
+        self.shared
+            .clusters
+            .iter()
+            .map(|(name, cache)| {
+                let cache = lock(cache);
+                let failing = cache.failing();
+                let synced = cache.types.iter().all(|t| t.synced || t.absent);
+                let last_seen_at = match failing {
+                    Some((at, _)) => cache.last_ok.or(Some(*at)),
+                    None => cache.last_ok,
+                };
+                ClusterStatus {
+                    name: name.clone(),
+                    synced,
+                    stale: failing.is_some(),
+                    stale_for_seconds: failing
+                        .and(last_seen_at)
+                        .map(|at| (now - at).num_seconds().max(0)),
+                    last_seen_at,
+                    error: failing.map(|(_, message)| message.clone()),
+                }
+            })
+            .collect()
+    }
+
+    /// Changes as they happen (for `/api/events`).
+    pub fn changes(&self) -> broadcast::Receiver<Change> {
+        self.shared.changes.subscribe()
+    }
+
+    /// Bumped after every change to any cache.
+    pub fn generation(&self) -> watch::Receiver<u64> {
+        self.shared.generation.subscribe()
+    }
+}
+
+fn record(shared: &Shared, cluster: &str, f: impl FnOnce(&mut ClusterCache) -> Option<Change>) {
+    let Some(cache) = shared.clusters.get(cluster) else {
+        return;
+    };
+    let change = f(&mut lock(cache));
+    if let Some(change) = change {
+        shared.generation.send_modify(|g| *g += 1);
+        // Nobody listening is fine.
+        let _ = shared.changes.send(change);
+    }
+}
+
+fn to_object(object: DynamicObject, watched: &Watched) -> Option<(Key, Object)> {
+    let mut value = serde_json::to_value(object).ok()?;
+    if let Some(map) = value.as_object_mut() {
+        let api_version = if watched.group.is_empty() {
+            watched.version.to_owned()
+        } else {
+            format!("{}/{}", watched.group, watched.version)
+        };
+        map.entry("apiVersion").or_insert(api_version.into());
+        map.entry("kind").or_insert(watched.kind.into());
+    }
+    let object = Object::from_value(value)?;
+    Some((
+        (
+            object.metadata.namespace.clone(),
+            object.metadata.name.clone(),
+        ),
+        object,
+    ))
+}
+
+async fn run_watcher(
+    shared: std::sync::Weak<Shared>,
+    cluster: String,
+    client: kube::Client,
+    index: usize,
+    watched: Watched,
+) {
+    let api: kube::Api<DynamicObject> = kube::Api::all_with(client, &watched.api_resource());
+    let mut stream = watcher(api, watcher::Config::default())
+        .backoff(Retry(Duration::from_millis(250)))
+        .boxed();
+    while let Some(item) = stream.next().await {
+        let Some(shared) = shared.upgrade() else {
+            return;
+        };
+        let now = Utc::now();
+        match item {
+            Ok(event) => record(&shared, &cluster, |cache| {
+                cache.last_ok = Some(now);
+                let types = &mut cache.types[index];
+                let change = |action, key: Option<&Key>| Change {
+                    cluster: cluster.clone(),
+                    kind: watched.kind,
+                    action,
+                    namespace: key.and_then(|k| k.0.clone()),
+                    name: key.map(|k| k.1.clone()),
+                };
+                match event {
+                    watcher::Event::Init => {
+                        types.listing = Some(BTreeMap::new());
+                        None
+                    }
+                    watcher::Event::InitApply(object) => {
+                        if let (Some(listing), Some((key, object))) =
+                            (types.listing.as_mut(), to_object(object, &watched))
+                        {
+                            listing.insert(key, object);
+                        }
+                        None
+                    }
+                    watcher::Event::InitDone => {
+                        types.objects = types.listing.take().unwrap_or_default();
+                        types.synced = true;
+                        Some(change("resynced", None))
+                    }
+                    watcher::Event::Apply(object) => {
+                        let (key, object) = to_object(object, &watched)?;
+                        let out = change("applied", Some(&key));
+                        types.objects.insert(key, object);
+                        Some(out)
+                    }
+                    watcher::Event::Delete(object) => {
+                        let (key, _) = to_object(object, &watched)?;
+                        types.objects.remove(&key);
+                        Some(change("deleted", Some(&key)))
+                    }
+                }
+            }),
+            Err(err) if is_not_served(&err) => {
+                record(&shared, &cluster, |cache| {
+                    cache.types[index].absent = true;
+                    None
+                });
+                tracing::debug!(%cluster, kind = watched.kind, "not served by this cluster");
+                return;
+            }
+            Err(err) => {
+                tracing::warn!(%cluster, kind = watched.kind, error = %err, "watch failed");
+                let message = err.to_string();
+                record(&shared, &cluster, |cache| {
+                    cache.types[index].last_error = Some((now, message));
+                    Some(Change {
+                        cluster: cluster.clone(),
+                        kind: watched.kind,
+                        action: "stale",
+                        namespace: None,
+                        name: None,
+                    })
+                });
+            }
+        }
+    }
+}
+
+fn is_not_served(err: &watcher::Error) -> bool {
+    match err {
+        watcher::Error::InitialListFailed(kube::Error::Api(status))
+        | watcher::Error::WatchStartFailed(kube::Error::Api(status)) => status.code == 404,
+        _ => false,
+    }
+}
+
+/// While a cluster is failing, asks its `/version` every 2 s; an answer marks it fresh
+/// again (the watchers resume from their resource versions on their next retry).
+async fn probe(shared: std::sync::Weak<Shared>, cluster: String, client: kube::Client) {
+    let mut ticker = tokio::time::interval(Duration::from_secs(2));
+    loop {
+        ticker.tick().await;
+        let Some(strong) = shared.upgrade() else {
+            return;
+        };
+        let failing = strong
+            .clusters
+            .get(&cluster)
+            .is_some_and(|c| lock(c).failing().is_some());
+        drop(strong);
+        if !failing {
+            continue;
+        }
+        if client.apiserver_version().await.is_ok() {
+            let Some(strong) = shared.upgrade() else {
+                return;
+            };
+            let now = Utc::now();
+            record(&strong, &cluster, |cache| {
+                cache.last_ok = Some(now);
+                Some(Change {
+                    cluster: cluster.clone(),
+                    kind: "Cluster",
+                    action: "fresh",
+                    namespace: None,
+                    name: None,
+                })
+            });
+        }
+    }
+}

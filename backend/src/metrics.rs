@@ -1,0 +1,156 @@
+//! `/metrics` in the Prometheus text format: requests per route and status, and — read at
+//! scrape time — each cluster cache's freshness and size, GitHub requests and 304s.
+
+use std::sync::Arc;
+
+use axum::extract::{MatchedPath, Request, State};
+use axum::middleware::Next;
+use axum::response::Response;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+
+use crate::app::AppState;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RouteLabels {
+    route: String,
+    status: u16,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ClusterLabels {
+    cluster: String,
+}
+
+/// Tower's metrics.
+#[derive(Debug)]
+pub struct Metrics {
+    registry: Registry,
+    requests: Family<RouteLabels, Counter>,
+    stale: Family<ClusterLabels, Gauge>,
+    synced: Family<ClusterLabels, Gauge>,
+    objects: Family<ClusterLabels, Gauge>,
+    github_requests: Gauge,
+    github_not_modified: Gauge,
+    provisioning_services: Gauge,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        let mut registry = Registry::with_prefix("tower");
+        let requests = Family::<RouteLabels, Counter>::default();
+        registry.register(
+            "http_requests",
+            "HTTP requests answered, by route and status",
+            requests.clone(),
+        );
+        let stale = Family::<ClusterLabels, Gauge>::default();
+        registry.register(
+            "cluster_stale",
+            "1 while a cluster cannot be reached and its last data is served",
+            stale.clone(),
+        );
+        let synced = Family::<ClusterLabels, Gauge>::default();
+        registry.register(
+            "cluster_synced",
+            "1 once every watched type of a cluster has been listed",
+            synced.clone(),
+        );
+        let objects = Family::<ClusterLabels, Gauge>::default();
+        registry.register(
+            "cluster_cached_objects",
+            "Objects held in a cluster's watch cache",
+            objects.clone(),
+        );
+        let github_requests = Gauge::default();
+        registry.register(
+            "github_requests",
+            "Requests sent to GitHub since start",
+            github_requests.clone(),
+        );
+        let github_not_modified = Gauge::default();
+        registry.register(
+            "github_not_modified",
+            "GitHub answers that were 304 Not Modified (no rate limit spent)",
+            github_not_modified.clone(),
+        );
+        let provisioning_services = Gauge::default();
+        registry.register(
+            "provisioning_services",
+            "Services in the current provisioning derivation",
+            provisioning_services.clone(),
+        );
+        Self {
+            registry,
+            requests,
+            stale,
+            synced,
+            objects,
+            github_requests,
+            github_not_modified,
+            provisioning_services,
+        }
+    }
+}
+
+impl Metrics {
+    /// The text exposition, after reading the live state's gauges.
+    pub fn render(&self, state: &AppState) -> String {
+        if let Some(live) = &state.live {
+            let objects = live.clusters().objects();
+            for status in live.clusters().status(chrono::Utc::now()) {
+                let labels = ClusterLabels {
+                    cluster: status.name.clone(),
+                };
+                self.stale
+                    .get_or_create(&labels)
+                    .set(i64::from(status.stale));
+                self.synced
+                    .get_or_create(&labels)
+                    .set(i64::from(status.synced));
+                let count = objects.get(&status.name).map_or(0, Vec::len);
+                self.objects
+                    .get_or_create(&labels)
+                    .set(i64::try_from(count).unwrap_or(i64::MAX));
+            }
+            self.provisioning_services
+                .set(i64::try_from(live.derived().provisioning.services.len()).unwrap_or(i64::MAX));
+        }
+        if let Some(github) = &state.github {
+            let counters = github.counters();
+            self.github_requests
+                .set(i64::try_from(counters.requests).unwrap_or(i64::MAX));
+            self.github_not_modified
+                .set(i64::try_from(counters.not_modified).unwrap_or(i64::MAX));
+        }
+        let mut text = String::new();
+        // Writing to a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut text, &self.registry);
+        text
+    }
+}
+
+/// Counts every answer by its route template (not the raw path, which would let callers
+/// create unbounded label values).
+pub async fn count_requests(
+    State(metrics): State<Arc<Metrics>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or_else(|| "other".to_owned(), |p| p.as_str().to_owned());
+    let response = next.run(request).await;
+    metrics
+        .requests
+        .get_or_create(&RouteLabels {
+            route,
+            status: response.status().as_u16(),
+        })
+        .inc();
+    response
+}

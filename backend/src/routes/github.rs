@@ -1,0 +1,194 @@
+//! Routes answered from GitHub: a repo's pull requests, the pending tenant requests, one
+//! XR's request PR, and an app's `cicd.yaml`.
+
+use axum::extract::State;
+use axum::Json;
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use serde_json::Value;
+use tower_shared::provisioning::{
+    first_environment, parse_request_title, FirstEnvironment, PENDING_MERGED_WINDOW,
+};
+use tower_shared::snapshot::PullRequest;
+
+use super::params::{self, Query};
+use super::ApiError;
+use crate::app::AppState;
+use crate::live::github::{GitHub, GitHubError};
+
+fn github(state: &AppState) -> Result<&GitHub, ApiError> {
+    state.github.as_ref().ok_or_else(|| {
+        ApiError::unavailable("Tower has no GitHub configured (see `github` in tower.yaml)")
+    })
+}
+
+fn from_github(err: GitHubError, field: &'static str) -> ApiError {
+    match err {
+        GitHubError::Status { status: 404, .. } => ApiError::Unknown {
+            field,
+            message: "GitHub has no such repository (or Tower may not read it)".to_owned(),
+        },
+        GitHubError::RateLimited { until } => ApiError::Unavailable {
+            message: format!("GitHub's rate limit is spent until {until}"),
+            retry_after_secs: Some((until - Utc::now()).num_seconds().max(1).unsigned_abs()),
+        },
+        other => ApiError::Upstream {
+            message: other.to_string(),
+        },
+    }
+}
+
+async fn pulls_of(state: &AppState, repo: &str) -> Result<Vec<PullRequest>, ApiError> {
+    github(state)?
+        .pull_requests(repo)
+        .await
+        .map_err(|err| from_github(err, "repo"))
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Pulls {
+    repo: String,
+    pull_requests: Vec<PullRequest>,
+}
+
+/// `GET /pull-requests?owner=&repo=`: every PR of the repo, newest first.
+pub async fn pull_requests(
+    State(state): State<AppState>,
+    query: Query,
+) -> Result<Json<Pulls>, ApiError> {
+    let repo = params::repo(&query)?;
+    let pull_requests = pulls_of(&state, &repo).await?;
+    Ok(Json(Pulls {
+        repo,
+        pull_requests,
+    }))
+}
+
+/// A tenant request PR ("Create <Kind> <name>").
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Request {
+    kind: Option<&'static str>,
+    name: String,
+    #[serde(flatten)]
+    pull_request: PullRequest,
+}
+
+fn request_of(pr: &PullRequest) -> Option<Request> {
+    let title = parse_request_title(&pr.title)?;
+    Some(Request {
+        kind: title.kind.map(|k| k.as_str()),
+        name: title.name.to_owned(),
+        pull_request: pr.clone(),
+    })
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Pending {
+    repo: String,
+    now: DateTime<Utc>,
+    requests: Vec<Request>,
+}
+
+/// `GET /pending-requests?owner=&repo=`: open request PRs in a tenants repo, and those
+/// merged in the last 30 minutes.
+pub async fn pending_requests(
+    State(state): State<AppState>,
+    query: Query,
+) -> Result<Json<Pending>, ApiError> {
+    let repo = params::repo(&query)?;
+    let now = state.source.now();
+    let requests = pulls_of(&state, &repo)
+        .await?
+        .iter()
+        .filter(|pr| {
+            pr.is_open()
+                || pr
+                    .merged_at
+                    .is_some_and(|at| at <= now && now - at <= PENDING_MERGED_WINDOW)
+        })
+        .filter_map(request_of)
+        .collect();
+    Ok(Json(Pending {
+        repo,
+        now,
+        requests,
+    }))
+}
+
+/// `GET /request-pr?owner=&repo=&kind=&name=`: the request PR for one XR, found by its
+/// title (a merged one first, then an open one, then the newest).
+pub async fn request_pr(
+    State(state): State<AppState>,
+    query: Query,
+) -> Result<Json<Request>, ApiError> {
+    let repo = params::repo(&query)?;
+    let kind = params::kind(&query, "kind")?;
+    let name = params::dns_label(&query, "name")?;
+    let pulls = pulls_of(&state, &repo).await?;
+    pulls
+        .iter()
+        .filter(|pr| {
+            parse_request_title(&pr.title)
+                .is_some_and(|t| t.name == name && t.kind.is_none_or(|k| k == kind))
+        })
+        .min_by_key(|pr| (!pr.is_merged(), !pr.is_open(), std::cmp::Reverse(pr.number)))
+        .and_then(request_of)
+        .map(Json)
+        .ok_or_else(|| ApiError::Unknown {
+            field: "name",
+            message: format!("{repo} has no request PR for {} {name}", kind.as_str()),
+        })
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Cicd {
+    app: String,
+    repo: String,
+    path: String,
+    /// The whole file, parsed.
+    config: Value,
+    /// `deploy.environments` as written (absent when the file declares none).
+    environments: Option<Value>,
+    first_environment: FirstEnvironment,
+}
+
+/// `GET /config/cicd?app=`: the app's `cicd.yaml`, parsed, read from the repo and path its
+/// scaffold writes it to.
+pub async fn cicd(State(state): State<AppState>, query: Query) -> Result<Json<Cicd>, ApiError> {
+    let app = params::dns_label(&query, "app")?;
+    let github = github(&state)?;
+    let snapshot = state.source.snapshot();
+    let Some((repo, path)) = crate::live::cicd_location(&snapshot, github.owner(), app) else {
+        return Err(ApiError::Unknown {
+            field: "app",
+            message: format!("Tower cannot tell where {app}'s cicd.yaml lives"),
+        });
+    };
+    let text = github
+        .file(&repo, &path)
+        .await
+        .map_err(|err| from_github(err, "app"))?
+        .ok_or_else(|| ApiError::Unknown {
+            field: "app",
+            message: format!("{repo} has no {path} (yet)"),
+        })?;
+    let config: Value = serde_yaml_ng::from_str(&text).map_err(|err| ApiError::Upstream {
+        message: format!("{repo}/{path} is not YAML: {err}"),
+    })?;
+    let environments = config
+        .get("deploy")
+        .and_then(|d| d.get("environments"))
+        .cloned();
+    Ok(Json(Cicd {
+        app: app.to_owned(),
+        first_environment: first_environment(Some(&text)),
+        repo,
+        path,
+        config,
+        environments,
+    }))
+}

@@ -1,0 +1,56 @@
+//! `/readyz`, `/metrics` and `/openapi.json`.
+
+use axum::extract::State;
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::json;
+
+use crate::app::AppState;
+
+/// Ready when the history database answers and every cluster's cache has been filled
+/// once. 503 names what is missing.
+pub async fn readyz(State(state): State<AppState>) -> Response {
+    let mut waiting = Vec::new();
+    if !state.history.ping().await {
+        waiting.push("the history database does not answer".to_owned());
+    }
+    if let Some(live) = &state.live {
+        for cluster in live.clusters().status(chrono::Utc::now()) {
+            if !cluster.synced {
+                waiting.push(format!("cluster {} is not synced yet", cluster.name));
+            }
+        }
+    }
+    if waiting.is_empty() {
+        (StatusCode::OK, Json(json!({ "ready": true }))).into_response()
+    } else {
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(json!({ "ready": false, "waiting": waiting })),
+        )
+            .into_response()
+    }
+}
+
+pub async fn metrics(State(state): State<AppState>) -> Response {
+    let text = state.metrics.render(&state);
+    (
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        text,
+    )
+        .into_response()
+}
+
+/// The OpenAPI document, kept in `backend/openapi.yaml`.
+pub const OPENAPI_YAML: &str = include_str!("../../openapi.yaml");
+
+pub async fn openapi() -> Response {
+    match serde_yaml_ng::from_str::<serde_json::Value>(OPENAPI_YAML) {
+        Ok(doc) => Json(doc).into_response(),
+        Err(err) => super::ApiError::unavailable(format!("openapi.yaml: {err}")).into_response(),
+    }
+}

@@ -1,0 +1,105 @@
+//! Query parameters, checked: each failure names its field.
+
+use std::collections::HashMap;
+
+use tower_shared::provisioning::{is_dns_label, ServiceKind};
+
+use super::ApiError;
+use crate::config::is_github_name;
+
+/// A query string as given.
+pub type Query = axum::extract::Query<HashMap<String, String>>;
+
+pub fn required<'q>(query: &'q Query, field: &'static str) -> Result<&'q str, ApiError> {
+    query
+        .get(field)
+        .map(String::as_str)
+        .ok_or_else(|| ApiError::bad(field, format!("the query parameter `{field}` is required")))
+}
+
+/// A Kubernetes name (DNS-1123 label).
+pub fn dns_label<'q>(query: &'q Query, field: &'static str) -> Result<&'q str, ApiError> {
+    let value = required(query, field)?;
+    check_dns_label(value, field)?;
+    Ok(value)
+}
+
+pub fn check_dns_label(value: &str, field: &'static str) -> Result<(), ApiError> {
+    if is_dns_label(value) {
+        Ok(())
+    } else {
+        Err(ApiError::bad(
+            field,
+            format!(
+                "`{field}` must be a DNS-1123 label (lowercase letters, digits and '-', at most 63), not {value:?}"
+            ),
+        ))
+    }
+}
+
+pub fn optional_dns_label<'q>(
+    query: &'q Query,
+    field: &'static str,
+) -> Result<Option<&'q str>, ApiError> {
+    match query.get(field) {
+        Some(_) => dns_label(query, field).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// `owner` and `repo` as GitHub names; returns `owner/repo`.
+pub fn repo(query: &Query) -> Result<String, ApiError> {
+    let mut parts = Vec::new();
+    for field in ["owner", "repo"] {
+        let value = required(query, field)?;
+        if !is_github_name(value) {
+            return Err(ApiError::bad(
+                field,
+                format!("`{field}` must be a GitHub name (letters, digits, '-', '_', '.'), not {value:?}"),
+            ));
+        }
+        parts.push(value);
+    }
+    Ok(parts.join("/"))
+}
+
+/// A Hangar kind (`NodeJS`, `InfraService`, …).
+pub fn kind(query: &Query, field: &'static str) -> Result<ServiceKind, ApiError> {
+    let value = required(query, field)?;
+    ServiceKind::from_kind(value).ok_or_else(|| {
+        let known: Vec<&str> = ServiceKind::ALL.iter().map(|k| k.as_str()).collect();
+        ApiError::bad(
+            field,
+            format!(
+                "{value:?} is not a Hangar kind (one of {})",
+                known.join(", ")
+            ),
+        )
+    })
+}
+
+/// A number in `range`, or `default` when absent.
+pub fn number(
+    query: &Query,
+    field: &'static str,
+    range: std::ops::RangeInclusive<u32>,
+    default: u32,
+) -> Result<u32, ApiError> {
+    let Some(value) = query.get(field) else {
+        return Ok(default);
+    };
+    value
+        .parse::<u32>()
+        .ok()
+        .filter(|n| range.contains(n))
+        .ok_or_else(|| {
+            ApiError::bad(
+                field,
+                format!(
+                    "`{field}` must be a whole number from {} to {}, not {value:?}",
+                    range.start(),
+                    range.end()
+                ),
+            )
+        })
+}

@@ -1,0 +1,99 @@
+//! The history under load: 1,000 concurrent POSTs of the same run to `tower serve` (its own
+//! process, configured by the `tower.yaml` the demo writes) leave exactly one row and no
+//! 5xx, in SQLite and in PostgreSQL.
+
+use std::collections::BTreeMap;
+
+use serde_json::{json, Value};
+use tower_backend::demo;
+
+use crate::support::{postgres_database, Demo};
+
+async fn thousand_concurrent_posts(database_url: Option<String>) {
+    let dir = tempfile::tempdir().unwrap();
+    let world = demo::World::Stories {
+        start: chrono::Utc::now(),
+        seed: 1,
+    };
+    let listen = "127.0.0.1:0".parse().unwrap();
+    let _world = demo::start_world(world, 1.0, dir.path(), None, listen)
+        .await
+        .unwrap();
+    let env: Vec<(&str, &str)> = database_url
+        .as_deref()
+        .map(|url| ("DATABASE_URL", url))
+        .into_iter()
+        .collect();
+    let tower = Demo::serve(&dir.path().join("tower.yaml"), &env)
+        .await
+        .unwrap();
+
+    let client = reqwest::Client::new();
+    let run = json!({"service": "crowded", "kind": "Python",
+        "startedAt": "2026-11-30T08:00:00Z", "finishedAt": "2026-11-30T08:20:00Z",
+        "steps": {"repositories": 61, "first-build": 402}});
+    let url = format!("{}provisioning-history/runs", tower.url);
+    let posts = (0..1000).map(|i| {
+        let mut body = run.clone();
+        // Every poster measured slightly differently: only the first record may win.
+        body["steps"]["repositories"] = json!(61 + i);
+        let request = client.post(&url).json(&body);
+        async move {
+            let response = request.send().await.unwrap();
+            let status = response.status();
+            (status, response.json::<Value>().await.unwrap())
+        }
+    });
+    let answers = futures::future::join_all(posts).await;
+    let mut statuses = BTreeMap::new();
+    for (status, _) in &answers {
+        *statuses.entry(status.as_u16()).or_insert(0) += 1;
+    }
+    assert_eq!(
+        statuses,
+        BTreeMap::from([(200, 999), (201, 1)]),
+        "one insert, 999 repeats"
+    );
+    let stored: Vec<&Value> = answers.iter().map(|(_, body)| body).collect();
+    assert!(
+        stored.iter().all(|b| b == &stored[0]),
+        "every poster got the one stored run"
+    );
+
+    let listed: Value = client
+        .get(format!("{}provisioning-history/runs?limit=100", tower.url))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let crowded: Vec<&Value> = listed["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["service"] == "crowded")
+        .collect();
+    assert_eq!(crowded.len(), 1, "{listed}");
+    assert_eq!(crowded[0], stored[0]);
+
+    // Straight from the database: one row.
+    let url = database_url
+        .unwrap_or_else(|| format!("sqlite://{}", dir.path().join("history.db").display()));
+    let history = tower_backend::history::History::connect(&url)
+        .await
+        .unwrap();
+    let rows = history.newest(Some("Python"), 100).await.unwrap();
+    assert_eq!(rows.iter().filter(|r| r.service == "crowded").count(), 1);
+    assert_eq!(tower.interrupt().await.unwrap().code(), Some(0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_thousand_concurrent_posts_leave_one_row_in_sqlite() {
+    thousand_concurrent_posts(None).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_thousand_concurrent_posts_leave_one_row_in_postgres() {
+    thousand_concurrent_posts(Some(postgres_database().await.unwrap())).await;
+}

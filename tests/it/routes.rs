@@ -1,0 +1,650 @@
+//! Every backend route against the simulated platform, through Tower's real clients:
+//! kube-rs watch caches, octocrab with conditional requests, reqwest to Backstage.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+
+use crate::support::{eventually, Live};
+
+/// The world stands still (speed 0), so what the routes say can be checked exactly.
+async fn frozen() -> Live {
+    Live::start(0.0).await.unwrap()
+}
+
+fn names(list: &Value, key: &str) -> BTreeSet<String> {
+    list.as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v[key].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn live_runs_come_from_the_watch_cache() {
+    let tower = frozen().await;
+    let (status, body) = tower.get("/live-runs?app=orders-api").await.unwrap();
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["namespace"], "app-orders-api-cicd");
+    assert_eq!(body["cluster"], "dev");
+    let runs = body["pipelineRuns"].as_array().unwrap();
+    assert!(!runs.is_empty(), "orders-api has build and deploy runs");
+    assert!(
+        runs.iter()
+            .all(|r| r["kind"] == "PipelineRun"
+                && r["metadata"]["namespace"] == "app-orders-api-cicd")
+    );
+    assert!(!body["taskRuns"].as_array().unwrap().is_empty());
+    assert!(body.get("stale").is_none(), "every cluster answers: {body}");
+
+    // An InfraService's runs live in infra-<name>-cicd.
+    let (status, body) = tower.get("/live-runs?app=events-bus").await.unwrap();
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["namespace"], "infra-events-bus-cicd");
+
+    let (status, body) = tower.get("/live-runs?app=Orders_API").await.unwrap();
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(body["field"], "app");
+    let (status, body) = tower.get("/live-runs").await.unwrap();
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(body["field"], "app");
+    let (status, body) = tower
+        .get("/live-runs?app=orders-api&namespace=not%20a%20namespace")
+        .await
+        .unwrap();
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(body["field"], "namespace");
+    let (status, body) = tower.get("/live-runs?app=no-such-app").await.unwrap();
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert_eq!(body["field"], "app");
+}
+
+#[tokio::test]
+async fn pull_requests_pending_requests_and_request_prs_come_from_github() {
+    let tower = frozen().await;
+    let (status, body) = tower
+        .get("/pull-requests?owner=acme&repo=hangar-tenants")
+        .await
+        .unwrap();
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let pulls = body["pullRequests"].as_array().unwrap().clone();
+    let titles: BTreeSet<&str> = pulls.iter().map(|p| p["title"].as_str().unwrap()).collect();
+    for title in [
+        "Create Go orders-api",
+        "Create SpringBoot ledger",
+        "Create NodeJS shop",
+    ] {
+        assert!(titles.contains(title), "{title} in {titles:?}");
+    }
+
+    // Pending: open requests and those merged in the last 30 minutes (world time).
+    let (status, body) = tower
+        .get("/pending-requests?owner=acme&repo=hangar-tenants")
+        .await
+        .unwrap();
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let now: chrono::DateTime<chrono::Utc> = body["now"].as_str().unwrap().parse().unwrap();
+    let expected: BTreeSet<String> = pulls
+        .iter()
+        .filter(|p| p["title"].as_str().unwrap().starts_with("Create "))
+        .filter(|p| {
+            p["state"] == "open"
+                || p["merged_at"].as_str().is_some_and(|at| {
+                    let at: chrono::DateTime<chrono::Utc> = at.parse().unwrap();
+                    now - at <= chrono::Duration::minutes(30)
+                })
+        })
+        .map(|p| {
+            p["title"]
+                .as_str()
+                .unwrap()
+                .rsplit(' ')
+                .next()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    let pending = names(&body["requests"], "name");
+    assert_eq!(pending, expected);
+    assert!(
+        pending.contains("shop") && pending.contains("ledger"),
+        "{pending:?}"
+    );
+    assert!(!pending.contains("orders-api"), "merged two hours ago");
+
+    let (status, body) = tower
+        .get("/request-pr?owner=acme&repo=hangar-tenants&kind=Go&name=orders-api")
+        .await
+        .unwrap();
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["title"], "Create Go orders-api");
+    assert_eq!(body["kind"], "Go");
+    assert!(body["merged_at"].is_string());
+
+    for (query, field, code) in [
+        ("owner=acme", "repo", StatusCode::BAD_REQUEST),
+        ("repo=hangar-tenants", "owner", StatusCode::BAD_REQUEST),
+        ("owner=acme&repo=a%2Fb", "repo", StatusCode::BAD_REQUEST),
+        (
+            "owner=acme&repo=no-such-repo",
+            "repo",
+            StatusCode::NOT_FOUND,
+        ),
+    ] {
+        let (status, body) = tower.get(&format!("/pull-requests?{query}")).await.unwrap();
+        assert_eq!(
+            (status, body["field"].as_str()),
+            (code, Some(field)),
+            "{query}: {body}"
+        );
+    }
+    for (query, field, code) in [
+        ("kind=Cobol&name=x", "kind", StatusCode::BAD_REQUEST),
+        ("kind=Go&name=-x", "name", StatusCode::BAD_REQUEST),
+        (
+            "kind=Go&name=never-requested",
+            "name",
+            StatusCode::NOT_FOUND,
+        ),
+    ] {
+        let (status, body) = tower
+            .get(&format!(
+                "/request-pr?owner=acme&repo=hangar-tenants&{query}"
+            ))
+            .await
+            .unwrap();
+        assert_eq!(
+            (status, body["field"].as_str()),
+            (code, Some(field)),
+            "{query}: {body}"
+        );
+    }
+
+    // Asking again within 45 s is served from Tower's cache: GitHub sees no new request.
+    let before = tower.live.github().unwrap().counters();
+    let (status, _) = tower
+        .get("/pull-requests?owner=acme&repo=hangar-tenants")
+        .await
+        .unwrap();
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        tower.live.github().unwrap().counters().requests,
+        before.requests
+    );
+}
+
+#[tokio::test]
+async fn cicd_config_is_read_where_the_scaffold_wrote_it() {
+    let tower = frozen().await;
+    let (status, body) = tower.get("/config/cicd?app=orders-api").await.unwrap();
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["repo"], "acme/orders-api");
+    assert_eq!(body["path"], ".glidepath/cicd.yaml");
+    assert_eq!(body["environments"][0]["name"], "dev");
+    assert_eq!(body["config"]["deploy"]["target"], "aws-ecs");
+    assert_eq!(body["firstEnvironment"]["name"], "dev");
+    assert_eq!(body["firstEnvironment"]["hasDeployStage"], true);
+
+    let (status, body) = tower.get("/config/cicd?app=events-bus").await.unwrap();
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["repo"], "acme/gitops-infra-events-bus");
+
+    // ledger's repositories were never created (missing provider credentials).
+    let (status, body) = tower.get("/config/cicd?app=ledger").await.unwrap();
+    assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+    assert_eq!(body["field"], "app");
+    let (status, body) = tower.get("/config/cicd?app=").await.unwrap();
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(body["field"], "app");
+}
+
+#[tokio::test]
+async fn provisioning_snapshot_readiness_metrics_and_openapi() {
+    let tower = frozen().await;
+    let (status, body) = tower.get("/api/provisioning").await.unwrap();
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let services = names(&body["services"], "name");
+    for name in ["orders-api", "ledger", "thumbnailer", "events-bus"] {
+        assert!(services.contains(name), "{name} in {services:?}");
+    }
+    // shop's XR does not exist yet; its merged request PR is pending.
+    let shop = body["services"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "shop")
+        .unwrap();
+    assert_eq!(shop["group"], "pending");
+    // GitHub answered, so the onboarding step does not wait for it.
+    let orders = body["services"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "orders-api")
+        .unwrap();
+    let onboarding = orders["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"] == "onboarding-prs")
+        .unwrap();
+    assert_eq!(onboarding["status"], "done", "{onboarding}");
+
+    // cicd.yaml is read from GitHub once the service is seen, and lands in the snapshot.
+    let body = eventually(
+        Duration::from_secs(10),
+        "orders-api's cicd.yaml read",
+        || async {
+            let (status, body) = tower.get("/api/snapshot?service=orders-api").await.ok()?;
+            assert_eq!(status, StatusCode::OK);
+            body["cicd"]["orders-api"].is_string().then_some(body)
+        },
+    )
+    .await
+    .unwrap();
+    assert!(body["clusters"]["dev"].as_array().unwrap().len() > 5);
+    assert!(body["cicd"]["orders-api"]
+        .as_str()
+        .unwrap()
+        .contains("aws-ecs"));
+
+    let (status, body) = tower.get("/readyz").await.unwrap();
+    assert_eq!(
+        (status, body["ready"].as_bool()),
+        (StatusCode::OK, Some(true))
+    );
+
+    let metrics = reqwest::get(tower.url("/metrics")).await.unwrap();
+    assert_eq!(metrics.status(), StatusCode::OK);
+    let text = metrics.text().await.unwrap();
+    assert!(
+        text.contains("tower_cluster_synced{cluster=\"dev\"} 1"),
+        "{text}"
+    );
+    assert!(
+        text.contains("tower_cluster_stale{cluster=\"prod\"} 0"),
+        "{text}"
+    );
+    assert!(
+        text.contains("tower_http_requests_total{route=\"/readyz\",status=\"200\"} 1"),
+        "{text}"
+    );
+
+    // The OpenAPI document lists exactly the routes the router serves.
+    let (status, doc) = tower.get("/openapi.json").await.unwrap();
+    assert_eq!(status, StatusCode::OK);
+    let documented: BTreeSet<&str> = doc["paths"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    let served: BTreeSet<&str> = [
+        "/api/fleet",
+        "/api/snapshot",
+        "/api/provisioning",
+        "/api/events",
+        "/live-runs",
+        "/pull-requests",
+        "/pending-requests",
+        "/request-pr",
+        "/config/cicd",
+        "/provisioning-history/runs",
+        "/provisioning-history/typical",
+        "/catalog/refresh",
+        "/catalog/entity",
+        "/healthz",
+        "/readyz",
+        "/metrics",
+        "/openapi.json",
+    ]
+    .into();
+    assert_eq!(documented, served);
+    let routes_rs =
+        std::fs::read_to_string(crate::support::root().join("backend/src/routes/mod.rs")).unwrap();
+    for path in served.iter().filter(|p| **p != "/healthz") {
+        assert!(
+            routes_rs.contains(&format!("\"{path}\"")),
+            "{path} is routed in routes/mod.rs"
+        );
+    }
+}
+
+#[tokio::test]
+async fn history_records_once_and_serves_typicals_in_sqlite() {
+    history_records_once_and_serves_typicals(frozen().await).await;
+}
+
+#[tokio::test]
+async fn history_records_once_and_serves_typicals_in_postgres() {
+    let database = crate::support::postgres_database().await.unwrap();
+    let tower = Live::start_with(0.0, Some(database)).await.unwrap();
+    assert_eq!(
+        tower.live.history().backend(),
+        tower_backend::history::Backend::Postgres
+    );
+    history_records_once_and_serves_typicals(tower).await;
+}
+
+async fn history_records_once_and_serves_typicals(tower: Live) {
+    let client = reqwest::Client::new();
+    let run = json!({"service": "billing", "kind": "NodeJS",
+        "startedAt": "2026-11-30T09:00:00Z", "finishedAt": "2026-11-30T09:17:00Z",
+        "steps": {"repositories": 60, "first-build": 400}});
+    let post = |body: Value| {
+        client
+            .post(tower.url("/provisioning-history/runs"))
+            .json(&body)
+            .send()
+    };
+    let first = post(run.clone()).await.unwrap();
+    assert_eq!(first.status(), StatusCode::CREATED);
+    // A repeat (another browser) with other numbers gets the stored run back.
+    let mut repeat = run.clone();
+    repeat["steps"]["repositories"] = json!(999);
+    let second = post(repeat).await.unwrap();
+    assert_eq!(second.status(), StatusCode::OK);
+    let stored: Value = second.json().await.unwrap();
+    assert_eq!(stored["steps"]["repositories"], 60);
+
+    for (body, field) in [
+        (
+            json!({"kind": "NodeJS", "startedAt": "2026-11-30T09:00:00Z", "finishedAt": "2026-11-30T09:01:00Z"}),
+            "service",
+        ),
+        (
+            json!({"service": "Bad Name", "kind": "NodeJS", "startedAt": "2026-11-30T09:00:00Z", "finishedAt": "2026-11-30T09:01:00Z"}),
+            "service",
+        ),
+        (
+            json!({"service": "x", "kind": "Cobol", "startedAt": "2026-11-30T09:00:00Z", "finishedAt": "2026-11-30T09:01:00Z"}),
+            "kind",
+        ),
+        (
+            json!({"service": "x", "kind": "Go", "startedAt": "yesterday", "finishedAt": "2026-11-30T09:01:00Z"}),
+            "startedAt",
+        ),
+        (
+            json!({"service": "x", "kind": "Go", "startedAt": "2026-11-30T09:02:00Z", "finishedAt": "2026-11-30T09:01:00Z"}),
+            "finishedAt",
+        ),
+        (
+            json!({"service": "x", "kind": "Go", "startedAt": "2026-11-30T09:00:00Z", "finishedAt": "2026-11-30T09:01:00Z", "steps": {"repositories": -1}}),
+            "steps.repositories",
+        ),
+        (
+            json!({"service": "x", "kind": "Go", "startedAt": "2026-11-30T09:00:00Z", "finishedAt": "2026-11-30T09:01:00Z", "steps": {"coffee": 1}}),
+            "steps.coffee",
+        ),
+    ] {
+        let response = post(body.clone()).await.unwrap();
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{body}");
+        let error: Value = response.json().await.unwrap();
+        assert_eq!(error["field"], field, "{body}: {error}");
+    }
+    let response = client
+        .post(tower.url("/provisioning-history/runs"))
+        .body("not json")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+
+    // Two more NodeJS runs make three: the measured median replaces the estimate.
+    for (service, build) in [("billing-2", 300), ("billing-3", 500)] {
+        let mut more = run.clone();
+        more["service"] = json!(service);
+        more["steps"]["first-build"] = json!(build);
+        assert_eq!(post(more).await.unwrap().status(), StatusCode::CREATED);
+    }
+    let (status, body) = tower
+        .get("/provisioning-history/typical?kind=NodeJS")
+        .await
+        .unwrap();
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let build = body["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"] == "first-build")
+        .unwrap();
+    assert_eq!(
+        (build["seconds"].as_u64(), build["source"].as_str()),
+        (Some(400), Some("measured"))
+    );
+    let request = body["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"] == "request-pr-merged")
+        .unwrap();
+    assert_eq!(request["source"], "estimate");
+    let (status, body) = tower
+        .get("/provisioning-history/typical?kind=nodejs")
+        .await
+        .unwrap();
+    assert_eq!(
+        (status, body["field"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("kind"))
+    );
+
+    let (status, body) = tower
+        .get("/provisioning-history/runs?limit=2")
+        .await
+        .unwrap();
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body["runs"].as_array().unwrap().len(), 2);
+    for limit in ["0", "101", "ten"] {
+        let (status, body) = tower
+            .get(&format!("/provisioning-history/runs?limit={limit}"))
+            .await
+            .unwrap();
+        assert_eq!(
+            (status, body["field"].as_str()),
+            (StatusCode::BAD_REQUEST, Some("limit"))
+        );
+    }
+}
+
+#[tokio::test]
+async fn catalog_refresh_uses_the_callers_backstage_token() {
+    let tower = frozen().await;
+    let client = reqwest::Client::new();
+    let backstage = format!("http://{}", tower.world.served.backstage);
+    let token = client
+        .get(format!("{backstage}/api/auth/guest/refresh"))
+        .send()
+        .await
+        .unwrap()
+        .json::<Value>()
+        .await
+        .unwrap()["backstageIdentity"]["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let refresh = |token: Option<&str>| {
+        let request = client.post(tower.url("/catalog/refresh"));
+        match token {
+            Some(token) => request.bearer_auth(token),
+            None => request,
+        }
+        .send()
+    };
+    let first = refresh(Some(&token)).await.unwrap();
+    assert_eq!(first.status(), StatusCode::OK);
+    assert_eq!(first.json::<Value>().await.unwrap()["status"], "triggered");
+    // While that run lasts, a second trigger is "already running" — an answer, not an error.
+    let second = refresh(Some(&token)).await.unwrap();
+    assert_eq!(second.status(), StatusCode::OK);
+    assert_eq!(
+        second.json::<Value>().await.unwrap()["status"],
+        "already-running"
+    );
+
+    let missing = refresh(None).await.unwrap();
+    assert_eq!(missing.status(), StatusCode::UNAUTHORIZED);
+    assert_eq!(
+        missing.json::<Value>().await.unwrap()["field"],
+        "authorization"
+    );
+    let forged = refresh(Some("not-a-backstage-token")).await.unwrap();
+    assert_eq!(forged.status(), StatusCode::UNAUTHORIZED);
+    let text = forged.text().await.unwrap();
+    assert!(
+        !text.contains("not-a-backstage-token"),
+        "errors never echo credentials: {text}"
+    );
+
+    // The catalog lookup: orders-api has been in the catalog for hours.
+    let found: Value = client
+        .get(tower.url("/catalog/entity?name=orders-api"))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(found["found"], true, "{found}");
+    assert_eq!(found["entity"]["metadata"]["name"], "orders-api");
+    let (status, body) = tower
+        .get("/catalog/entity?name=never-heard-of-it")
+        .await
+        .unwrap();
+    assert_eq!(
+        (status, &body["found"]),
+        (StatusCode::OK, &json!(false)),
+        "{body}"
+    );
+}
+
+#[tokio::test]
+async fn events_stream_changes_as_the_world_moves() {
+    let tower = Live::start(60.0).await.unwrap();
+    let mut response = reqwest::get(tower.url("/api/events")).await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    let mut seen = String::new();
+    let got_change = tokio::time::timeout(Duration::from_secs(20), async {
+        while let Some(chunk) = response.chunk().await.unwrap() {
+            seen.push_str(&String::from_utf8_lossy(&chunk));
+            if seen.contains("event: change") {
+                return;
+            }
+        }
+    })
+    .await;
+    assert!(got_change.is_ok(), "no change event in 20 s: {seen}");
+    assert!(seen.starts_with("event: hello"), "{seen}");
+    let data = seen
+        .lines()
+        .skip_while(|l| *l != "event: change")
+        .nth(1)
+        .and_then(|l| l.strip_prefix("data: "))
+        .unwrap();
+    let change: Value = serde_json::from_str(data).unwrap();
+    assert!(
+        change["cluster"].is_string() && change["kind"].is_string(),
+        "{change}"
+    );
+}
+
+#[tokio::test]
+async fn a_cluster_that_goes_away_is_served_stale_and_recovers() {
+    let tower = frozen().await;
+    let (_, before) = tower.get("/live-runs?app=orders-api").await.unwrap();
+    assert!(tower.world.served.set_cluster_up("dev", false));
+
+    let stale = eventually(Duration::from_secs(15), "dev marked stale", || async {
+        let (status, body) = tower.get("/live-runs?app=orders-api").await.ok()?;
+        assert_eq!(status, StatusCode::OK, "still answering: {body}");
+        body.get("stale").is_some().then_some(body)
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        stale["pipelineRuns"], before["pipelineRuns"],
+        "the last known runs"
+    );
+    assert_eq!(stale["stale"][0]["name"], "dev");
+    assert!(stale["stale"][0]["staleForSeconds"].as_i64().unwrap() >= 0);
+    assert!(stale["stale"][0]["lastSeenAt"].is_string());
+    let (status, provisioning) = tower.get("/api/provisioning").await.unwrap();
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(provisioning["stale"][0]["name"], "dev");
+    let text = reqwest::get(tower.url("/metrics"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        text.contains("tower_cluster_stale{cluster=\"dev\"} 1"),
+        "{text}"
+    );
+
+    assert!(tower.world.served.set_cluster_up("dev", true));
+    let fresh = eventually(Duration::from_secs(20), "dev fresh again", || async {
+        let (_, body) = tower.get("/live-runs?app=orders-api").await.ok()?;
+        body.get("stale").is_none().then_some(body)
+    })
+    .await
+    .unwrap();
+    assert_eq!(fresh["pipelineRuns"], before["pipelineRuns"]);
+}
+
+#[tokio::test]
+async fn steady_state_needs_no_lists() {
+    let tower = Live::start(20.0).await.unwrap();
+    // Let the first lists and watches settle, then count.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let before = tower.world.served.api_requests();
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    let after = tower.world.served.api_requests();
+    for (cluster, counts) in &after {
+        assert_eq!(
+            counts.list, before[cluster].list,
+            "{cluster}: no LIST after start-up"
+        );
+    }
+    // The world did move meanwhile, and Tower saw it through its watches.
+    assert!(tower
+        .live
+        .clusters()
+        .status(chrono::Utc::now())
+        .iter()
+        .all(|c| c.synced && !c.stale));
+}
+
+#[tokio::test]
+async fn the_backend_records_a_finished_provision_itself() {
+    // At 600× the shop story (about 17 world minutes) finishes in a couple of seconds.
+    let tower = Live::start(600.0).await.unwrap();
+    let run = eventually(Duration::from_secs(60), "shop recorded", || async {
+        let (_, body) = tower
+            .get("/provisioning-history/runs?limit=100")
+            .await
+            .ok()?;
+        body["runs"]
+            .as_array()?
+            .iter()
+            .find(|r| r["service"] == "shop")
+            .cloned()
+    })
+    .await
+    .unwrap();
+    assert_eq!(run["kind"], "NodeJS");
+    let started: chrono::DateTime<chrono::Utc> =
+        run["startedAt"].as_str().unwrap().parse().unwrap();
+    let finished: chrono::DateTime<chrono::Utc> =
+        run["finishedAt"].as_str().unwrap().parse().unwrap();
+    assert!(finished > started);
+    // Steps whose duration is unknown are left out, never recorded as 0.
+    assert!(run["steps"]
+        .as_object()
+        .unwrap()
+        .values()
+        .all(|s| s.as_u64().is_some()));
+}
