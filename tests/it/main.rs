@@ -1,6 +1,7 @@
 //! Tower's integration tests: one binary, a module per area.
 //!
 //! - [`support`] — starting `tower demo` and a headless Chromium for a test.
+//! - [`backstage`] — catalog refresh and lookup against a real Backstage backend.
 //! - [`tidy`] — invariants of the code base itself (the `shared` crate stays pure).
 //! - [`provisioning`] — the provisioning derivation over `fixtures/provisioning/`.
 //! - [`provisioning_props`] — invariants under shuffled and corrupted snapshots (proptest).
@@ -14,6 +15,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
+mod backstage;
 mod browser;
 mod cli;
 mod cloud_deploys;

@@ -136,6 +136,7 @@ fn test(root: &Path) -> anyhow::Result<()> {
     let bundle = frontend::build(root, &toolchain)?;
     bundle.check_budget()?;
     let postgres = tools::ensure_postgres()?;
+    let (partner_scripts, partner_install) = tools::ensure_backstage_partner(root)?;
     steps::run(
         "tests",
         cargo()
@@ -144,6 +145,8 @@ fn test(root: &Path) -> anyhow::Result<()> {
             .env("CHROMEDRIVER", &browser.chromedriver)
             .env("CHROMIUM", &browser.chromium)
             .env("TOWER_TEST_DATABASE_URL", &postgres)
+            .env("TOWER_BACKSTAGE_PARTNER", &partner_scripts)
+            .env("TOWER_BACKSTAGE_PARTNER_DIR", &partner_install)
             .args([
                 "test",
                 "--locked",

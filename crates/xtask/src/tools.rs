@@ -9,6 +9,7 @@
 //! | wasm-opt (binaryen 132) | npm, into the tools folder | Debian's binaryen 108 emits WASM that fails at load |
 //! | chromium, chromedriver | apt-get | browser tests |
 //! | postgresql (cluster `tower`, port 54329) | apt-get, `pg_createcluster` | history tests against PostgreSQL |
+//! | a real Backstage backend | the team's `backstage-partner/setup.sh` (npm) | catalog tests against the real thing |
 //!
 //! The tools folder is `$TOWER_TOOLS_DIR`, else `~/.cache/tower-tools`: outside the clone,
 //! so clean clones on one machine share it.
@@ -50,8 +51,7 @@ pub struct Browser {
 impl Toolchain {
     /// Checks every tool `need` asks for and installs the missing ones.
     pub fn ensure(root: &Path, need: Need) -> anyhow::Result<Self> {
-        let tools_dir = std::env::var_os("TOWER_TOOLS_DIR")
-            .map_or_else(|| home().join(".cache/tower-tools"), PathBuf::from);
+        let tools_dir = tools_dir();
         let path = search_path(&[cargo_bin(), tools_dir.join("node_modules/.bin")]);
 
         ensure_wasm_target()?;
@@ -71,6 +71,10 @@ impl Toolchain {
         };
         Ok(Self { path, browser })
     }
+}
+
+fn tools_dir() -> PathBuf {
+    std::env::var_os("TOWER_TOOLS_DIR").map_or_else(|| home().join(".cache/tower-tools"), PathBuf::from)
 }
 
 fn home() -> PathBuf {
@@ -286,4 +290,37 @@ pub fn ensure_postgres() -> anyhow::Result<String> {
         privileged("runuser").args(["-u", "postgres", "--", "psql", "-q", "-p", PORT, "-c", sql]),
     )?;
     Ok(format!("postgres://tower:tower@127.0.0.1:{PORT}/postgres"))
+}
+
+/// A real Backstage backend for the catalog tests: the team's `backstage-partner` scripts
+/// (`$TOWER_BACKSTAGE_PARTNER`, else `shared/tools/backstage-partner` in a folder above the
+/// checkout, else `/work/shared/…`), installed once into the tools folder with their
+/// `setup.sh` (npm; about 2–3 minutes). Returns (scripts folder, install folder).
+pub fn ensure_backstage_partner(root: &Path) -> anyhow::Result<(PathBuf, PathBuf)> {
+    let wanted = Path::new("shared/tools/backstage-partner");
+    let scripts = std::env::var_os("TOWER_BACKSTAGE_PARTNER")
+        .map(PathBuf::from)
+        .into_iter()
+        .chain(root.ancestors().skip(1).map(|dir| dir.join(wanted)))
+        .chain([Path::new("/work").join(wanted)])
+        .find(|dir| dir.join("run.sh").is_file() && dir.join("setup.sh").is_file())
+        .context(
+            "the backstage-partner scripts were not found beside the checkout; \
+             set TOWER_BACKSTAGE_PARTNER to their folder",
+        )?;
+    let install = tools_dir().join("backstage-partner");
+    if !install.join("node_modules/@backstage/backend-defaults").is_dir() {
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        if which(&path, "npm").is_none() {
+            apt_install(&["nodejs", "npm"])?;
+        }
+        if ["make", "g++", "python3"].iter().any(|p| which(&path, p).is_none()) {
+            apt_install(&["make", "g++", "python3"])?;
+        }
+        steps::run(
+            "backstage-partner setup (npm install, once per machine)",
+            Command::new("bash").arg(scripts.join("setup.sh")).arg(&install),
+        )?;
+    }
+    Ok((scripts, install))
 }

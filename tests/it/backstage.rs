@@ -1,0 +1,161 @@
+//! `POST /catalog/refresh` and the catalog lookup against a real Backstage backend (the
+//! team's backstage-partner, which `cargo xtask test` installs): write a Component file,
+//! trigger the ingestor's task with a real user's token, see the entity appear; a second
+//! trigger while the run lasts is "already running".
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+use tower_backend::{app, assets, config, history, source};
+
+use crate::support::{dist, eventually};
+
+/// A real Backstage backend on a free loopback port; stopped when dropped.
+struct Backstage {
+    url: String,
+    entities: tempfile::TempDir,
+    pid_file: PathBuf,
+}
+
+impl Backstage {
+    fn start() -> anyhow::Result<Self> {
+        let scripts = std::env::var_os("TOWER_BACKSTAGE_PARTNER").context(
+            "TOWER_BACKSTAGE_PARTNER is not set: run the tests with `cargo xtask test`, which installs a real Backstage backend",
+        )?;
+        let install = PathBuf::from(
+            std::env::var_os("TOWER_BACKSTAGE_PARTNER_DIR")
+                .context("TOWER_BACKSTAGE_PARTNER_DIR is not set")?,
+        );
+        let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+        let entities = tempfile::tempdir()?;
+        let status = std::process::Command::new("bash")
+            .arg(PathBuf::from(scripts).join("run.sh"))
+            .arg(&install)
+            .env("PORT", port.to_string())
+            .env("BS_ENTITY_DIR", entities.path())
+            .status()?;
+        anyhow::ensure!(status.success(), "backstage-partner run.sh failed");
+        Ok(Self {
+            url: format!("http://127.0.0.1:{port}"),
+            entities,
+            pid_file: install.join("backend.pid"),
+        })
+    }
+}
+
+impl Drop for Backstage {
+    fn drop(&mut self) {
+        if let Ok(pid) = std::fs::read_to_string(&self.pid_file) {
+            let _ = std::process::Command::new("kill").arg(pid.trim()).status();
+        }
+    }
+}
+
+#[tokio::test]
+async fn refresh_and_lookup_against_a_real_backstage() {
+    let backstage = Backstage::start().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let history = history::History::connect(&format!(
+        "sqlite://{}?mode=rwc",
+        dir.path().join("history.db").display()
+    ))
+    .await
+    .unwrap();
+    let snapshot = tower_shared::snapshot::Snapshot::empty(chrono::Utc::now());
+    let mut state = app::AppState::fixed(None, Arc::new(source::Fixed(Arc::new(snapshot))), history);
+    state.backstage = Some(Arc::new(config::HttpService {
+        url: backstage.url.clone(),
+        token: None,
+    }));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let tower = format!("http://{}", listener.local_addr().unwrap());
+    let router = app::router(state, &assets::Dist::open(&dist().unwrap()).unwrap());
+    let server = tokio::spawn(async move { axum::serve(listener, router).await });
+
+    let client = reqwest::Client::new();
+    let token = client
+        .get(format!("{}/api/auth/guest/refresh", backstage.url))
+        .send()
+        .await
+        .unwrap()
+        .json::<Value>()
+        .await
+        .unwrap()["backstageIdentity"]["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let lookup = || async {
+        let answer: Value = client
+            .get(format!("{tower}/catalog/entity?name=tower-partner-probe"))
+            .bearer_auth(&token)
+            .send()
+            .await
+            .ok()?
+            .json()
+            .await
+            .ok()?;
+        Some(answer)
+    };
+    assert_eq!(lookup().await.unwrap()["found"], false);
+
+    let component = json!({"apiVersion": "backstage.io/v1alpha1", "kind": "Component",
+        "metadata": {"name": "tower-partner-probe"},
+        "spec": {"type": "service", "lifecycle": "experimental", "owner": "user:default/guest"}});
+    std::fs::write(
+        backstage.entities.path().join("tower-partner-probe.json"),
+        component.to_string(),
+    )
+    .unwrap();
+
+    let refresh = || async {
+        let response = client
+            .post(format!("{tower}/catalog/refresh"))
+            .bearer_auth(&token)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), StatusCode::OK);
+        response.json::<Value>().await.unwrap()["status"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    // The provider may be running already from start-up: wait for a trigger that starts a run.
+    eventually(Duration::from_secs(30), "a trigger that starts a run", || async {
+        (refresh().await == "triggered").then_some(())
+    })
+    .await
+    .unwrap();
+    // The run lasts 3 s: a second trigger meanwhile is reported as already running.
+    let second = eventually(Duration::from_secs(10), "Backstage's 409", || async {
+        let status = refresh().await;
+        (status == "already-running").then_some(status)
+    })
+    .await
+    .unwrap();
+    assert_eq!(second, "already-running");
+
+    let found = eventually(Duration::from_secs(60), "the component in the catalog", || async {
+        let answer = lookup().await?;
+        (answer["found"] == true).then_some(answer)
+    })
+    .await
+    .unwrap();
+    assert_eq!(found["entity"]["metadata"]["name"], "tower-partner-probe");
+
+    // Backstage's own refusal is a 401 naming the credential, never echoing it.
+    let refused = client
+        .post(format!("{tower}/catalog/refresh"))
+        .bearer_auth("forged-token")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), StatusCode::UNAUTHORIZED);
+    let body = refused.text().await.unwrap();
+    assert!(body.contains("authorization") && !body.contains("forged-token"), "{body}");
+    server.abort();
+}
