@@ -16,6 +16,11 @@ pub enum World {
     Stories { start: DateTime<Utc>, seed: u64 },
     /// A captured world (`--scenario FILE`).
     Scenario(Scenario),
+    /// Any stories, from `start` (for benchmarks and tests).
+    Custom {
+        start: DateTime<Utc>,
+        stories: Vec<Box<dyn Story>>,
+    },
 }
 
 /// Reads `--scenario FILE`, naming the file and the problem when it is not a snapshot.
@@ -53,17 +58,19 @@ pub async fn start_world(
 ) -> anyhow::Result<Demo> {
     use std::io::Write;
 
-    let mut clusters = vec!["dev", "prod"];
-    let (now, stories): (DateTime<Utc>, Vec<Box<dyn Story>>) = match &world {
-        World::Stories { start, seed } => (*start, hangar_sim::stories::demo_world(*start, *seed)),
+    let mut clusters: Vec<String> = vec!["dev".to_owned(), "prod".to_owned()];
+    let (now, stories): (DateTime<Utc>, Vec<Box<dyn Story>>) = match world {
+        World::Stories { start, seed } => (start, hangar_sim::stories::demo_world(start, seed)),
         World::Scenario(scenario) => {
-            clusters.extend(scenario.clusters());
-            (scenario.now, vec![Box::new(scenario.clone())])
+            clusters.extend(scenario.clusters().into_iter().map(str::to_owned));
+            (scenario.now, vec![Box::new(scenario)])
         }
+        World::Custom { start, stories } => (start, stories),
     };
     clusters.sort_unstable();
     clusters.dedup();
     let clock = hangar_sim::clock::Clock::new(now, speed);
+    let clusters: Vec<&str> = clusters.iter().map(String::as_str).collect();
     let platform = std::sync::Arc::new(hangar_sim::platform::Platform::new(
         clock, &clusters, stories,
     ));

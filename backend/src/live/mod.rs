@@ -50,6 +50,8 @@ pub struct Derived {
     pub github_answered: bool,
     /// `provisioning.services` as JSON, serialised once.
     pub services_json: Arc<RawValue>,
+    /// The `GET /api/provisioning` body while every cluster answers, built once.
+    pub body: bytes::Bytes,
 }
 
 /// What was read from GitHub and the history database.
@@ -131,6 +133,7 @@ impl Live {
                 services: Vec::new(),
             }),
             services_json: Arc::from(empty_list()),
+            body: bytes::Bytes::new(),
             snapshot: empty,
         };
         let (poke, pokes) = std::sync::mpsc::channel();
@@ -314,6 +317,9 @@ impl Live {
                     github_answered,
                     snapshot: Arc::clone(&snapshot),
                     provisioning: Arc::new(provisioning),
+                    body: provisioning_body(now, &json, &[])
+                        .unwrap_or_default()
+                        .into(),
                     services_json: Arc::from(json),
                 }));
                 let memory_changed = next != observed;
@@ -486,6 +492,26 @@ fn repository_file_target(object: &Object, owner: &str) -> Option<(String, Strin
         format!("{owner}/{repo}")
     };
     Some((repo, file.to_owned()))
+}
+
+/// The `GET /api/provisioning` body: `{"now", "services", "stale"?}`.
+pub fn provisioning_body(
+    now: DateTime<Utc>,
+    services: &RawValue,
+    stale: &[kube::ClusterStatus],
+) -> serde_json::Result<Vec<u8>> {
+    #[derive(serde::Serialize)]
+    struct Body<'a> {
+        now: DateTime<Utc>,
+        services: &'a RawValue,
+        #[serde(skip_serializing_if = "<[_]>::is_empty")]
+        stale: &'a [kube::ClusterStatus],
+    }
+    serde_json::to_vec(&Body {
+        now,
+        services,
+        stale,
+    })
 }
 
 fn empty_list() -> Box<RawValue> {

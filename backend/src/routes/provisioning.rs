@@ -1,43 +1,37 @@
-//! `GET /api/provisioning`: the provisioning state of every service, derived on the server.
+//! `GET /api/provisioning`: the provisioning state of every service, derived on the server:
+//! `{"now", "services", "stale"?}`. Live, the deriver has the body ready (it re-derives every
+//! second and on every change), so a request copies nothing while every cluster answers.
 
 use axum::extract::State;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
-use serde::Serialize;
-use serde_json::value::RawValue;
 
 use super::ApiError;
 use crate::app::AppState;
-use crate::live::kube::ClusterStatus;
-
-#[derive(Serialize)]
-struct Answer<'a> {
-    now: chrono::DateTime<chrono::Utc>,
-    services: &'a RawValue,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    stale: Vec<ClusterStatus>,
-}
+use crate::live::provisioning_body;
 
 pub async fn get(State(state): State<AppState>) -> Result<Response, ApiError> {
-    let (now, services) = match &state.live {
-        // The deriver keeps a fresh answer, serialised once.
+    let encoding = |err: serde_json::Error| ApiError::unavailable(format!("encoding provisioning: {err}"));
+    let stale = state.stale_clusters();
+    let body: bytes::Bytes = match &state.live {
         Some(live) => {
             let derived = live.derived();
-            (derived.now, derived.services_json.clone())
+            if stale.is_empty() && !derived.body.is_empty() {
+                derived.body.clone()
+            } else {
+                provisioning_body(derived.now, &derived.services_json, &stale)
+                    .map_err(encoding)?
+                    .into()
+            }
         }
         None => {
             let snapshot = state.source.snapshot();
             let derived = tower_shared::provisioning::derive_provisioning(&snapshot);
-            let services = serde_json::value::to_raw_value(&derived.services)
-                .map_err(|err| ApiError::unavailable(format!("encoding provisioning: {err}")))?;
-            (snapshot.now, std::sync::Arc::from(services))
+            let services = serde_json::value::to_raw_value(&derived.services).map_err(encoding)?;
+            provisioning_body(snapshot.now, &services, &stale)
+                .map_err(encoding)?
+                .into()
         }
     };
-    let body = serde_json::to_vec(&Answer {
-        now,
-        services: &services,
-        stale: state.stale_clusters(),
-    })
-    .map_err(|err| ApiError::unavailable(format!("encoding provisioning: {err}")))?;
     Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response())
 }

@@ -97,6 +97,24 @@ pub struct PullRequest {
 ///   counts as stalled 10 world minutes in;
 /// - the steady fleet chosen by `seed`: about 30 apps released through dev, staging and
 ///   prod, one canary paused at 40 % under analysis.
+/// `count` applications, each at its own point of a typical provision: created at spread
+/// moments over the 30 minutes before `start`, so every one is under way or finished
+/// recently enough to be listed. For load tests and benchmarks.
+pub fn crowd(start: DateTime<Utc>, count: usize) -> Vec<Box<dyn Story>> {
+    const KINDS: [&str; 4] = ["NodeJS", "SpringBoot", "Python", "Go"];
+    (0..count)
+        .map(|i| {
+            let ago = (i as i64 * 7_919) % (30 * 60);
+            let story = app::AppStory::new(
+                &format!("svc-{i:04}"),
+                KINDS[i % KINDS.len()],
+                start - Duration::seconds(ago),
+            );
+            Box::new(story) as Box<dyn Story>
+        })
+        .collect()
+}
+
 pub fn demo_world(start: DateTime<Utc>, seed: u64) -> Vec<Box<dyn Story>> {
     let mut ledger = app::AppStory::new("ledger", "SpringBoot", start - Duration::minutes(3));
     ledger.repo_error = Some(
