@@ -111,7 +111,10 @@ async fn serve_and_measure(options: &Options) -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
     let dist = dir.path().join("dist");
     std::fs::create_dir_all(&dist)?;
-    std::fs::write(dist.join("index.html"), "<!doctype html><title>Tower</title>")?;
+    std::fs::write(
+        dist.join("index.html"),
+        "<!doctype html><title>Tower</title>",
+    )?;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
 
@@ -120,7 +123,10 @@ async fn serve_and_measure(options: &Options) -> anyhow::Result<()> {
         start,
         stories: hangar_sim::stories::crowd(start, options.services),
     };
-    eprintln!("starting the simulated platform with {} services…", options.services);
+    eprintln!(
+        "starting the simulated platform with {} services…",
+        options.services
+    );
     let world = demo::start_world(world, 1.0, dir.path(), None, addr).await?;
     let platform = Arc::clone(&world.platform);
     let clock: live::Clock = Arc::new(move || platform.clock().now());
@@ -174,7 +180,10 @@ async fn serve_and_measure(options: &Options) -> anyhow::Result<()> {
         ms("p99_us"),
         ms("max_us"),
     );
-    println!("  Tower had read the platform {:.1} s after start", ready_after.as_secs_f64());
+    println!(
+        "  Tower had read the platform {:.1} s after start",
+        ready_after.as_secs_f64()
+    );
     for (cluster, now) in &after {
         let then = before.get(cluster).copied().unwrap_or_default();
         println!(

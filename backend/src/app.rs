@@ -5,6 +5,7 @@ use std::sync::Arc;
 use axum::routing::get;
 use axum::Router;
 use tower_http::compression::CompressionLayer;
+use tower_http::set_header::SetResponseHeaderLayer;
 use tower_http::trace::TraceLayer;
 use tower_shared::fleet::Fleet;
 
@@ -35,6 +36,8 @@ pub struct AppState {
     /// For Argo CD and Backstage.
     pub http: reqwest::Client,
     pub metrics: Arc<Metrics>,
+    /// Who may embed Tower in a frame (`Content-Security-Policy: frame-ancestors …`).
+    pub frame_ancestors: Arc<[String]>,
 }
 
 impl AppState {
@@ -49,6 +52,7 @@ impl AppState {
             history,
             http: reqwest::Client::new(),
             metrics: Arc::default(),
+            frame_ancestors: Arc::from(vec!["'self'".to_owned()]),
         }
     }
 
@@ -63,6 +67,7 @@ impl AppState {
             history: live.history().clone(),
             http: reqwest::Client::new(),
             metrics: Arc::default(),
+            frame_ancestors: Arc::from(config.frame_ancestors.clone()),
             live: Some(live),
         }
     }
@@ -73,6 +78,9 @@ impl AppState {
 /// unless already encoded or a Server-Sent Events stream.
 pub fn router(state: AppState, dist: &Dist) -> Router {
     let metrics = Arc::clone(&state.metrics);
+    let frame_policy = format!("frame-ancestors {}", state.frame_ancestors.join(" "));
+    let frame_policy = http::HeaderValue::from_str(&frame_policy)
+        .unwrap_or(http::HeaderValue::from_static("frame-ancestors 'self'"));
     Router::new()
         .merge(routes::api().with_state(state))
         .route("/healthz", get(|| async { "ok" }))
@@ -86,6 +94,10 @@ pub fn router(state: AppState, dist: &Dist) -> Router {
             tower_http::compression::DefaultPredicate::new()
                 .and(NotForContentType::const_new("text/event-stream"))
         }))
+        .layer(SetResponseHeaderLayer::if_not_present(
+            http::header::CONTENT_SECURITY_POLICY,
+            frame_policy,
+        ))
         .layer(TraceLayer::new_for_http())
 }
 

@@ -328,6 +328,18 @@ impl Config {
                 check_url(&service.url).map_err(|m| (field.to_owned(), m))?;
             }
         }
+        for (i, origin) in self.frame_ancestors.iter().enumerate() {
+            let ok = !origin.is_empty()
+                && origin
+                    .bytes()
+                    .all(|b| b.is_ascii_graphic() && !matches!(b, b';' | b',' | b'"'));
+            if !ok {
+                return Err((
+                    format!("frameAncestors[{i}]"),
+                    format!("{origin:?} is not a CSP source (e.g. 'self' or https://backstage.example.com)"),
+                ));
+            }
+        }
         if let Some(url) = &self.database_url {
             let url = url.expose();
             if !(url.starts_with("sqlite:")
@@ -444,6 +456,10 @@ mod tests {
                 "controlPlaneCluster",
             ),
             ("databaseUrl: mysql://x\n", "databaseUrl"),
+            (
+                "frameAncestors: [\"https://a.example; script-src *\"]\n",
+                "frameAncestors[0]",
+            ),
         ];
         for (text, field) in cases {
             match Config::parse(text, "t.yaml", no_env) {

@@ -30,7 +30,9 @@ impl Backstage {
             std::env::var_os("TOWER_BACKSTAGE_PARTNER_DIR")
                 .context("TOWER_BACKSTAGE_PARTNER_DIR is not set")?,
         );
-        let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")?
+            .local_addr()?
+            .port();
         let entities = tempfile::tempdir()?;
         let status = std::process::Command::new("bash")
             .arg(PathBuf::from(scripts).join("run.sh"))
@@ -66,7 +68,8 @@ async fn refresh_and_lookup_against_a_real_backstage() {
     .await
     .unwrap();
     let snapshot = tower_shared::snapshot::Snapshot::empty(chrono::Utc::now());
-    let mut state = app::AppState::fixed(None, Arc::new(source::Fixed(Arc::new(snapshot))), history);
+    let mut state =
+        app::AppState::fixed(None, Arc::new(source::Fixed(Arc::new(snapshot))), history);
     state.backstage = Some(Arc::new(config::HttpService {
         url: backstage.url.clone(),
         token: None,
@@ -125,9 +128,11 @@ async fn refresh_and_lookup_against_a_real_backstage() {
             .to_owned()
     };
     // The provider may be running already from start-up: wait for a trigger that starts a run.
-    eventually(Duration::from_secs(30), "a trigger that starts a run", || async {
-        (refresh().await == "triggered").then_some(())
-    })
+    eventually(
+        Duration::from_secs(30),
+        "a trigger that starts a run",
+        || async { (refresh().await == "triggered").then_some(()) },
+    )
     .await
     .unwrap();
     // The run lasts 3 s: a second trigger meanwhile is reported as already running.
@@ -139,10 +144,14 @@ async fn refresh_and_lookup_against_a_real_backstage() {
     .unwrap();
     assert_eq!(second, "already-running");
 
-    let found = eventually(Duration::from_secs(60), "the component in the catalog", || async {
-        let answer = lookup().await?;
-        (answer["found"] == true).then_some(answer)
-    })
+    let found = eventually(
+        Duration::from_secs(60),
+        "the component in the catalog",
+        || async {
+            let answer = lookup().await?;
+            (answer["found"] == true).then_some(answer)
+        },
+    )
     .await
     .unwrap();
     assert_eq!(found["entity"]["metadata"]["name"], "tower-partner-probe");
@@ -156,6 +165,9 @@ async fn refresh_and_lookup_against_a_real_backstage() {
         .unwrap();
     assert_eq!(refused.status(), StatusCode::UNAUTHORIZED);
     let body = refused.text().await.unwrap();
-    assert!(body.contains("authorization") && !body.contains("forged-token"), "{body}");
+    assert!(
+        body.contains("authorization") && !body.contains("forged-token"),
+        "{body}"
+    );
     server.abort();
 }

@@ -167,3 +167,36 @@ fn demo_rejects_a_scenario_that_is_not_a_snapshot_by_name() {
     );
     assert!(stderr.contains("now"), "names the missing field: {stderr}");
 }
+
+#[test]
+fn serve_rejects_a_bad_config_naming_the_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let dist = dist().unwrap();
+    for (text, field) in [
+        ("clusters:\n  - name: Prod_EU\n", "clusters[0].name"),
+        (
+            "github:\n  owner: acme\n  apiUrl: ftp://x\n",
+            "github.apiUrl",
+        ),
+        ("listen: nowhere\n", "listen"),
+    ] {
+        let file = dir.path().join("tower.yaml");
+        std::fs::write(&file, text).unwrap();
+        let (code, stderr) = tower(&[
+            "serve",
+            "--config",
+            file.to_str().unwrap(),
+            "--dist",
+            dist.to_str().unwrap(),
+        ]);
+        assert_ne!(code, 0, "{text}");
+        assert!(
+            stderr.contains("tower.yaml") && stderr.contains(field),
+            "{text}: {stderr}"
+        );
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+    let (code, stderr) = tower(&["serve", "--config", "/no/such/tower.yaml"]);
+    assert_ne!(code, 0);
+    assert!(stderr.contains("/no/such/tower.yaml"), "{stderr}");
+}

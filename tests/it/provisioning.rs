@@ -634,3 +634,35 @@ fn a_finished_provision_becomes_a_history_record_without_unknowns() {
     );
     assert!(record_of(&shop("nodejs-5-building")).is_none());
 }
+
+#[test]
+fn a_step_first_seen_done_late_ends_now_so_the_provision_is_recorded() {
+    // The rollout turned healthy long ago, but the observer (which had seen it running)
+    // only now sees it done: Tower was not looking meanwhile. The step ends now — what the
+    // observer's memory will say — so the provision is finished now and gets recorded,
+    // rather than being "finished long ago" and dropped unrecorded.
+    let mut snapshot = fixture("nodejs-7-finished");
+    snapshot["observed"]["shop"]["running-healthy"]
+        .as_object_mut()
+        .unwrap()
+        .remove("doneAt");
+    let late = "2026-11-30T09:00:00Z";
+    snapshot["now"] = json!(late);
+    let shop = service(&derive(&snapshot), "shop").clone();
+    let healthy = step(&shop, StepId::RunningHealthy);
+    assert_eq!(healthy.status, StepStatus::Done);
+    assert_eq!(healthy.ended_at, Some(late.parse().unwrap()));
+    assert_eq!(shop.group, Group::Finished);
+    assert_eq!(
+        record_of(&shop).unwrap().finished_at,
+        late.parse::<chrono::DateTime<chrono::Utc>>().unwrap()
+    );
+
+    // Without having seen it running first, no time is invented: the step has no end, and
+    // the provision finished when its last known step did (too long ago to list).
+    snapshot["observed"]["shop"]
+        .as_object_mut()
+        .unwrap()
+        .remove("running-healthy");
+    assert!(!names(&derive(&snapshot)).contains(&"shop"));
+}

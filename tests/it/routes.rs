@@ -245,6 +245,21 @@ async fn provisioning_snapshot_readiness_metrics_and_openapi() {
     .await
     .unwrap();
     assert!(body["clusters"]["dev"].as_array().unwrap().len() > 5);
+    // The catalog is looked up with Tower's read token once the service is seen.
+    let body = eventually(
+        Duration::from_secs(10),
+        "orders-api in the catalog",
+        || async {
+            let (_, body) = tower.get("/api/snapshot?service=orders-api").await.ok()?;
+            body["catalog"]
+                .as_array()
+                .is_some_and(|c| !c.is_empty())
+                .then_some(body)
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(body["catalog"][0]["metadata"]["name"], "orders-api");
     assert!(body["cicd"]["orders-api"]
         .as_str()
         .unwrap()
@@ -254,6 +269,13 @@ async fn provisioning_snapshot_readiness_metrics_and_openapi() {
     assert_eq!(
         (status, body["ready"].as_bool()),
         (StatusCode::OK, Some(true))
+    );
+
+    // Only the configured origins may frame Tower (the demo: itself).
+    let page = reqwest::get(tower.url("/")).await.unwrap();
+    assert_eq!(
+        page.headers()["content-security-policy"],
+        "frame-ancestors 'self'"
     );
 
     let metrics = reqwest::get(tower.url("/metrics")).await.unwrap();

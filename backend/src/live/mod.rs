@@ -8,6 +8,7 @@
 //! the observer's memory (when steps were first seen running/done) and records every
 //! provision it sees complete in the history, whether or not anyone has a page open.
 
+pub mod backstage;
 pub mod github;
 pub mod kube;
 
@@ -22,7 +23,7 @@ use tower_shared::kube::Object;
 use tower_shared::provisioning::{
     derive, record_of, remember, Group, Provisioning, ServiceKind, StepId, StepStatus, World,
 };
-use tower_shared::snapshot::{Observation, PullRequest, RecordedRun, Snapshot};
+use tower_shared::snapshot::{CatalogEntity, Observation, PullRequest, RecordedRun, Snapshot};
 
 use self::github::GitHub;
 use self::kube::Clusters;
@@ -65,6 +66,9 @@ struct Remote {
     cicd: BTreeMap<String, String>,
     /// The newest recorded runs (for typical durations).
     history: Vec<RecordedRun>,
+    /// Catalog entities found so far, by name; `catalog_answered` once Backstage answered.
+    catalog: BTreeMap<String, CatalogEntity>,
+    catalog_answered: bool,
 }
 
 #[derive(Debug)]
@@ -169,6 +173,16 @@ impl Live {
             .ok();
         if live.inner.github.is_some() {
             tokio::spawn(live.clone().poll_github());
+        }
+        let reader = live.inner.config.backstage.as_ref().and_then(|b| {
+            let token = b.token.clone()?;
+            Some((
+                backstage::Backstage::new(&b.url, reqwest::Client::new()),
+                token,
+            ))
+        });
+        if let Some((backstage, token)) = reader {
+            tokio::spawn(live.clone().poll_catalog(backstage, token));
         }
         live
     }
@@ -281,6 +295,9 @@ impl Live {
             .github_answered
             .then(|| remote.pulls.values().flatten().cloned().collect());
         snapshot.cicd = remote.cicd.clone();
+        snapshot.catalog = remote
+            .catalog_answered
+            .then(|| remote.catalog.values().cloned().collect());
         snapshot.history = remote.history.clone();
         snapshot.observed = observed.clone();
         snapshot
@@ -449,6 +466,58 @@ impl Live {
                     Err(err) => tracing::warn!(%repo, %path, error = %err, "reading cicd.yaml"),
                 }
             }
+            if changed {
+                self.poke();
+            }
+        }
+    }
+}
+
+impl Live {
+    /// Every 5 s, looks up in the catalog (with Tower's read token) each listed service not
+    /// found there yet, so the server-side derivation knows when the ingestor picked it up.
+    async fn poll_catalog(self, backstage: backstage::Backstage, token: crate::config::Secret) {
+        let mut ticker = tokio::time::interval(Duration::from_secs(5));
+        loop {
+            ticker.tick().await;
+            let derived = self.derived();
+            let wanted: Vec<Arc<str>> = derived
+                .provisioning
+                .services
+                .iter()
+                .filter(|s| s.kind.is_some() && !self.remote().catalog.contains_key(&*s.name))
+                .map(|s| Arc::clone(&s.name))
+                .collect();
+            let mut changed = false;
+            // The catalog counts as answering only after a full pass: a partial list would
+            // say "not in the catalog" for services nobody asked about.
+            let mut answered = true;
+            for name in wanted {
+                match backstage
+                    .entity("component", "default", &name, token.expose())
+                    .await
+                {
+                    Ok(found) => {
+                        let entity =
+                            found.and_then(|v| serde_json::from_value::<CatalogEntity>(v).ok());
+                        if let Some(entity) = entity {
+                            self.remote().catalog.insert(name.to_string(), entity);
+                            changed = true;
+                        }
+                    }
+                    Err(err) => {
+                        tracing::warn!(service = %name, error = %err, "catalog lookup");
+                        answered = false;
+                        break;
+                    }
+                }
+            }
+            let mut remote = self.remote();
+            if answered && !remote.catalog_answered {
+                remote.catalog_answered = true;
+                changed = true;
+            }
+            drop(remote);
             if changed {
                 self.poke();
             }

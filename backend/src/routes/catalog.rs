@@ -4,19 +4,18 @@
 //! - `POST /catalog/refresh` triggers the catalog ingestor's `KubernetesEntityProvider`
 //!   scheduler task. Backstage's 409 ("currently running") is an answer, not a failure:
 //!   `{"status": "already-running"}`.
-//! - `GET /catalog/entity?name=&kind=component&namespace=default` looks an entity up by name.
+//! - `GET /catalog/entity?name=&kind=component&namespace=default` looks an entity up by name
+//!   (with Tower's read token when the caller sends none).
 
 use axum::extract::State;
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::http::{header, HeaderMap};
 use axum::Json;
 use serde_json::{json, Value};
 
 use super::params::{self, Query};
 use super::ApiError;
 use crate::app::AppState;
-
-/// The ingestor's scheduler task.
-pub const INGESTOR_TASK: &str = "KubernetesEntityProvider";
+use crate::live::backstage::{Backstage, BackstageError, Trigger};
 
 fn bearer(headers: &HeaderMap) -> Result<String, ApiError> {
     headers
@@ -31,11 +30,11 @@ fn bearer(headers: &HeaderMap) -> Result<String, ApiError> {
         })
 }
 
-fn backstage_url(state: &AppState) -> Result<&str, ApiError> {
+fn backstage(state: &AppState) -> Result<Backstage, ApiError> {
     state
         .backstage
         .as_deref()
-        .map(|b| b.url.trim_end_matches('/'))
+        .map(|b| Backstage::new(&b.url, state.http.clone()))
         .ok_or_else(|| {
             ApiError::unavailable(
                 "Tower has no Backstage configured (see `backstage` in tower.yaml)",
@@ -43,17 +42,15 @@ fn backstage_url(state: &AppState) -> Result<&str, ApiError> {
         })
 }
 
-fn unreachable(err: reqwest::Error) -> ApiError {
-    // reqwest errors name the URL, never headers.
-    ApiError::Upstream {
-        message: format!("Backstage could not be reached: {}", err.without_url()),
-    }
-}
-
-fn refused() -> ApiError {
-    ApiError::Unauthorized {
-        field: "authorization",
-        message: "Backstage refused the token".to_owned(),
+fn from_backstage(err: BackstageError) -> ApiError {
+    match err {
+        BackstageError::Refused => ApiError::Unauthorized {
+            field: "authorization",
+            message: err.to_string(),
+        },
+        other => ApiError::Upstream {
+            message: other.to_string(),
+        },
     }
 }
 
@@ -62,34 +59,20 @@ pub async fn refresh(
     headers: HeaderMap,
 ) -> Result<Json<Value>, ApiError> {
     let token = bearer(&headers)?;
-    let url = format!(
-        "{}/api/catalog/.backstage/scheduler/v1/tasks/{INGESTOR_TASK}/trigger",
-        backstage_url(&state)?
-    );
-    let response = state
-        .http
-        .post(url)
-        .bearer_auth(token)
-        .send()
+    let answer = backstage(&state)?
+        .trigger_ingestor(&token)
         .await
-        .map_err(unreachable)?;
-    match response.status() {
-        status if status.is_success() => Ok(Json(json!({
+        .map_err(from_backstage)?;
+    Ok(Json(match answer {
+        Trigger::Started => json!({
             "status": "triggered",
             "message": "The catalog ingestor runs now; the service appears once it has read the clusters."
-        }))),
-        StatusCode::CONFLICT => Ok(Json(json!({
+        }),
+        Trigger::AlreadyRunning => json!({
             "status": "already-running",
             "message": "The catalog ingestor is already running; the service appears when it finishes."
-        }))),
-        StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => Err(refused()),
-        StatusCode::NOT_FOUND => Err(ApiError::Upstream {
-            message: format!("Backstage has no {INGESTOR_TASK} task to trigger"),
         }),
-        status => Err(ApiError::Upstream {
-            message: format!("Backstage answered {status} to the trigger"),
-        }),
-    }
+    }))
 }
 
 pub async fn entity(
@@ -102,7 +85,6 @@ pub async fn entity(
     let namespace = params::optional_dns_label(&query, "namespace")?.unwrap_or("default");
     let token = match bearer(&headers) {
         Ok(token) => token,
-        // Without the caller's token, Tower's own read token (if configured).
         Err(missing) => state
             .backstage
             .as_deref()
@@ -110,28 +92,12 @@ pub async fn entity(
             .map(|t| t.expose().to_owned())
             .ok_or(missing)?,
     };
-    let url = format!(
-        "{}/api/catalog/entities/by-name/{kind}/{namespace}/{name}",
-        backstage_url(&state)?
-    );
-    let response = state
-        .http
-        .get(url)
-        .bearer_auth(token)
-        .send()
+    let found = backstage(&state)?
+        .entity(kind, namespace, name, &token)
         .await
-        .map_err(unreachable)?;
-    match response.status() {
-        StatusCode::OK => {
-            let entity: Value = response.json().await.map_err(|err| ApiError::Upstream {
-                message: format!("Backstage sent an unreadable entity: {}", err.without_url()),
-            })?;
-            Ok(Json(json!({ "found": true, "entity": entity })))
-        }
-        StatusCode::NOT_FOUND => Ok(Json(json!({ "found": false }))),
-        StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => Err(refused()),
-        status => Err(ApiError::Upstream {
-            message: format!("Backstage answered {status} to the catalog lookup"),
-        }),
-    }
+        .map_err(from_backstage)?;
+    Ok(Json(match found {
+        Some(entity) => json!({ "found": true, "entity": entity }),
+        None => json!({ "found": false }),
+    }))
 }

@@ -11,7 +11,8 @@ use crate::app::AppState;
 use crate::live::provisioning_body;
 
 pub async fn get(State(state): State<AppState>) -> Result<Response, ApiError> {
-    let encoding = |err: serde_json::Error| ApiError::unavailable(format!("encoding provisioning: {err}"));
+    let encoding =
+        |err: serde_json::Error| ApiError::unavailable(format!("encoding provisioning: {err}"));
     let stale = state.stale_clusters();
     let body: bytes::Bytes = match &state.live {
         Some(live) => {

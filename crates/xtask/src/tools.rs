@@ -74,7 +74,8 @@ impl Toolchain {
 }
 
 fn tools_dir() -> PathBuf {
-    std::env::var_os("TOWER_TOOLS_DIR").map_or_else(|| home().join(".cache/tower-tools"), PathBuf::from)
+    std::env::var_os("TOWER_TOOLS_DIR")
+        .map_or_else(|| home().join(".cache/tower-tools"), PathBuf::from)
 }
 
 fn home() -> PathBuf {
@@ -309,17 +310,25 @@ pub fn ensure_backstage_partner(root: &Path) -> anyhow::Result<(PathBuf, PathBuf
              set TOWER_BACKSTAGE_PARTNER to their folder",
         )?;
     let install = tools_dir().join("backstage-partner");
-    if !install.join("node_modules/@backstage/backend-defaults").is_dir() {
+    if !install
+        .join("node_modules/@backstage/backend-defaults")
+        .is_dir()
+    {
         let path = std::env::var_os("PATH").unwrap_or_default();
         if which(&path, "npm").is_none() {
             apt_install(&["nodejs", "npm"])?;
         }
-        if ["make", "g++", "python3"].iter().any(|p| which(&path, p).is_none()) {
+        if ["make", "g++", "python3"]
+            .iter()
+            .any(|p| which(&path, p).is_none())
+        {
             apt_install(&["make", "g++", "python3"])?;
         }
         steps::run(
             "backstage-partner setup (npm install, once per machine)",
-            Command::new("bash").arg(scripts.join("setup.sh")).arg(&install),
+            Command::new("bash")
+                .arg(scripts.join("setup.sh"))
+                .arg(&install),
         )?;
     }
     Ok((scripts, install))

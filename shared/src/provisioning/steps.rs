@@ -328,6 +328,8 @@ struct Settled {
     detail: Option<Arc<str>>,
     later: Option<(DateTime<Utc>, Arc<str>)>,
     links: Arc<[Link]>,
+    /// Done, first seen done now: ends at the derivation's `now`.
+    ends_when_seen: bool,
 }
 
 impl Settled {
@@ -341,14 +343,16 @@ impl Settled {
             detail: draft.detail.map(Arc::from),
             later: draft.later.map(|(after, text)| (after, Arc::from(text))),
             links: draft.links.into(),
+            ends_when_seen: false,
         }
     }
 
     /// The step at `now`: the duration (done or failed: end − start; running: now − start;
     /// unknown when a time is) and the typical duration for the kind.
     fn at(&self, typicals: &Typicals, kind: Option<ServiceKind>, now: DateTime<Utc>) -> Step {
+        let ended_at = self.ended_at.or(self.ends_when_seen.then_some(now));
         let duration_sec = match self.status {
-            StepStatus::Done | StepStatus::Failed => seconds(self.started_at, self.ended_at),
+            StepStatus::Done | StepStatus::Failed => seconds(self.started_at, ended_at),
             StepStatus::Running => seconds(self.started_at, Some(now)),
             StepStatus::Waiting => None,
         };
@@ -362,7 +366,7 @@ impl Settled {
             title: Arc::clone(&self.title),
             status: self.status,
             started_at: self.started_at,
-            ended_at: self.ended_at,
+            ended_at,
             duration_sec,
             typical_sec,
             typical_source,
@@ -470,7 +474,18 @@ fn settled_steps(ctx: &Ctx<'_, '_>) -> Vec<Settled> {
                 ),
             },
         };
-        steps.push(Settled::new(id, title, draft));
+        // A step whose only end time is when Tower first sees it done, seen done right now
+        // for the first time: it ends at the derivation's `now` (what the observer's memory
+        // will then say), so a provision finishing this way is finished now, not never.
+        let ends_when_seen = draft.status == StepStatus::Done
+            && draft.ended_at.is_none()
+            && matches!(id, StepId::Catalog | StepId::RunningHealthy)
+            && ctx
+                .observed(id)
+                .is_some_and(|o| o.running_since.is_some() && o.done_at.is_none());
+        let mut settled = Settled::new(id, title, draft);
+        settled.ends_when_seen = ends_when_seen;
+        steps.push(settled);
     }
     steps
 }

@@ -86,17 +86,6 @@ pub struct PullRequest {
     pub closed_at: Option<DateTime<Utc>>,
 }
 
-/// The demo's world, relative to when it starts:
-/// - `shop` (NodeJS), created a minute in, goes all the way to running healthy in dev;
-/// - `ledger` (SpringBoot) cannot get its source repository: the `provider-github-creds`
-///   Secret is missing;
-/// - `orders-api` (Go on AWS ECS), two hours old: a successful deploy, a failed one, and one
-///   in progress as the demo starts;
-/// - `thumbnailer` (LambdaFunction), 15 minutes old: its first deploy fails, the second works;
-/// - `events-bus` (InfraService), 3 h 50 min old, still waiting for its environment file: it
-///   counts as stalled 10 world minutes in;
-/// - the steady fleet chosen by `seed`: about 30 apps released through dev, staging and
-///   prod, one canary paused at 40 % under analysis.
 /// `count` applications, each at its own point of a typical provision: created at spread
 /// moments over the 30 minutes before `start`, so every one is under way or finished
 /// recently enough to be listed. For load tests and benchmarks.
@@ -115,6 +104,17 @@ pub fn crowd(start: DateTime<Utc>, count: usize) -> Vec<Box<dyn Story>> {
         .collect()
 }
 
+/// The demo's world, relative to when it starts:
+/// - `shop` (NodeJS), created a minute in, goes all the way to running healthy in dev;
+/// - `ledger` (SpringBoot) cannot get its source repository: the `provider-github-creds`
+///   Secret is missing;
+/// - `orders-api` (Go on AWS ECS), two hours old: a successful deploy, a failed one, and one
+///   in progress as the demo starts;
+/// - `thumbnailer` (LambdaFunction), 15 minutes old: its first deploy fails, the second works;
+/// - `events-bus` (InfraService), 3 h 50 min old, still waiting for its environment file: it
+///   counts as stalled 10 world minutes in;
+/// - the steady fleet chosen by `seed`: about 30 apps released through dev, staging and
+///   prod, one canary paused at 40 % under analysis.
 pub fn demo_world(start: DateTime<Utc>, seed: u64) -> Vec<Box<dyn Story>> {
     let mut ledger = app::AppStory::new("ledger", "SpringBoot", start - Duration::minutes(3));
     ledger.repo_error = Some(
