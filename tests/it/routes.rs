@@ -670,3 +670,37 @@ async fn the_backend_records_a_finished_provision_itself() {
         .values()
         .all(|s| s.as_u64().is_some()));
 }
+
+#[tokio::test]
+async fn a_compacted_history_makes_the_caches_list_again() {
+    let tower = frozen().await;
+    let lists_before = tower.world.served.api_requests()["dev"].list;
+    let (status, _) = tower.get("/live-runs?app=shop").await.unwrap();
+    assert_eq!(status, StatusCode::NOT_FOUND, "shop's XR is a minute away");
+
+    // The API server forgets its event history (as etcd compaction does) and the world
+    // moves on: watches resuming from their versions get 410 Gone and must list again.
+    tower.world.platform.store("dev").unwrap().compact();
+    tower
+        .world
+        .platform
+        .clock()
+        .advance(chrono::Duration::minutes(20));
+
+    eventually(
+        Duration::from_secs(20),
+        "shop seen after the re-list",
+        || async {
+            let (status, _) = tower.get("/live-runs?app=shop").await.ok()?;
+            (status == StatusCode::OK).then_some(())
+        },
+    )
+    .await
+    .unwrap();
+    assert!(
+        tower.world.served.api_requests()["dev"].list > lists_before,
+        "the 410 made the watchers list again"
+    );
+    let status = &tower.live.clusters().status(chrono::Utc::now());
+    assert!(status.iter().all(|c| c.synced && !c.stale), "{status:?}");
+}
