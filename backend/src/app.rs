@@ -32,6 +32,8 @@ pub struct AppState {
     pub github: Option<GitHub>,
     /// Backstage, when configured.
     pub backstage: Option<Arc<HttpService>>,
+    /// Argo CD (the `argocd-apps` instance), when configured.
+    pub argocd: Option<Arc<HttpService>>,
     pub history: History,
     /// For Argo CD and Backstage.
     pub http: reqwest::Client,
@@ -49,6 +51,7 @@ impl AppState {
             live: None,
             github: None,
             backstage: None,
+            argocd: None,
             history,
             http: reqwest::Client::new(),
             metrics: Arc::default(),
@@ -64,6 +67,7 @@ impl AppState {
             source: Arc::new(live.clone()),
             github: live.github().cloned(),
             backstage: config.backstage.clone().map(Arc::new),
+            argocd: config.argocd.clone().map(Arc::new),
             history: live.history().clone(),
             http: reqwest::Client::new(),
             metrics: Arc::default(),

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use reqwest::StatusCode;
 use serde_json::{json, Value};
+use tower::ServiceExt as _;
 
 use crate::support::{eventually, Live};
 
@@ -269,6 +270,36 @@ async fn provisioning_snapshot_readiness_metrics_and_openapi() {
     assert_eq!(
         (status, body["ready"].as_bool()),
         (StatusCode::OK, Some(true))
+    );
+    // Readiness asks each client: an Argo CD that does not answer makes Tower not ready.
+    let mut state = tower_backend::app::AppState::live(tower.live.clone());
+    let dead = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    state.argocd = Some(std::sync::Arc::new(tower_backend::config::HttpService {
+        url: format!("http://{dead}"),
+        token: None,
+    }));
+    let response = tower_backend::app::router(
+        state,
+        &tower_backend::assets::Dist::open(&crate::support::dist().unwrap()).unwrap(),
+    )
+    .oneshot(
+        axum::http::Request::get("/readyz")
+            .body(axum::body::Body::empty())
+            .unwrap(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    let body = axum::body::to_bytes(response.into_body(), 1 << 20)
+        .await
+        .unwrap();
+    let body: Value = serde_json::from_slice(&body).unwrap();
+    assert!(
+        body["waiting"][0].as_str().unwrap().contains("Argo CD"),
+        "{body}"
     );
 
     // Only the configured origins may frame Tower (the demo: itself).

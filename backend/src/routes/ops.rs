@@ -8,12 +8,36 @@ use serde_json::json;
 
 use crate::app::AppState;
 
-/// Ready when the history database answers and every cluster's cache has been filled
-/// once. 503 names what is missing.
+/// Ready when every configured client is connected — the history database answers, every
+/// cluster's cache has been filled once, GitHub has answered, Argo CD answers its
+/// applications list — and the caches are synced. 503 names what is missing.
 pub async fn readyz(State(state): State<AppState>) -> Response {
     let mut waiting = Vec::new();
     if !state.history.ping().await {
         waiting.push("the history database does not answer".to_owned());
+    }
+    if let Some(argocd) = &state.argocd {
+        let url = format!(
+            "{}/api/v1/applications?fields=items.metadata.name",
+            argocd.url.trim_end_matches('/')
+        );
+        let mut request = state
+            .http
+            .get(url)
+            .timeout(std::time::Duration::from_secs(3));
+        if let Some(token) = &argocd.token {
+            request = request.bearer_auth(token.expose());
+        }
+        match request.send().await {
+            Ok(response) if response.status().is_success() => {}
+            Ok(response) => waiting.push(format!("Argo CD answers {}", response.status())),
+            Err(err) => waiting.push(format!("Argo CD does not answer: {}", err.without_url())),
+        }
+    }
+    if let Some(live) = &state.live {
+        if live.github().is_some() && !live.derived().github_answered {
+            waiting.push("GitHub has not answered yet".to_owned());
+        }
     }
     if let Some(live) = &state.live {
         for cluster in live.clusters().status(chrono::Utc::now()) {
