@@ -51,3 +51,79 @@ pub async fn snapshot(service: String) -> Result<Snapshot, ApiError> {
     let service = String::from(js_sys::encode_uri_component(&service));
     get_json(&format!("/api/snapshot?service={service}")).await
 }
+
+/// A cluster whose data is the last known (it could not be reached).
+#[derive(Clone, Debug, PartialEq, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StaleCluster {
+    pub name: String,
+    #[serde(default)]
+    pub last_seen_at: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+/// `GET /api/provisioning`: every service's progress, derived on the server at `now`.
+#[derive(Clone, Debug, PartialEq, serde::Deserialize)]
+pub struct Provisioning {
+    pub now: chrono::DateTime<chrono::Utc>,
+    pub services: Vec<tower_shared::provisioning::ServiceProgress>,
+    #[serde(default)]
+    pub stale: Vec<StaleCluster>,
+}
+
+pub async fn provisioning() -> Result<Provisioning, ApiError> {
+    get_json("/api/provisioning").await
+}
+
+/// A snapshot with the clusters that could not be reached when it was taken.
+#[derive(Clone, Debug, PartialEq, serde::Deserialize)]
+pub struct ServiceSnapshot {
+    #[serde(flatten)]
+    pub snapshot: Snapshot,
+    #[serde(default)]
+    pub stale: Vec<StaleCluster>,
+}
+
+/// `GET /api/snapshot?service=…`, with the stale clusters.
+pub async fn service_snapshot(service: String) -> Result<ServiceSnapshot, ApiError> {
+    let service = String::from(js_sys::encode_uri_component(&service));
+    get_json(&format!("/api/snapshot?service={service}")).await
+}
+
+#[derive(Clone, Debug, PartialEq, serde::Deserialize)]
+pub struct Runs {
+    pub runs: Vec<tower_shared::snapshot::RecordedRun>,
+}
+
+/// `GET /provisioning-history/runs?limit=10`: the newest recorded provisions.
+pub async fn recent_runs() -> Result<Runs, ApiError> {
+    get_json("/provisioning-history/runs?limit=10").await
+}
+
+/// `POST /catalog/refresh`: Backstage's answer in words ("triggered", "already running"),
+/// or why it refused.
+pub async fn refresh_catalog() -> Result<String, ApiError> {
+    let response = Request::post("/catalog/refresh")
+        .header("Accept", "application/json")
+        .send()
+        .await
+        .map_err(|e| ApiError::Unreachable(e.to_string()))?;
+    let status = response.status();
+    let body: serde_json::Value = response
+        .json()
+        .await
+        .map_err(|e| ApiError::Decode(e.to_string()))?;
+    let text = |key: &str| {
+        body.get(key)
+            .and_then(|v| v.as_str())
+            .unwrap_or_default()
+            .to_owned()
+    };
+    if (200..300).contains(&status) {
+        Ok(text("message"))
+    } else {
+        Err(ApiError::Status {
+            status,
+            message: text("error"),
+        })
+    }
+}

@@ -5,7 +5,8 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use leptos::prelude::*;
 
-fn read_clock() -> DateTime<Utc> {
+/// The browser's clock now.
+pub fn browser_now() -> DateTime<Utc> {
     // `Date.now()` is milliseconds since the epoch as an f64; it fits i64 for any real date.
     #[allow(clippy::cast_possible_truncation)]
     let millis = js_sys::Date::now() as i64;
@@ -14,8 +15,8 @@ fn read_clock() -> DateTime<Utc> {
 
 /// A signal holding the current time, updated once a second until the owner is dropped.
 pub fn ticking_now() -> ReadSignal<DateTime<Utc>> {
-    let (now, set_now) = signal(read_clock());
-    match set_interval_with_handle(move || set_now.set(read_clock()), Duration::from_secs(1)) {
+    let (now, set_now) = signal(browser_now());
+    match set_interval_with_handle(move || set_now.set(browser_now()), Duration::from_secs(1)) {
         Ok(handle) => on_cleanup(move || handle.clear()),
         Err(err) => leptos::logging::warn!("the clock will not tick: {err:?}"),
     }

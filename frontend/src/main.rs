@@ -4,8 +4,10 @@
 //! - [`api`] — every request to Tower's backend, and its error type. No other module knows a URL.
 //! - [`clock`] — the browser's `now` as a signal that ticks once a second.
 //! - [`fleet`] — the fleet overview: apps × environments, trouble first.
-//! - [`service`] — one service's tabs, chosen by `/tower?view=…&service=…`:
-//!   [`deployments`] (the cloud variant) and [`pipelines`].
+//! - [`service`] — the tabs chosen by `/tower?view=…[&service=…]`: `services` (the list),
+//!   and one service's `provisioning`, [`deployments`] (the cloud variant) and [`pipelines`].
+//! - [`live`] — when to fetch again: `/api/events` (SSE), with polling as the fallback.
+//! - [`provisioning`] — the Services tab (in-flight strip) and one service's Provisioning tab.
 //! - [`ui`] — view helpers the tabs share (status labels, durations, table headers).
 //!
 //! All derivations come from `tower_shared`; this crate only fetches and draws.
@@ -14,7 +16,9 @@ mod api;
 mod clock;
 mod deployments;
 mod fleet;
+mod live;
 mod pipelines;
+mod provisioning;
 mod service;
 mod ui;
 
@@ -27,17 +31,84 @@ fn main() {
     leptos::mount::mount_to_body(App);
 }
 
+/// What every page shares: when to fetch again, and the server's provisioning (the Services
+/// tab and the badge in the masthead read the same answer).
+#[derive(Clone, Copy)]
+pub struct Feed {
+    pub refresh: live::Refresh,
+    pub provisioning: LocalResource<Result<api::Provisioning, api::ApiError>>,
+}
+
+impl std::fmt::Debug for Feed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Feed")
+            .field("refresh", &self.refresh)
+            .finish_non_exhaustive()
+    }
+}
+
+/// `?embed=1` (inside a Backstage page: no own masthead) and `?theme=dark|light`, read once
+/// from the first URL.
+fn page_options() -> (bool, &'static str) {
+    let search = web_sys::window()
+        .and_then(|w| w.location().search().ok())
+        .unwrap_or_default();
+    let params = web_sys::UrlSearchParams::new_with_str(&search).ok();
+    let get = |key: &str| params.as_ref().and_then(|p| p.get(key));
+    let embed = get("embed").is_some_and(|v| v == "1" || v == "true");
+    let theme = match get("theme").as_deref() {
+        Some("dark") => "theme-dark",
+        _ => "theme-light",
+    };
+    (embed, theme)
+}
+
 #[component]
 fn App() -> impl IntoView {
     let now = clock::ticking_now();
+    let refresh = live::start();
+    let provisioning = LocalResource::new(move || {
+        refresh.kubernetes.track();
+        api::provisioning()
+    });
+    provide_context(Feed {
+        refresh,
+        provisioning,
+    });
+    let (embed, theme) = page_options();
+    if let Some(body) = web_sys::window()
+        .and_then(|w| w.document())
+        .and_then(|d| d.body())
+    {
+        body.set_class_name(theme);
+    }
+    let in_flight = move || {
+        provisioning.get().and_then(Result::ok).map(|p| {
+            p.services
+                .iter()
+                .filter(|s| s.group == tower_shared::provisioning::Group::InFlight)
+                .count()
+        })
+    };
     view! {
         <Router>
-            <header class="masthead">
-                <h1>
-                    <A href="/">"Tower"</A>
-                </h1>
-                <p class="tagline">"Every app, every environment, one glance."</p>
-            </header>
+            {(!embed).then(|| view! {
+                <header class="masthead">
+                    <h1>
+                        <A href="/">"Tower"</A>
+                    </h1>
+                    <nav class="sections" aria-label="Sections">
+                        <A href="/">"Fleet"</A>
+                        <a href="/tower?view=services">
+                            "Services"
+                            {move || in_flight().map(|n| view! {
+                                <span class="badge" aria-label=format!("{n} in flight")>{n}</span>
+                            })}
+                        </a>
+                    </nav>
+                    <p class="tagline">"Every app, every environment, one glance."</p>
+                </header>
+            })}
             <main>
                 <Routes fallback=|| view! { <p class="state error">"No such page."</p> }>
                     <Route path=path!("/") view=move || view! { <fleet::FleetOverview now=now /> } />

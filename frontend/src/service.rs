@@ -6,7 +6,7 @@ use leptos_router::hooks::use_query_map;
 use tower_shared::snapshot::Snapshot;
 
 use crate::api::{self, ApiError};
-use crate::{deployments, fleet, pipelines};
+use crate::{deployments, fleet, pipelines, provisioning};
 
 /// The link to one tab of one service (optionally focused on a pipeline run).
 pub fn tab_href(view: &str, service: &str, run: Option<&str>) -> String {
@@ -25,18 +25,24 @@ pub fn ServicePage(now: ReadSignal<DateTime<Utc>>) -> impl IntoView {
     let param = move |key: &str| query.with(|q| q.get(key));
     move || {
         let view = param("view");
+        if view.as_deref() == Some("services") {
+            return view! {
+                <h2>"Services"</h2>
+                <provisioning::ServicesTab now=now />
+            }
+            .into_any();
+        }
         let Some(service) = param("service") else {
             return view! { <fleet::FleetOverview now=now /> }.into_any();
         };
         let run = param("run");
-        let snapshot = LocalResource::new({
-            let service = service.clone();
-            move || api::snapshot(service.clone())
-        });
         let tab = view.unwrap_or_else(|| "deployments".to_owned());
-        view! {
+        let nav = view! {
             <nav class="tabs" aria-label="Service tabs">
                 <span class="service-name">{service.clone()}</span>
+                <a href=tab_href("provisioning", &service, None) aria-current=(tab == "provisioning").then_some("page")>
+                    "Provisioning"
+                </a>
                 <a href=tab_href("pipelines", &service, None) aria-current=(tab == "pipelines").then_some("page")>
                     "Pipelines"
                 </a>
@@ -44,6 +50,20 @@ pub fn ServicePage(now: ReadSignal<DateTime<Utc>>) -> impl IntoView {
                     "Deployments"
                 </a>
             </nav>
+        };
+        if tab == "provisioning" {
+            return view! {
+                {nav}
+                <provisioning::ProvisioningTab service=service.clone() now=now />
+            }
+            .into_any();
+        }
+        let snapshot = LocalResource::new({
+            let service = service.clone();
+            move || api::snapshot(service.clone())
+        });
+        view! {
+            {nav}
             <Transition fallback=|| view! { <p class="state loading">"Loading…"</p> }>
                 {
                     let service = service.clone();

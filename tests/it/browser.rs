@@ -165,3 +165,156 @@ async fn cloud_deployments_tab_shows_a_simulated_ecs_service_and_opens_its_runs(
         .unwrap();
     browser.close().await.unwrap();
 }
+
+/// The text of every element matching `css`, read in one go inside the page (the page
+/// re-renders as data arrives, so element handles can go stale between two calls).
+async fn texts(c: &fantoccini::Client, css: &str) -> anyhow::Result<Vec<String>> {
+    let found = c
+        .execute(
+            "return Array.from(document.querySelectorAll(arguments[0])).map(e => e.innerText.trim());",
+            vec![serde_json::json!(css)],
+        )
+        .await?;
+    Ok(serde_json::from_value(found)?)
+}
+
+/// Polls `check` every 250 ms for at most `limit`.
+async fn until<F, Fut>(limit: Duration, what: &str, mut check: F) -> anyhow::Result<()>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<bool>>,
+{
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        if check().await? {
+            return Ok(());
+        }
+        anyhow::ensure!(
+            tokio::time::Instant::now() < deadline,
+            "{what}: not within {limit:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+#[tokio::test]
+async fn provisioning_deep_link_follows_the_nodejs_story_to_done() {
+    // At 60× the shop story (about 17 world minutes) plays in under half a minute.
+    let demo = Demo::start_with(&["--speed", "60"]).await.unwrap();
+    let browser = Browser::start().await.unwrap();
+    browser
+        .checked("provisioning", async {
+            let c = &browser.client;
+            let url = format!("{}tower?view=provisioning&service=shop", demo.url);
+            c.goto(&url).await?;
+            c.wait()
+                .at_most(Duration::from_secs(20))
+                .for_element(Locator::Css("ol.steps li.step"))
+                .await
+                .context("the deep link never showed shop's steps")?;
+            let titles = texts(c, "li.step .step-title").await?;
+            anyhow::ensure!(
+                titles.first().is_some_and(|t| t.contains("Request PR")),
+                "steps: {titles:?}"
+            );
+            browser.screenshot("provisioning-early").await?;
+
+            // The world clock runs: the last step turns done.
+            until(Duration::from_secs(90), "shop running healthy", || async {
+                let done = c
+                    .find_all(Locator::Css(
+                        "li.step.step-done[data-step='running-healthy']",
+                    ))
+                    .await?;
+                Ok(!done.is_empty())
+            })
+            .await?;
+            let statuses = texts(c, "li.step .step-status").await?;
+            anyhow::ensure!(statuses.iter().all(|s| s == "✔ Done"), "{statuses:?}");
+            let times = texts(c, "li.step .step-time").await?;
+            anyhow::ensure!(
+                times.iter().any(|t| t.starts_with("took ")),
+                "a step's duration is shown: {times:?}"
+            );
+            let events = texts(c, "ol.events li").await?;
+            anyhow::ensure!(
+                events
+                    .iter()
+                    .any(|e| e.starts_with('[') && e.contains("started")),
+                "the events log: {events:?}"
+            );
+            browser.screenshot("provisioning").await?;
+
+            // A reload of the deep link shows the same service.
+            c.goto(&url).await?;
+            c.wait()
+                .at_most(Duration::from_secs(20))
+                .for_element(Locator::Css("ol.steps li.step"))
+                .await
+                .context("the reloaded deep link never rendered")?;
+            Ok(())
+        })
+        .await
+        .unwrap();
+    browser.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn services_strip_shows_in_flight_services_and_moves_a_finished_one_out() {
+    let demo = Demo::start_with(&["--speed", "60"]).await.unwrap();
+    let browser = Browser::start().await.unwrap();
+    browser
+        .checked("services", async {
+            let c = &browser.client;
+            c.goto(&format!("{}tower?view=services", demo.url)).await?;
+            until(
+                Duration::from_secs(30),
+                "shop in the in-flight strip",
+                || async {
+                    Ok(texts(c, ".in-flight .strip-name")
+                        .await?
+                        .contains(&"shop".to_owned()))
+                },
+            )
+            .await?;
+            let rows = texts(c, ".in-flight .strip-row").await?;
+            anyhow::ensure!(
+                rows.iter()
+                    .any(|r| r.contains("left") || r.contains("finishing")),
+                "time remaining shown: {rows:?}"
+            );
+            let segments = c
+                .find_all(Locator::Css(".in-flight .strip-row .segment"))
+                .await?;
+            anyhow::ensure!(!segments.is_empty(), "segmented bars");
+            let badge = c.find(Locator::Css(".badge")).await?.text().await?;
+            let in_flight = texts(c, ".in-flight .strip-name").await?.len();
+            anyhow::ensure!(
+                badge == in_flight.to_string(),
+                "badge {badge} vs {in_flight} in flight"
+            );
+            browser.screenshot("services").await?;
+
+            until(Duration::from_secs(90), "shop finished", || async {
+                Ok(texts(c, ".finished .strip-name")
+                    .await?
+                    .contains(&"shop".to_owned()))
+            })
+            .await?;
+            anyhow::ensure!(!texts(c, ".in-flight .strip-name")
+                .await?
+                .contains(&"shop".to_owned()));
+            browser.screenshot("services-finished").await?;
+            // Finished services stay 15 (world) minutes, then leave the list.
+            until(
+                Duration::from_secs(60),
+                "shop out after its retention",
+                || async { Ok(!texts(c, ".strip-name").await?.contains(&"shop".to_owned())) },
+            )
+            .await?;
+            Ok(())
+        })
+        .await
+        .unwrap();
+    browser.close().await.unwrap();
+}
