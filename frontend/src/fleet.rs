@@ -7,10 +7,32 @@ use tower_shared::time::age;
 
 use crate::api;
 
-/// Loads `/api/fleet` and shows it, with distinct loading and error states.
+/// How many rows the matrix draws at first, and adds per "Show more": the DOM stays small
+/// with 1,000 apps (trouble sorts first, so what matters is always drawn).
+const PAGE: usize = 100;
+
+/// What the viewer chose; kept here so a refresh of the data keeps it.
+#[derive(Clone, Copy, Debug)]
+struct Filters {
+    query: RwSignal<String>,
+    only_trouble: RwSignal<bool>,
+    shown: RwSignal<usize>,
+}
+
+/// Loads `/api/fleet` (again whenever a watched object changes) and shows it, with distinct
+/// loading and error states.
 #[component]
 pub fn FleetOverview(now: ReadSignal<DateTime<Utc>>) -> impl IntoView {
-    let fleet = LocalResource::new(api::fleet);
+    let feed = expect_context::<crate::Feed>();
+    let fleet = LocalResource::new(move || {
+        feed.refresh.kubernetes.track();
+        api::fleet()
+    });
+    let filters = Filters {
+        query: RwSignal::new(String::new()),
+        only_trouble: RwSignal::new(false),
+        shown: RwSignal::new(PAGE),
+    };
     view! {
         <section class="fleet" aria-labelledby="fleet-title">
             <h2 id="fleet-title">"Fleet"</h2>
@@ -19,7 +41,7 @@ pub fn FleetOverview(now: ReadSignal<DateTime<Utc>>) -> impl IntoView {
                     fleet
                         .get()
                         .map(|result| match result {
-                            Ok(fleet) => view! { <FleetMatrix fleet=fleet now=now /> }.into_any(),
+                            Ok(fleet) => view! { <FleetMatrix fleet=fleet now=now filters=filters /> }.into_any(),
                             Err(err) => {
                                 view! {
                                     <p class="state error" role="alert">
@@ -37,19 +59,22 @@ pub fn FleetOverview(now: ReadSignal<DateTime<Utc>>) -> impl IntoView {
 }
 
 #[component]
-fn FleetMatrix(fleet: Fleet, now: ReadSignal<DateTime<Utc>>) -> impl IntoView {
+fn FleetMatrix(fleet: Fleet, now: ReadSignal<DateTime<Utc>>, filters: Filters) -> impl IntoView {
     let Fleet {
         generated_at,
         environments,
         mut apps,
     } = fleet;
     sort_by_trouble(&mut apps);
-    let query = RwSignal::new(String::new());
-    let only_trouble = RwSignal::new(false);
+    let Filters {
+        query,
+        only_trouble,
+        shown,
+    } = filters;
     let apps = StoredValue::new(apps);
     let environments = StoredValue::new(environments);
 
-    let visible = Memo::new(move |_| {
+    let matching = Memo::new(move |_| {
         let needle = query.get().trim().to_lowercase();
         let only_trouble = only_trouble.get();
         apps.with_value(|apps| {
@@ -60,6 +85,10 @@ fn FleetMatrix(fleet: Fleet, now: ReadSignal<DateTime<Utc>>) -> impl IntoView {
                 .collect::<Vec<_>>()
         })
     });
+    let visible = Memo::new(move |_| {
+        matching.with(|apps| apps.iter().take(shown.get()).cloned().collect::<Vec<_>>())
+    });
+    let hidden = move || matching.with(Vec::len).saturating_sub(shown.get());
 
     view! {
         <div class="toolbar">
@@ -69,7 +98,10 @@ fn FleetMatrix(fleet: Fleet, now: ReadSignal<DateTime<Utc>>) -> impl IntoView {
                     type="search"
                     placeholder="app name"
                     prop:value=move || query.get()
-                    on:input=move |ev| query.set(event_target_value(&ev))
+                    on:input=move |ev| {
+                        query.set(event_target_value(&ev));
+                        shown.set(PAGE);
+                    }
                 />
             </label>
             <label>
@@ -101,6 +133,14 @@ fn FleetMatrix(fleet: Fleet, now: ReadSignal<DateTime<Utc>>) -> impl IntoView {
         </table>
         <Show when=move || visible.with(Vec::is_empty)>
             <p class="state empty">"No app matches."</p>
+        </Show>
+        <Show when=move || { hidden() > 0 }>
+            <p class="more">
+                {move || format!("Showing {} of {} apps. ", visible.with(Vec::len), matching.with(Vec::len))}
+                <button type="button" on:click=move |_| shown.update(|n| *n += PAGE)>
+                    {move || format!("Show {} more", hidden().min(PAGE))}
+                </button>
+            </p>
         </Show>
     }
 }

@@ -76,11 +76,11 @@ fn App() -> impl IntoView {
         provisioning,
     });
     let (embed, theme) = page_options();
-    if let Some(body) = web_sys::window()
+    if let Some(root) = web_sys::window()
         .and_then(|w| w.document())
-        .and_then(|d| d.body())
+        .and_then(|d| d.document_element())
     {
-        body.set_class_name(theme);
+        root.set_class_name(theme);
     }
     let in_flight = move || {
         provisioning.get().and_then(Result::ok).map(|p| {

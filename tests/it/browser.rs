@@ -318,3 +318,155 @@ async fn services_strip_shows_in_flight_services_and_moves_a_finished_one_out() 
         .unwrap();
     browser.close().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_fleet_of_a_thousand_apps_keeps_the_page_small() {
+    // The demo's fleet, copied out to 1,000 apps, served as a fixed fleet.
+    let demo = Demo::start().await.unwrap();
+    let mut fleet: serde_json::Value = reqwest::get(format!("{}api/fleet", demo.url))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let originals = fleet["apps"].as_array().unwrap().clone();
+    let apps: Vec<serde_json::Value> = (0..1000)
+        .map(|i| {
+            let mut app = originals[i % originals.len()].clone();
+            app["name"] = serde_json::json!(format!("app-{i:04}"));
+            app
+        })
+        .collect();
+    fleet["apps"] = serde_json::json!(apps);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("fleet.json");
+    std::fs::write(&file, fleet.to_string()).unwrap();
+    let tower = Demo::serve_with(&["--fleet-file", file.to_str().unwrap()], dir.path())
+        .await
+        .unwrap();
+
+    let browser = Browser::start().await.unwrap();
+    browser
+        .checked("fleet-1000", async {
+            let c = &browser.client;
+            c.goto(&tower.url).await?;
+            c.wait()
+                .at_most(Duration::from_secs(20))
+                .for_element(Locator::Css("table.matrix tbody tr"))
+                .await
+                .context("the fleet table never rendered")?;
+            let rows = texts(c, "table.matrix tbody tr").await?.len();
+            anyhow::ensure!(rows == 100, "{rows} rows drawn of 1,000");
+            let more = texts(c, ".more").await?;
+            anyhow::ensure!(
+                more.iter().any(|m| m.contains("Showing 100 of 1000")),
+                "{more:?}"
+            );
+            // Trouble first: the copies of the paused canary lead.
+            let first = texts(c, "table.matrix tbody tr:first-child td.attention").await?;
+            anyhow::ensure!(!first.is_empty(), "the first row needs attention");
+            c.find(Locator::Css(".more button")).await?.click().await?;
+            until(Duration::from_secs(5), "200 rows", || async {
+                Ok(texts(c, "table.matrix tbody tr").await?.len() == 200)
+            })
+            .await?;
+            let search = c.find(Locator::Css("input[type=search]")).await?;
+            search.send_keys("app-0999").await?;
+            until(Duration::from_secs(5), "one match", || async {
+                Ok(texts(c, ".app-name").await? == ["app-0999"])
+            })
+            .await?;
+            browser.screenshot("fleet-1000-filtered").await?;
+            Ok(())
+        })
+        .await
+        .unwrap();
+    browser.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn embedded_dark_and_narrow() {
+    let demo = Demo::start_with(&["--speed", "0"]).await.unwrap();
+    let browser = Browser::start().await.unwrap();
+    browser
+        .checked("embedded", async {
+            let c = &browser.client;
+            // Inside a Backstage page: no masthead of its own, the theme it is given.
+            c.goto(&format!("{}tower?view=services&embed=1&theme=dark", demo.url))
+                .await?;
+            c.wait()
+                .at_most(Duration::from_secs(20))
+                .for_element(Locator::Css(".in-flight"))
+                .await?;
+            anyhow::ensure!(texts(c, ".masthead").await?.is_empty(), "no masthead when embedded");
+            let class = c
+                .execute("return document.documentElement.className;", vec![])
+                .await?;
+            anyhow::ensure!(class == "theme-dark", "root class {class}");
+            browser.screenshot("services-embedded-dark").await?;
+
+            // A phone's width: still readable, nothing wider than the screen.
+            c.set_window_size(390, 844).await?;
+            c.goto(&format!("{}tower?view=provisioning&service=orders-api", demo.url))
+                .await?;
+            c.wait()
+                .at_most(Duration::from_secs(20))
+                .for_element(Locator::Css("ol.steps li.step"))
+                .await?;
+            let overflow = c
+                .execute(
+                    "return document.documentElement.scrollWidth - document.documentElement.clientWidth;",
+                    vec![],
+                )
+                .await?;
+            anyhow::ensure!(overflow.as_i64() == Some(0), "horizontal overflow {overflow} px at 390 px");
+            browser.screenshot("provisioning-390px").await?;
+
+            // Keyboard: the tabs and links are reachable with Tab, and focus is visible.
+            c.execute("document.activeElement && document.activeElement.blur();", vec![]).await?;
+            let mut reached = Vec::new();
+            for _ in 0..6 {
+                c.active_element().await?.send_keys("\u{e004}").await?;
+                let tag = c
+                    .execute("return document.activeElement.innerText || document.activeElement.tagName;", vec![])
+                    .await?;
+                reached.push(tag.as_str().unwrap_or_default().trim().to_owned());
+            }
+            anyhow::ensure!(reached.iter().any(|t| t == "Provisioning"), "tab order: {reached:?}");
+            let outline = c
+                .execute("return getComputedStyle(document.activeElement).outlineStyle;", vec![])
+                .await?;
+            anyhow::ensure!(outline != "none", "focus is visible: {outline}");
+            Ok(())
+        })
+        .await
+        .unwrap();
+    browser.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn an_unreachable_cluster_shows_as_stale_not_as_empty() {
+    let tower = crate::support::Live::start(0.0).await.unwrap();
+    assert!(tower.world.served.set_cluster_up("dev", false));
+    let browser = Browser::start().await.unwrap();
+    browser
+        .checked("stale", async {
+            let c = &browser.client;
+            c.goto(&tower.url("/tower?view=services")).await?;
+            until(Duration::from_secs(30), "the stale notice", || async {
+                Ok(texts(c, ".state.stale")
+                    .await?
+                    .iter()
+                    .any(|t| t.contains("Cluster dev unreachable")))
+            })
+            .await?;
+            // The last known services are still listed.
+            let names = texts(c, ".in-flight .strip-name").await?;
+            anyhow::ensure!(names.contains(&"orders-api".to_owned()), "{names:?}");
+            browser.screenshot("services-stale").await?;
+            Ok(())
+        })
+        .await
+        .unwrap();
+    browser.close().await.unwrap();
+}

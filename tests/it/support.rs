@@ -74,6 +74,17 @@ impl Demo {
         Self::spawn(command, kubeconfig).await
     }
 
+    /// `tower serve --listen 127.0.0.1:0 ARGS…` (no clusters; e.g. `--fleet-file`), its
+    /// history in `data_dir`.
+    pub async fn serve_with(args: &[&str], data_dir: &Path) -> anyhow::Result<Self> {
+        let mut command = Command::new(tower_bin());
+        command
+            .args(["serve", "--listen", "127.0.0.1:0"])
+            .args(args)
+            .env("TOWER_DATA_DIR", data_dir);
+        Self::spawn(command, data_dir.join("kubeconfig")).await
+    }
+
     async fn spawn(mut command: Command, kubeconfig: PathBuf) -> anyhow::Result<Self> {
         let mut child = command
             .arg("--dist")
