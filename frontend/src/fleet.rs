@@ -36,6 +36,13 @@ pub fn FleetOverview(now: ReadSignal<DateTime<Utc>>) -> impl IntoView {
     view! {
         <section class="fleet" aria-labelledby="fleet-title">
             <h2 id="fleet-title">"Fleet"</h2>
+            // The clusters' freshness comes with the provisioning answer every page shares.
+            {move || {
+                feed.provisioning
+                    .get()
+                    .and_then(Result::ok)
+                    .map(|p| view! { <crate::provisioning::StaleNotice stale=p.stale now=p.now /> })
+            }}
             <Transition fallback=|| view! { <p class="state loading">"Loading the fleet…"</p> }>
                 {move || {
                     fleet

@@ -464,6 +464,24 @@ async fn an_unreachable_cluster_shows_as_stale_not_as_empty() {
             let names = texts(c, ".in-flight .strip-name").await?;
             anyhow::ensure!(names.contains(&"orders-api".to_owned()), "{names:?}");
             browser.screenshot("services-stale").await?;
+            // The fleet says so too, and still shows its last known apps.
+            c.goto(&tower.url("/")).await?;
+            until(
+                Duration::from_secs(20),
+                "the fleet's stale notice",
+                || async {
+                    Ok(texts(c, ".state.stale")
+                        .await?
+                        .iter()
+                        .any(|t| t.contains("Cluster dev unreachable")))
+                },
+            )
+            .await?;
+            anyhow::ensure!(
+                !texts(c, ".app-name").await?.is_empty(),
+                "last known apps shown"
+            );
+            browser.screenshot("fleet-stale").await?;
             Ok(())
         })
         .await
