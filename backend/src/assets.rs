@@ -91,7 +91,9 @@ async fn cache_control(request: Request, next: Next) -> Response {
 }
 
 /// Whether a URL path names a file whose name carries a content hash, as Trunk writes them:
-/// `<stem>-<16 hex digits>[_bg].<ext>`.
+/// `<stem>-<hash>[_bg].<ext>`, the hash a u64 in hex without leading zeros — usually 16
+/// digits, 15 one time in 16, and so on (8 or more is accepted: fewer is a one in 4 billion
+/// hash, and such a file would merely be cached briefly).
 pub fn is_hashed_asset(path: &str) -> bool {
     let name = path.rsplit('/').next().unwrap_or_default();
     let Some((stem, _ext)) = name.split_once('.') else {
@@ -101,7 +103,7 @@ pub fn is_hashed_asset(path: &str) -> bool {
     let Some((_, hash)) = stem.rsplit_once('-') else {
         return false;
     };
-    hash.len() == 16 && hash.bytes().all(|b| b.is_ascii_hexdigit())
+    (8..=16).contains(&hash.len()) && hash.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
 #[cfg(test)]
@@ -119,7 +121,10 @@ mod tests {
         assert!(!is_hashed_asset("/"));
         assert!(!is_hashed_asset("/tower"));
         assert!(!is_hashed_asset("/tower-frontend-xyz_bg.wasm"));
-        assert!(!is_hashed_asset("/tower-frontend-1a2b3c4d5e6f7a8_bg.wasm"));
+        // Trunk drops leading zeros: 98185bcd1f85d6b is a real 15-digit name.
+        assert!(is_hashed_asset("/tower-frontend-98185bcd1f85d6b_bg.wasm"));
+        assert!(!is_hashed_asset("/tower-frontend-1a2b3c4_bg.wasm"));
+        assert!(!is_hashed_asset("/tower-frontend-1a2b3c4d5e6f7a8b9_bg.wasm"));
     }
 
     fn built_dist() -> (tempfile::TempDir, Dist) {
