@@ -124,7 +124,9 @@ mod tests {
         // Trunk drops leading zeros: 98185bcd1f85d6b is a real 15-digit name.
         assert!(is_hashed_asset("/tower-frontend-98185bcd1f85d6b_bg.wasm"));
         assert!(!is_hashed_asset("/tower-frontend-1a2b3c4_bg.wasm"));
-        assert!(!is_hashed_asset("/tower-frontend-1a2b3c4d5e6f7a8b9_bg.wasm"));
+        assert!(!is_hashed_asset(
+            "/tower-frontend-1a2b3c4d5e6f7a8b9_bg.wasm"
+        ));
     }
 
     fn built_dist() -> (tempfile::TempDir, Dist) {
