@@ -53,7 +53,7 @@ impl AppState {
             backstage: None,
             argocd: None,
             history,
-            http: reqwest::Client::new(),
+            http: http_client(),
             metrics: Arc::default(),
             frame_ancestors: Arc::from(vec!["'self'".to_owned()]),
         }
@@ -69,7 +69,7 @@ impl AppState {
             backstage: config.backstage.clone().map(Arc::new),
             argocd: config.argocd.clone().map(Arc::new),
             history: live.history().clone(),
-            http: reqwest::Client::new(),
+            http: http_client(),
             metrics: Arc::default(),
             frame_ancestors: Arc::from(config.frame_ancestors.clone()),
             live: Some(live),
@@ -82,11 +82,20 @@ impl AppState {
 /// unless already encoded or a Server-Sent Events stream.
 pub fn router(state: AppState, dist: &Dist) -> Router {
     let metrics = Arc::clone(&state.metrics);
-    let frame_policy = format!("frame-ancestors {}", state.frame_ancestors.join(" "));
-    let frame_policy = http::HeaderValue::from_str(&frame_policy)
-        .unwrap_or(http::HeaderValue::from_static("frame-ancestors 'self'"));
+    let policy = format!(
+        "object-src 'none'; base-uri 'none'; frame-ancestors {}",
+        state.frame_ancestors.join(" ")
+    );
+    let policy = http::HeaderValue::from_str(&policy).unwrap_or(http::HeaderValue::from_static(
+        "object-src 'none'; base-uri 'none'; frame-ancestors 'self'",
+    ));
     Router::new()
-        .merge(routes::api().with_state(state))
+        .merge(
+            routes::api()
+                .with_state(state)
+                .layer(axum::middleware::from_fn(json_only_writes))
+                .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY_BYTES)),
+        )
         .route("/healthz", get(|| async { "ok" }))
         .merge(dist.router())
         .layer(axum::middleware::from_fn_with_state(
@@ -100,9 +109,57 @@ pub fn router(state: AppState, dist: &Dist) -> Router {
         }))
         .layer(SetResponseHeaderLayer::if_not_present(
             http::header::CONTENT_SECURITY_POLICY,
-            frame_policy,
+            policy,
+        ))
+        .layer(SetResponseHeaderLayer::overriding(
+            http::header::X_CONTENT_TYPE_OPTIONS,
+            http::HeaderValue::from_static("nosniff"),
+        ))
+        .layer(SetResponseHeaderLayer::overriding(
+            http::header::REFERRER_POLICY,
+            http::HeaderValue::from_static("no-referrer"),
         ))
         .layer(TraceLayer::new_for_http())
+}
+
+/// The largest request body the API reads (a history run is well under 1 KiB).
+pub const MAX_BODY_BYTES: usize = 64 * 1024;
+
+/// State-changing requests must be JSON (`Content-Type: application/json`): a cross-site
+/// form cannot send that without a CORS preflight, which Tower never grants. GETs never
+/// change anything.
+async fn json_only_writes(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use axum::response::IntoResponse as _;
+    let writes = !matches!(
+        *request.method(),
+        http::Method::GET | http::Method::HEAD | http::Method::OPTIONS
+    );
+    let json = request
+        .headers()
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/json"));
+    if writes && !json {
+        let body = serde_json::json!({
+            "error": "send JSON: `Content-Type: application/json`",
+            "field": "content-type",
+        });
+        return (http::StatusCode::UNSUPPORTED_MEDIA_TYPE, axum::Json(body)).into_response();
+    }
+    next.run(request).await
+}
+
+/// The HTTP client for Argo CD and Backstage: every call has a deadline.
+pub fn http_client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .connect_timeout(std::time::Duration::from_secs(5))
+        .timeout(std::time::Duration::from_secs(15))
+        .build()
+        .unwrap_or_default()
 }
 
 impl AppState {

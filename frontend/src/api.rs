@@ -104,6 +104,8 @@ pub async fn recent_runs() -> Result<Runs, ApiError> {
 pub async fn refresh_catalog() -> Result<String, ApiError> {
     let response = Request::post("/catalog/refresh")
         .header("Accept", "application/json")
+        .json(&serde_json::json!({}))
+        .map_err(|e| ApiError::Unreachable(e.to_string()))?
         .send()
         .await
         .map_err(|e| ApiError::Unreachable(e.to_string()))?;

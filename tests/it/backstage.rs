@@ -117,6 +117,7 @@ async fn refresh_and_lookup_against_a_real_backstage() {
     let refresh = || async {
         let response = client
             .post(format!("{tower}/catalog/refresh"))
+            .json(&json!({}))
             .bearer_auth(&token)
             .send()
             .await
@@ -159,6 +160,7 @@ async fn refresh_and_lookup_against_a_real_backstage() {
     // Backstage's own refusal is a 401 naming the credential, never echoing it.
     let refused = client
         .post(format!("{tower}/catalog/refresh"))
+        .json(&json!({}))
         .bearer_auth("forged-token")
         .send()
         .await

@@ -302,12 +302,18 @@ async fn provisioning_snapshot_readiness_metrics_and_openapi() {
         "{body}"
     );
 
-    // Only the configured origins may frame Tower (the demo: itself).
-    let page = reqwest::get(tower.url("/")).await.unwrap();
-    assert_eq!(
-        page.headers()["content-security-policy"],
-        "frame-ancestors 'self'"
-    );
+    // Only the configured origins may frame Tower (the demo: itself); no plugins, no <base>;
+    // no sniffing, no referrer — on pages and API answers alike.
+    for path in ["/", "/api/provisioning"] {
+        let response = reqwest::get(tower.url(path)).await.unwrap();
+        let header = |name: &str| response.headers()[name].to_str().unwrap().to_owned();
+        assert_eq!(
+            header("content-security-policy"),
+            "object-src 'none'; base-uri 'none'; frame-ancestors 'self'"
+        );
+        assert_eq!(header("x-content-type-options"), "nosniff");
+        assert_eq!(header("referrer-policy"), "no-referrer");
+    }
 
     let metrics = reqwest::get(tower.url("/metrics")).await.unwrap();
     assert_eq!(metrics.status(), StatusCode::OK);
@@ -439,11 +445,32 @@ async fn history_records_once_and_serves_typicals(tower: Live) {
     }
     let response = client
         .post(tower.url("/provisioning-history/runs"))
+        .header("content-type", "application/json")
         .body("not json")
         .send()
         .await
         .unwrap();
     assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+    // Writes take JSON only (a cross-site form cannot post JSON without a preflight).
+    let response = client
+        .post(tower.url("/provisioning-history/runs"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(run.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::UNSUPPORTED_MEDIA_TYPE);
+    let error: Value = response.json().await.unwrap();
+    assert_eq!(error["field"], "content-type");
+    // Bodies are bounded.
+    let response = client
+        .post(tower.url("/provisioning-history/runs"))
+        .header("content-type", "application/json")
+        .body(format!("{{\"service\": \"{}\"}}", "x".repeat(100 * 1024)))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::PAYLOAD_TOO_LARGE);
 
     // Two more NodeJS runs make three: the measured median replaces the estimate.
     for (service, build) in [("billing-2", 300), ("billing-3", 500)] {
@@ -518,7 +545,7 @@ async fn catalog_refresh_uses_the_callers_backstage_token() {
         .unwrap()
         .to_owned();
     let refresh = |token: Option<&str>| {
-        let request = client.post(tower.url("/catalog/refresh"));
+        let request = client.post(tower.url("/catalog/refresh")).json(&json!({}));
         match token {
             Some(token) => request.bearer_auth(token),
             None => request,

@@ -73,7 +73,11 @@ pub struct GitHubCounters {
 
 impl GitHub {
     pub fn new(config: &GitHubConfig) -> anyhow::Result<Self> {
-        let mut builder = Octocrab::builder().base_uri(config.api_url.as_str())?;
+        let mut builder = Octocrab::builder()
+            .base_uri(config.api_url.as_str())?
+            .set_connect_timeout(Some(Duration::from_secs(5)))
+            .set_read_timeout(Some(Duration::from_secs(15)))
+            .set_write_timeout(Some(Duration::from_secs(15)));
         if let Some(token) = &config.token {
             builder = builder.personal_token(token.expose().to_owned());
         }

@@ -243,6 +243,9 @@ impl Clusters {
                 None => kube::Config::incluster()
                     .map_err(|err| anyhow::anyhow!("cluster {}: {err}", cluster.name))?,
             };
+            let mut client_config = client_config;
+            // Every call has a deadline; watches are bounded by their own timeoutSeconds.
+            client_config.connect_timeout = Some(Duration::from_secs(5));
             clients.push((cluster.name.clone(), kube::Client::try_from(client_config)?));
         }
         Ok(Self::watch(clients))

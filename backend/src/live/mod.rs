@@ -177,7 +177,7 @@ impl Live {
         let reader = live.inner.config.backstage.as_ref().and_then(|b| {
             let token = b.token.clone()?;
             Some((
-                backstage::Backstage::new(&b.url, reqwest::Client::new()),
+                backstage::Backstage::new(&b.url, crate::app::http_client()),
                 token,
             ))
         });
