@@ -1,6 +1,7 @@
 //! Tower's backend: a thin axum service that serves the built frontend and the JSON API.
 //!
 //! Module map:
+//! - [`auth`] — Backstage user tokens verified against the Backstage JWKS.
 //! - [`cli`] — the `tower` command line (clap): `demo`, `serve`, `provisioning`, `cloud-deploys`.
 //! - [`config`] — `tower.yaml` and its environment overrides.
 //! - [`live`] — the live source: kube-rs watch caches per cluster ([`live::kube`]), GitHub
@@ -21,6 +22,7 @@
 
 pub mod app;
 pub mod assets;
+pub mod auth;
 pub mod cli;
 pub mod config;
 pub mod demo;

@@ -14,15 +14,61 @@ use tower_backend::{app, assets, config, history, source};
 
 use crate::support::{dist, eventually};
 
-/// A real Backstage backend on a free loopback port; stopped when dropped.
+/// A real Backstage backend on a free loopback port; stopped when dropped. The scripts keep
+/// one pid file per install, so one backend runs at a time: tests take [`ONE_AT_A_TIME`].
 struct Backstage {
     url: String,
     entities: tempfile::TempDir,
-    pid_file: PathBuf,
+    pid: String,
 }
+
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 impl Backstage {
     fn start() -> anyhow::Result<Self> {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")?
+            .local_addr()?
+            .port();
+        Self::start_on(port, tempfile::tempdir()?)
+    }
+
+    /// Stops this backend and starts a new one on the same port (new signing keys: the
+    /// in-memory database is gone), keeping the entity folder.
+    fn restart(mut self) -> anyhow::Result<Self> {
+        let port: u16 = self.url.rsplit(':').next().context("a port")?.parse()?;
+        let entities = std::mem::replace(&mut self.entities, tempfile::tempdir()?);
+        self.stop();
+        // Wait until the port is free again.
+        for _ in 0..100 {
+            if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Self::start_on(port, entities)
+    }
+
+    fn stop(&mut self) {
+        let pid = std::mem::take(&mut self.pid);
+        let pid = pid.trim();
+        if pid.is_empty() {
+            return;
+        }
+        let _ = std::process::Command::new("kill").arg(pid).status();
+        for _ in 0..100 {
+            let alive = std::process::Command::new("kill")
+                .args(["-0", pid])
+                .stderr(std::process::Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success());
+            if !alive {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    fn start_on(port: u16, entities: tempfile::TempDir) -> anyhow::Result<Self> {
         let scripts = std::env::var_os("TOWER_BACKSTAGE_PARTNER").context(
             "TOWER_BACKSTAGE_PARTNER is not set: run the tests with `cargo xtask test`, which installs a real Backstage backend",
         )?;
@@ -30,10 +76,6 @@ impl Backstage {
             std::env::var_os("TOWER_BACKSTAGE_PARTNER_DIR")
                 .context("TOWER_BACKSTAGE_PARTNER_DIR is not set")?,
         );
-        let port = std::net::TcpListener::bind("127.0.0.1:0")?
-            .local_addr()?
-            .port();
-        let entities = tempfile::tempdir()?;
         let status = std::process::Command::new("bash")
             .arg(PathBuf::from(scripts).join("run.sh"))
             .arg(&install)
@@ -44,21 +86,83 @@ impl Backstage {
         Ok(Self {
             url: format!("http://127.0.0.1:{port}"),
             entities,
-            pid_file: install.join("backend.pid"),
+            pid: std::fs::read_to_string(install.join("backend.pid"))?,
         })
     }
 }
 
 impl Drop for Backstage {
     fn drop(&mut self) {
-        if let Ok(pid) = std::fs::read_to_string(&self.pid_file) {
-            let _ = std::process::Command::new("kill").arg(pid.trim()).status();
-        }
+        self.stop();
     }
+}
+
+async fn guest_token(backstage: &str) -> String {
+    reqwest::get(format!("{backstage}/api/auth/guest/refresh"))
+        .await
+        .unwrap()
+        .json::<Value>()
+        .await
+        .unwrap()["backstageIdentity"]["token"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+#[tokio::test]
+async fn real_backstage_user_tokens_verify_across_a_key_rotation() {
+    let _turn = ONE_AT_A_TIME.lock().await;
+    let backstage = Backstage::start().unwrap();
+    let verifier = tower_backend::auth::Verifier::new(&backstage.url, reqwest::Client::new())
+        .with_refetch_every(Duration::from_millis(100));
+    let token = guest_token(&backstage.url).await;
+    let user = verifier.verify(&token).await.unwrap();
+    assert_eq!(user.subject, "user:development/guest");
+    assert_eq!(verifier.fetches(), 1);
+
+    // A token signed by someone else but naming Backstage's key is refused.
+    let header = jsonwebtoken::decode_header(&token).unwrap();
+    let rng = ring::rand::SystemRandom::new();
+    let pkcs8 = ring::signature::EcdsaKeyPair::generate_pkcs8(
+        &ring::signature::ECDSA_P256_SHA256_FIXED_SIGNING,
+        &rng,
+    )
+    .unwrap();
+    let claims: Value = {
+        use base64::Engine as _;
+        let payload = token.split('.').nth(1).unwrap();
+        serde_json::from_slice(
+            &base64::engine::general_purpose::URL_SAFE_NO_PAD
+                .decode(payload)
+                .unwrap(),
+        )
+        .unwrap()
+    };
+    let forged = jsonwebtoken::encode(
+        &header,
+        &claims,
+        &jsonwebtoken::EncodingKey::from_ec_der(pkcs8.as_ref()),
+    )
+    .unwrap();
+    assert!(
+        verifier.verify(&forged).await.is_err(),
+        "forged token accepted"
+    );
+
+    // Backstage restarts with new keys: its new tokens verify after one JWKS re-fetch.
+    let backstage = backstage.restart().unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let rotated = guest_token(&backstage.url).await;
+    let new_kid = jsonwebtoken::decode_header(&rotated).unwrap().kid;
+    assert_ne!(new_kid, header.kid, "the restart rotated the key");
+    let fetches = verifier.fetches();
+    verifier.verify(&rotated).await.unwrap();
+    assert_eq!(verifier.fetches(), fetches + 1, "one re-fetch");
 }
 
 #[tokio::test]
 async fn refresh_and_lookup_against_a_real_backstage() {
+    let _turn = ONE_AT_A_TIME.lock().await;
     let backstage = Backstage::start().unwrap();
     let dir = tempfile::tempdir().unwrap();
     let history = history::History::connect(&format!(

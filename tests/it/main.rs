@@ -1,6 +1,7 @@
 //! Tower's integration tests: one binary, a module per area.
 //!
 //! - [`support`] — starting `tower demo` and a headless Chromium for a test.
+//! - [`auth`] — Backstage user tokens: every way one can be wrong, key rotation, the simulated Backstage's.
 //! - [`backstage`] — catalog refresh and lookup against a real Backstage backend.
 //! - [`tidy`] — invariants of the code base itself (the `shared` crate stays pure).
 //! - [`provisioning`] — the provisioning derivation over `fixtures/provisioning/`.
@@ -15,6 +16,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
+mod auth;
 mod backstage;
 mod browser;
 mod cli;
