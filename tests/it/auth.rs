@@ -61,6 +61,9 @@ async fn fake_backstage() -> FakeBackstage {
     FakeBackstage { url, jwks, fetches }
 }
 
+/// What a refused token's error must look like.
+type Expect = fn(&AuthError) -> bool;
+
 fn now() -> i64 {
     chrono::Utc::now().timestamp()
 }
@@ -133,7 +136,7 @@ async fn user_tokens_are_checked_against_the_backstage_jwks() {
     };
     let mut forged_key = key("k1"); // claims the published kid, signs with another key
     forged_key.kid = "k1".to_owned();
-    let cases: Vec<(&str, String, fn(&AuthError) -> bool)> = vec![
+    let cases: Vec<(&str, String, Expect)> = vec![
         ("not a JWT", "abc".to_owned(), |e| {
             *e == AuthError::Malformed
         }),
