@@ -7,6 +7,7 @@
 //! - [`provisioning`] — the provisioning derivation over `fixtures/provisioning/`.
 //! - [`provisioning_props`] — invariants under shuffled and corrupted snapshots (proptest).
 //! - [`simulator`] — the simulated platform through kubectl and a kube-rs watcher.
+//! - [`hostile_input`] — proptest: parsers and the history POST never panic and name the field.
 //! - [`http`] — the demo's HTTP surface through a real socket.
 //! - [`history`] — 1,000 concurrent POSTs of one run to `tower serve`, SQLite and PostgreSQL.
 //! - [`routes`] — every backend route against the simulated platform through the real clients.
@@ -22,6 +23,7 @@ mod browser;
 mod cli;
 mod cloud_deploys;
 mod history;
+mod hostile_input;
 mod http;
 mod provisioning;
 mod provisioning_props;
