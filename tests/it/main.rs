@@ -9,6 +9,7 @@
 //! - [`simulator`] — the simulated platform through kubectl and a kube-rs watcher.
 //! - [`hostile_input`] — proptest: parsers and the history POST never panic and name the field.
 //! - [`http`] — the demo's HTTP surface through a real socket.
+//! - [`faults`] — GitHub rate limits injected into the simulator: waited out, not hammered.
 //! - [`history`] — 1,000 concurrent POSTs of one run to `tower serve`, SQLite and PostgreSQL.
 //! - [`routes`] — every backend route against the simulated platform through the real clients.
 //! - [`cloud_deploys`] — the cloud deploy derivation over `fixtures/cloud-deploys/`.
@@ -22,6 +23,7 @@ mod backstage;
 mod browser;
 mod cli;
 mod cloud_deploys;
+mod faults;
 mod history;
 mod hostile_input;
 mod http;

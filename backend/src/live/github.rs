@@ -44,8 +44,18 @@ impl GitHubError {
 #[derive(Debug)]
 struct Cached {
     etag: Option<HeaderValue>,
-    value: Arc<Value>,
+    /// `None`: GitHub said 404 (cached too, so a repo not created yet costs one request
+    /// per cache period, not one per poll).
+    value: Option<Arc<Value>>,
     fetched: Instant,
+}
+
+fn answer(path: &str, cached: &Cached) -> Result<Arc<Value>, GitHubError> {
+    cached.value.clone().ok_or_else(|| GitHubError::Status {
+        status: 404,
+        path: path.to_owned(),
+        message: "Not Found".to_owned(),
+    })
 }
 
 #[derive(Debug, Default)]
@@ -77,7 +87,10 @@ impl GitHub {
             .base_uri(config.api_url.as_str())?
             .set_connect_timeout(Some(Duration::from_secs(5)))
             .set_read_timeout(Some(Duration::from_secs(15)))
-            .set_write_timeout(Some(Duration::from_secs(15)));
+            .set_write_timeout(Some(Duration::from_secs(15)))
+            // octocrab's default retries a 429 at once, three times, ignoring `retry-after`;
+            // Tower waits the limit out itself (see `get`), so one attempt per ask.
+            .add_retry_config(octocrab::service::middleware::retry::RetryConfig::None);
         if let Some(token) = &config.token {
             builder = builder.personal_token(token.expose().to_owned());
         }
@@ -139,13 +152,13 @@ impl GitHub {
             let cached = state.cache.get(path);
             if let Some(cached) = cached {
                 if cached.fetched.elapsed() < max_age {
-                    return Ok(Arc::clone(&cached.value));
+                    return answer(path, cached);
                 }
             }
             if let Some((until, at)) = state.limited_until {
                 if Instant::now() < until {
                     return match cached {
-                        Some(cached) => Ok(Arc::clone(&cached.value)),
+                        Some(cached) => answer(path, cached),
                         None => Err(GitHubError::RateLimited { until: at }),
                     };
                 }
@@ -172,6 +185,16 @@ impl GitHub {
             .body_to_string(response)
             .await
             .map_err(|err| GitHubError::Unreachable(describe(&err)))?;
+        if status == StatusCode::NOT_FOUND {
+            let cached = Cached {
+                etag: None,
+                value: None,
+                fetched: Instant::now(),
+            };
+            let err = answer(path, &cached);
+            self.state().cache.insert(path.to_owned(), cached);
+            return err;
+        }
         if !status.is_success() {
             let message = serde_json::from_str::<Value>(&body)
                 .ok()
@@ -192,7 +215,7 @@ impl GitHub {
             path.to_owned(),
             Cached {
                 etag: new_etag,
-                value: Arc::clone(&value),
+                value: Some(Arc::clone(&value)),
                 fetched: Instant::now(),
             },
         );
@@ -212,7 +235,7 @@ impl GitHub {
         if let Some(until) = limit {
             state.limited_until = Some(until);
             return Some(match state.cache.get(path) {
-                Some(cached) => Ok(Arc::clone(&cached.value)),
+                Some(cached) => answer(path, cached),
                 None => Err(GitHubError::RateLimited { until: until.1 }),
             });
         }
@@ -220,7 +243,7 @@ impl GitHub {
             state.not_modified += 1;
             if let Some(cached) = state.cache.get_mut(path) {
                 cached.fetched = Instant::now();
-                return Some(Ok(Arc::clone(&cached.value)));
+                return Some(answer(path, cached));
             }
         }
         None

@@ -19,6 +19,18 @@ use serde_json::{json, Value};
 use crate::platform::Platform;
 use crate::stories::PullRequest;
 
+/// A fault the API can be told to answer with (see `Platform::inject_github_fault`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fault {
+    /// 429 Too Many Requests with `retry-after: seconds`.
+    TooManyRequests { retry_after: u64 },
+    /// 403 with `x-ratelimit-remaining: 0` and `x-ratelimit-reset` this many seconds ahead
+    /// (the primary rate limit), no `retry-after`.
+    RateLimitSpent { reset_in: u64 },
+    /// 403 for lack of access (not a rate limit).
+    Forbidden,
+}
+
 /// Requests per hour before the simulated primary rate limit answers 403.
 pub const RATE_LIMIT: u32 = 5_000;
 
@@ -191,6 +203,9 @@ async fn conditional_and_limited(
     request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> Response {
+    if let Some(fault) = github.platform.next_github_fault(request.uri().path()) {
+        return fault_response(fault);
+    }
     let is_get = request.method() == axum::http::Method::GET;
     let if_none_match = request.headers().get(header::IF_NONE_MATCH).cloned();
     let reset = (github.platform.clock().start() + chrono::Duration::hours(1)).timestamp();
@@ -239,6 +254,36 @@ async fn conditional_and_limited(
     let mut response = Response::from_parts(parts, axum::body::Body::from(bytes));
     limit_headers(&mut response, used);
     response
+}
+
+fn fault_response(fault: Fault) -> Response {
+    let now = chrono::Utc::now().timestamp();
+    match fault {
+        Fault::TooManyRequests { retry_after } => {
+            let mut response = error(
+                StatusCode::TOO_MANY_REQUESTS,
+                "You have exceeded a secondary rate limit",
+            );
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(retry_after));
+            response
+        }
+        Fault::RateLimitSpent { reset_in } => {
+            let mut response = error(StatusCode::FORBIDDEN, "API rate limit exceeded");
+            let h = response.headers_mut();
+            h.insert("x-ratelimit-remaining", HeaderValue::from(0));
+            h.insert(
+                "x-ratelimit-reset",
+                HeaderValue::from(now + i64::try_from(reset_in).unwrap_or(i64::MAX / 2)),
+            );
+            response
+        }
+        Fault::Forbidden => error(
+            StatusCode::FORBIDDEN,
+            "Resource not accessible by integration",
+        ),
+    }
 }
 
 async fn repo(

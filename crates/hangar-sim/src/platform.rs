@@ -22,12 +22,46 @@ pub struct Platform {
     clusters: BTreeMap<String, Store>,
     clock: Clock,
     stories: Vec<Box<dyn Story>>,
+    /// Faults the GitHub API answers with next (tests inject them).
+    github_faults: std::sync::Mutex<std::collections::VecDeque<crate::github::Fault>>,
+    /// Every request the GitHub API received: when (real time) and its path.
+    github_log: std::sync::Mutex<Vec<(std::time::Instant, String)>>,
 }
 
 impl Platform {
+    /// Makes the GitHub API answer its next `count` requests with `fault`.
+    pub fn inject_github_fault(&self, fault: crate::github::Fault, count: usize) {
+        let mut faults = self
+            .github_faults
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        faults.extend(std::iter::repeat_n(fault, count));
+    }
+
+    pub(crate) fn next_github_fault(&self, path: &str) -> Option<crate::github::Fault> {
+        self.github_log
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push((std::time::Instant::now(), path.to_owned()));
+        self.github_faults
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .pop_front()
+    }
+
+    /// Every request the GitHub API received so far: when, and the path.
+    pub fn github_requests(&self) -> Vec<(std::time::Instant, String)> {
+        self.github_log
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
     /// A platform with the named clusters (stories may only use these).
     pub fn new(clock: Clock, clusters: &[&str], stories: Vec<Box<dyn Story>>) -> Self {
         Self {
+            github_faults: std::sync::Mutex::default(),
+            github_log: std::sync::Mutex::default(),
             clusters: clusters
                 .iter()
                 .map(|c| ((*c).to_owned(), Store::new()))
