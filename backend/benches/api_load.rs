@@ -60,8 +60,17 @@ fn main() -> anyhow::Result<()> {
 /// The load process: `connections` workers GET `url` back to back for `seconds`; prints
 /// one JSON line with the count and latency percentiles in microseconds.
 async fn load(url: &str, options: &Options) -> anyhow::Result<()> {
+    // The parent signs in as the simulated Backstage's guest and hands the token over.
+    let mut headers = reqwest::header::HeaderMap::new();
+    if let Ok(token) = std::env::var("TOWER_BENCH_TOKEN") {
+        headers.insert(
+            reqwest::header::AUTHORIZATION,
+            reqwest::header::HeaderValue::from_str(&format!("Bearer {token}"))?,
+        );
+    }
     let client = reqwest::Client::builder()
         .pool_max_idle_per_host(options.connections)
+        .default_headers(headers)
         .build()?;
     let until = Instant::now() + Duration::from_secs(options.seconds);
     let workers = (0..options.connections).map(|_| {
@@ -142,12 +151,24 @@ async fn serve_and_measure(options: &Options) -> anyhow::Result<()> {
     let router = app::router(app::AppState::live(live), &assets::Dist::open(&dist)?);
     let server = tokio::spawn(async move { axum::serve(listener, router).await });
 
+    let guest: serde_json::Value = reqwest::get(format!(
+        "http://{}/api/auth/guest/refresh",
+        world.served.backstage
+    ))
+    .await?
+    .json()
+    .await?;
+    let token = guest["backstageIdentity"]["token"]
+        .as_str()
+        .context("no guest token")?
+        .to_owned();
     let before = world.served.api_requests();
     let window = Instant::now();
     let mut child = tokio::process::Command::new(std::env::current_exe()?)
         .args(["--load", &format!("http://{addr}/api/provisioning")])
         .args(["--seconds", &options.seconds.to_string()])
         .args(["--connections", &options.connections.to_string()])
+        .env("TOWER_BENCH_TOKEN", &token)
         .stdout(Stdio::piped())
         .spawn()
         .context("starting the load process")?;

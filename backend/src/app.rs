@@ -40,11 +40,18 @@ pub struct AppState {
     pub metrics: Arc<Metrics>,
     /// Who may embed Tower in a frame (`Content-Security-Policy: frame-ancestors …`).
     pub frame_ancestors: Arc<[String]>,
+    /// Who may call the API.
+    pub gate: Arc<crate::auth::Gate>,
 }
 
 impl AppState {
-    /// State for a fixed snapshot: no clusters, GitHub or Backstage.
-    pub fn fixed(fleet: Option<Fleet>, source: Arc<dyn SnapshotSource>, history: History) -> Self {
+    /// State for a fixed snapshot: no clusters or GitHub; callers checked by `gate`.
+    pub fn fixed(
+        fleet: Option<Fleet>,
+        source: Arc<dyn SnapshotSource>,
+        history: History,
+        gate: crate::auth::Gate,
+    ) -> Self {
         Self {
             fleet: fleet.map(Arc::new),
             source,
@@ -56,6 +63,7 @@ impl AppState {
             http: http_client(),
             metrics: Arc::default(),
             frame_ancestors: Arc::from(vec!["'self'".to_owned()]),
+            gate: Arc::new(gate),
         }
     }
 
@@ -72,6 +80,7 @@ impl AppState {
             http: http_client(),
             metrics: Arc::default(),
             frame_ancestors: Arc::from(config.frame_ancestors.clone()),
+            gate: Arc::new(crate::auth::Gate::from_config(config, http_client())),
             live: Some(live),
         }
     }
@@ -89,10 +98,15 @@ pub fn router(state: AppState, dist: &Dist) -> Router {
     let policy = http::HeaderValue::from_str(&policy).unwrap_or(http::HeaderValue::from_static(
         "object-src 'none'; base-uri 'none'; frame-ancestors 'self'",
     ));
+    let gate = Arc::clone(&state.gate);
     Router::new()
         .merge(
             routes::api()
                 .with_state(state)
+                .route_layer(axum::middleware::from_fn_with_state(
+                    gate,
+                    crate::auth::require_caller,
+                ))
                 .layer(axum::middleware::from_fn(json_only_writes))
                 .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY_BYTES)),
         )

@@ -49,6 +49,7 @@ pub struct User {
 #[derive(Debug, Deserialize)]
 struct Claims {
     sub: String,
+    exp: i64,
 }
 
 #[derive(Debug, Default)]
@@ -66,7 +67,15 @@ pub struct Verifier {
     last_fetch: Mutex<Option<Instant>>,
     refetch_every: Duration,
     fetches: AtomicU64,
+    /// One fetch at a time: callers that missed the same key wait for it.
+    fetching: tokio::sync::Mutex<()>,
+    /// Tokens already verified (by SHA-256), with who they are and until when: a page
+    /// sends the same token with every request, and ES256 verification is the costly part.
+    verified: Mutex<std::collections::HashMap<[u8; 32], (User, i64)>>,
 }
+
+/// How many verified tokens are remembered before the memory is cleared.
+const VERIFIED_KEPT: usize = 10_000;
 
 impl Verifier {
     /// For the Backstage at `backstage_url` (its auth plugin at `/api/auth`).
@@ -80,6 +89,8 @@ impl Verifier {
             last_fetch: Mutex::new(None),
             refetch_every: REFETCH_EVERY,
             fetches: AtomicU64::new(0),
+            fetching: tokio::sync::Mutex::new(()),
+            verified: Mutex::default(),
         }
     }
 
@@ -96,6 +107,35 @@ impl Verifier {
 
     /// Who `token` says the caller is, if Backstage signed it and it is still valid.
     pub async fn verify(&self, token: &str) -> Result<User, AuthError> {
+        let digest: [u8; 32] = ring::digest::digest(&ring::digest::SHA256, token.as_bytes())
+            .as_ref()
+            .try_into()
+            .unwrap_or([0; 32]);
+        let now = chrono::Utc::now().timestamp();
+        if let Some((user, exp)) = self.verified_lock().get(&digest) {
+            if now < *exp {
+                return Ok(user.clone());
+            }
+        }
+        let (user, exp) = self.verify_signed(token).await?;
+        let mut verified = self.verified_lock();
+        if verified.len() >= VERIFIED_KEPT {
+            verified.clear();
+        }
+        verified.insert(digest, (user.clone(), exp));
+        Ok(user)
+    }
+
+    fn verified_lock(
+        &self,
+    ) -> std::sync::MutexGuard<'_, std::collections::HashMap<[u8; 32], (User, i64)>> {
+        self.verified
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Checks the signature and claims; returns the user and the token's `exp`.
+    async fn verify_signed(&self, token: &str) -> Result<(User, i64), AuthError> {
         let header = jsonwebtoken::decode_header(token).map_err(|_| AuthError::Malformed)?;
         if header.alg != Algorithm::ES256 {
             return Err(AuthError::WrongAlgorithm);
@@ -107,8 +147,15 @@ impl Verifier {
         let key = match self.key(&kid).await {
             Some(key) => key,
             None => {
-                self.refetch().await?;
-                self.key(&kid).await.ok_or(AuthError::UnknownKey)?
+                let _turn = self.fetching.lock().await;
+                // Another caller may have fetched the key while this one waited.
+                match self.key(&kid).await {
+                    Some(key) => key,
+                    None => {
+                        self.refetch().await?;
+                        self.key(&kid).await.ok_or(AuthError::UnknownKey)?
+                    }
+                }
             }
         };
         let mut validation = Validation::new(Algorithm::ES256);
@@ -118,9 +165,12 @@ impl Verifier {
         validation.leeway = 30;
         let data = jsonwebtoken::decode::<Claims>(token, &key, &validation)
             .map_err(|err| AuthError::Invalid(err.to_string()))?;
-        Ok(User {
-            subject: data.claims.sub,
-        })
+        Ok((
+            User {
+                subject: data.claims.sub,
+            },
+            data.claims.exp,
+        ))
     }
 
     async fn key(&self, kid: &str) -> Option<DecodingKey> {
@@ -161,4 +211,143 @@ impl Verifier {
         self.keys.write().await.set = Some(set);
         Ok(())
     }
+}
+
+/// How callers prove who they are: a Backstage user token, or a tool's static token.
+#[derive(Debug, Default)]
+pub struct Gate {
+    pub verifier: Option<Verifier>,
+    pub tools: Vec<crate::config::ToolToken>,
+    /// Nobody is asked (a local snapshot or fleet file; see `openApi`).
+    pub open: bool,
+    /// The Backstage origin allowed to hand the page its token (`postMessage`).
+    pub backstage_origin: Option<String>,
+    /// Pages opened on their own sign in as Backstage's guest.
+    pub guest_sign_in: bool,
+    pub backstage_url: Option<String>,
+}
+
+impl Gate {
+    pub fn from_config(config: &crate::config::Config, http: reqwest::Client) -> Self {
+        let backstage = config.backstage.as_ref();
+        if config.open_api {
+            tracing::warn!("openApi is on: Tower asks no caller for a token");
+        }
+        Self {
+            verifier: backstage.map(|b| Verifier::new(&b.url, http)),
+            tools: config.tokens.clone(),
+            open: config.open_api,
+            backstage_origin: backstage.and_then(|b| origin_of(&b.url)),
+            guest_sign_in: backstage.is_some_and(|b| b.guest_sign_in),
+            backstage_url: backstage.map(|b| b.url.trim_end_matches('/').to_owned()),
+        }
+    }
+
+    /// Nobody asked: for tests and a local file.
+    pub fn open() -> Self {
+        Self {
+            open: true,
+            ..Self::default()
+        }
+    }
+}
+
+/// `https://host:port` of a URL.
+fn origin_of(url: &str) -> Option<String> {
+    let (scheme, rest) = url.split_once("://")?;
+    let host = rest.split('/').next()?;
+    (!host.is_empty()).then(|| format!("{scheme}://{host}"))
+}
+
+/// Who is calling, once checked (a request extension).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Caller {
+    pub subject: String,
+}
+
+/// Routes anyone may call: readiness, and what a page needs to sign in.
+pub const PUBLIC: &[&str] = &["/readyz", "/auth/config", "/auth/guest"];
+
+fn refuse(status: http::StatusCode, message: String) -> axum::response::Response {
+    use axum::response::IntoResponse as _;
+    let body = serde_json::json!({ "error": message, "field": "authorization" });
+    (status, axum::Json(body)).into_response()
+}
+
+/// Every API route but [`PUBLIC`] needs a Backstage user token or a tool token allowed on
+/// the route; writes are logged (target `tower::audit`) with the caller.
+pub async fn require_caller(
+    axum::extract::State(gate): axum::extract::State<std::sync::Arc<Gate>>,
+    mut request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let path = request.uri().path().to_owned();
+    if PUBLIC.contains(&path.as_str()) {
+        return next.run(request).await;
+    }
+    let token = request
+        .headers()
+        .get(http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(|t| t.trim().to_owned())
+        .filter(|t| !t.is_empty());
+    let caller = if gate.open {
+        Caller {
+            subject: "anonymous".to_owned(),
+        }
+    } else {
+        let Some(token) = token else {
+            return refuse(
+                http::StatusCode::UNAUTHORIZED,
+                "sign in: send a Backstage user token (or a tool token) as `Authorization: Bearer …`"
+                    .to_owned(),
+            );
+        };
+        // Compared as SHA-256 digests: how long a comparison takes says nothing about the
+        // token's characters.
+        let digest = |t: &str| ring::digest::digest(&ring::digest::SHA256, t.as_bytes());
+        let given = digest(&token);
+        let tool = gate
+            .tools
+            .iter()
+            .find(|t| digest(t.token.expose()).as_ref() == given.as_ref());
+        match (tool, &gate.verifier) {
+            (Some(tool), _) if tool.allows(&path) => Caller {
+                subject: tool.subject.clone(),
+            },
+            (Some(tool), _) => {
+                return refuse(
+                    http::StatusCode::FORBIDDEN,
+                    format!("{} may not call {path}", tool.subject),
+                )
+            }
+            (None, Some(verifier)) => match verifier.verify(&token).await {
+                Ok(user) => Caller {
+                    subject: user.subject,
+                },
+                Err(err) => return refuse(http::StatusCode::UNAUTHORIZED, err.to_string()),
+            },
+            (None, None) => {
+                return refuse(
+                    http::StatusCode::UNAUTHORIZED,
+                    "Tower has no Backstage configured to check user tokens".to_owned(),
+                )
+            }
+        }
+    };
+    let method = request.method().clone();
+    request.extensions_mut().insert(caller.clone());
+    let response = next.run(request).await;
+    if method != http::Method::GET && method != http::Method::HEAD {
+        tracing::info!(
+            target: "tower::audit",
+            subject = %caller.subject,
+            %method,
+            %path,
+            status = response.status().as_u16(),
+            "write"
+        );
+    }
+    response
 }

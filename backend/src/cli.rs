@@ -195,7 +195,8 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                 let source: Arc<dyn source::SnapshotSource> =
                     Arc::new(source::Fixed(Arc::new(snapshot)));
                 let history = live::open_history(&config).await?;
-                server::serve(listen, AppState::fixed(fleet, source, history), dist).await
+                let gate = crate::auth::Gate::from_config(&config, crate::app::http_client());
+                server::serve(listen, AppState::fixed(fleet, source, history, gate), dist).await
             })
         }
         Command::Provisioning(args) => {

@@ -95,6 +95,37 @@ pub struct Config {
     /// Origins allowed to embed Tower in a frame (the Backstage app's).
     #[serde(default = "default_frame_ancestors")]
     pub frame_ancestors: Vec<String>,
+    /// Tools' static bearer tokens, each with a subject and the routes it may call.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tokens: Vec<ToolToken>,
+    /// Ask no one for a token. Only for looking at a snapshot or fleet file on one's own
+    /// machine; Tower logs a warning when it is on.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub open_api: bool,
+}
+
+/// A tool's static token.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ToolToken {
+    /// Who the tool is, for the audit log (`tool:release-bot`).
+    pub subject: String,
+    pub token: Secret,
+    /// Route paths it may call (a trailing `*` allows a prefix), e.g.
+    /// `["/api/provisioning", "/provisioning-history/*"]`.
+    pub routes: Vec<String>,
+}
+
+impl ToolToken {
+    /// Whether this token may call `path`.
+    pub fn allows(&self, path: &str) -> bool {
+        self.routes
+            .iter()
+            .any(|route| match route.strip_suffix('*') {
+                Some(prefix) => path.starts_with(prefix),
+                None => path == route,
+            })
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -140,6 +171,10 @@ pub struct HttpService {
     /// catalog reads only — refreshes always use the caller's own token).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token: Option<Secret>,
+    /// Backstage only: a page opened on its own signs in as Backstage's guest (the demo; a
+    /// Backstage in development mode).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub guest_sign_in: bool,
 }
 
 fn default_listen() -> SocketAddr {
@@ -175,6 +210,8 @@ impl Default for Config {
             database_url: None,
             data_dir: default_data_dir(),
             frame_ancestors: default_frame_ancestors(),
+            tokens: Vec::new(),
+            open_api: false,
         }
     }
 }
@@ -251,7 +288,13 @@ impl Config {
             if let Some(url) = env(url_var) {
                 match service.as_mut() {
                     Some(service) => service.url = url,
-                    None => *service = Some(HttpService { url, token: None }),
+                    None => {
+                        *service = Some(HttpService {
+                            url,
+                            token: None,
+                            guest_sign_in: false,
+                        })
+                    }
                 }
             }
             if let Some(token) = env(token_var) {
@@ -337,6 +380,20 @@ impl Config {
                 return Err((
                     format!("frameAncestors[{i}]"),
                     format!("{origin:?} is not a CSP source (e.g. 'self' or https://backstage.example.com)"),
+                ));
+            }
+        }
+        for (i, tool) in self.tokens.iter().enumerate() {
+            if tool.token.expose().len() < 16 {
+                return Err((
+                    format!("tokens[{i}].token"),
+                    "a tool token needs at least 16 characters".to_owned(),
+                ));
+            }
+            if tool.routes.is_empty() {
+                return Err((
+                    format!("tokens[{i}].routes"),
+                    "name at least one route the tool may call".to_owned(),
                 ));
             }
         }
@@ -485,6 +542,7 @@ mod tests {
         config.backstage = Some(HttpService {
             url: "http://127.0.0.1:1".to_owned(),
             token: Some(Secret("t".to_owned())),
+            guest_sign_in: false,
         });
         let back = Config::parse(&config.to_yaml(), "x", no_env).expect("reads back");
         assert_eq!(back, config);

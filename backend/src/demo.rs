@@ -155,13 +155,18 @@ pub fn config_for(
         argocd: Some(HttpService {
             url: format!("http://{}", served.argocd),
             token: None,
+            guest_sign_in: false,
         }),
         backstage: Some(HttpService {
             url: format!("http://{}", served.backstage),
             token: Some(Secret(hangar_sim::backstage::STATIC_TOKEN.to_owned())),
+            // The demo signs its pages in as the simulated Backstage's guest.
+            guest_sign_in: true,
         }),
         database_url: None,
         data_dir: data_dir.to_owned(),
         frame_ancestors: vec!["'self'".to_owned()],
+        tokens: Vec::new(),
+        open_api: false,
     }
 }

@@ -17,9 +17,16 @@ pub enum ApiError {
     Decode(String),
 }
 
+/// Adds the signed-in user's token (see [`crate::signin`]).
+fn with_token(request: gloo_net::http::RequestBuilder) -> gloo_net::http::RequestBuilder {
+    match crate::signin::token() {
+        Some(token) => request.header("Authorization", &format!("Bearer {token}")),
+        None => request,
+    }
+}
+
 async fn get_json<T: DeserializeOwned>(path: &str) -> Result<T, ApiError> {
-    let response = Request::get(path)
-        .header("Accept", "application/json")
+    let response = with_token(Request::get(path).header("Accept", "application/json"))
         .send()
         .await
         .map_err(|e| ApiError::Unreachable(e.to_string()))?;
@@ -102,13 +109,13 @@ pub async fn recent_runs() -> Result<Runs, ApiError> {
 /// `POST /catalog/refresh`: Backstage's answer in words ("triggered", "already running"),
 /// or why it refused.
 pub async fn refresh_catalog() -> Result<String, ApiError> {
-    let response = Request::post("/catalog/refresh")
-        .header("Accept", "application/json")
-        .json(&serde_json::json!({}))
-        .map_err(|e| ApiError::Unreachable(e.to_string()))?
-        .send()
-        .await
-        .map_err(|e| ApiError::Unreachable(e.to_string()))?;
+    let response =
+        with_token(Request::post("/catalog/refresh").header("Accept", "application/json"))
+            .json(&serde_json::json!({}))
+            .map_err(|e| ApiError::Unreachable(e.to_string()))?
+            .send()
+            .await
+            .map_err(|e| ApiError::Unreachable(e.to_string()))?;
     let status = response.status();
     let body: serde_json::Value = response
         .json()

@@ -6,7 +6,6 @@
 use std::time::Duration;
 
 use leptos::prelude::*;
-use wasm_bindgen::closure::Closure;
 use wasm_bindgen::JsCast as _;
 
 /// Counters that move when data should be fetched again.
@@ -25,26 +24,20 @@ pub fn start() -> Refresh {
     let (streaming, set_streaming) = signal(false);
     // Changes come in bursts; pages fetch again at most once a second.
     let dirty = StoredValue::new(false);
-    match web_sys::EventSource::new("/api/events") {
-        Ok(source) => {
-            let on_change =
-                Closure::<dyn FnMut(web_sys::MessageEvent)>::new(move |_| dirty.set_value(true));
-            for name in ["change", "stale", "fresh", "resync"] {
-                let _ = source
-                    .add_event_listener_with_callback(name, on_change.as_ref().unchecked_ref());
+    // The stream needs the Authorization header, which EventSource cannot send: read it
+    // with fetch, reconnecting 5 s after it ends.
+    leptos::task::spawn_local(async move {
+        loop {
+            if crate::signin::token().is_some() {
+                let result = stream(|| dirty.set_value(true), set_streaming).await;
+                if let Err(err) = result {
+                    leptos::logging::warn!("event stream: {err:?}; polling until it is back");
+                }
+                set_streaming.set(false);
             }
-            let on_open = Closure::<dyn FnMut()>::new(move || set_streaming.set(true));
-            source.set_onopen(Some(on_open.as_ref().unchecked_ref()));
-            let on_error = Closure::<dyn FnMut()>::new(move || set_streaming.set(false));
-            source.set_onerror(Some(on_error.as_ref().unchecked_ref()));
-            // The closures live as long as the page's root owner.
-            on_change.forget();
-            on_open.forget();
-            on_error.forget();
-            on_cleanup(move || source.close());
+            gloo_timers_sleep(Duration::from_secs(5)).await;
         }
-        Err(err) => leptos::logging::warn!("no event stream, polling instead: {err:?}"),
-    }
+    });
     let every = |period: Duration, tick: Box<dyn Fn()>| match set_interval_with_handle(tick, period)
     {
         Ok(handle) => on_cleanup(move || handle.clear()),
@@ -76,4 +69,60 @@ pub fn start() -> Refresh {
         github,
         streaming,
     }
+}
+
+/// Reads `/api/events` until it ends; each chunk means something changed.
+async fn stream(
+    on_change: impl Fn(),
+    set_streaming: WriteSignal<bool>,
+) -> Result<(), wasm_bindgen::JsValue> {
+    use wasm_bindgen_futures::JsFuture;
+    let window = web_sys::window().ok_or("no window")?;
+    let init = web_sys::RequestInit::new();
+    init.set_method("GET");
+    let headers = web_sys::Headers::new()?;
+    headers.set("Accept", "text/event-stream")?;
+    if let Some(token) = crate::signin::token() {
+        headers.set("Authorization", &format!("Bearer {token}"))?;
+    }
+    init.set_headers(&headers);
+    let request = web_sys::Request::new_with_str_and_init("/api/events", &init)?;
+    let response: web_sys::Response = JsFuture::from(window.fetch_with_request(&request))
+        .await?
+        .dyn_into()?;
+    if !response.ok() {
+        return Err(format!("Tower answered {}", response.status()).into());
+    }
+    let body = response.body().ok_or("no body")?;
+    let reader: web_sys::ReadableStreamDefaultReader = body.get_reader().dyn_into()?;
+    set_streaming.set(true);
+    loop {
+        let chunk = JsFuture::from(reader.read()).await?;
+        let done = js_sys::Reflect::get(&chunk, &"done".into())?
+            .as_bool()
+            .unwrap_or(true);
+        if done {
+            return Ok(());
+        }
+        on_change();
+    }
+}
+
+/// Waits without blocking the page.
+async fn gloo_timers_sleep(period: Duration) {
+    let (tx, rx) = futures_channel_oneshot();
+    set_timeout(
+        move || {
+            let _ = tx.send(());
+        },
+        period,
+    );
+    let _ = rx.await;
+}
+
+fn futures_channel_oneshot() -> (
+    futures::channel::oneshot::Sender<()>,
+    futures::channel::oneshot::Receiver<()>,
+) {
+    futures::channel::oneshot::channel()
 }

@@ -8,6 +8,7 @@
 //!   and one service's `provisioning`, [`deployments`] (the cloud variant) and [`pipelines`].
 //! - [`live`] — when to fetch again: `/api/events` (SSE), with polling as the fallback.
 //! - [`provisioning`] — the Services tab (in-flight strip) and one service's Provisioning tab.
+//! - [`signin`] — the Backstage user token: from the Backstage parent page, or guest.
 //! - [`ui`] — view helpers the tabs share (status labels, durations, table headers).
 //!
 //! All derivations come from `tower_shared`; this crate only fetches and draws.
@@ -20,6 +21,7 @@ mod live;
 mod pipelines;
 mod provisioning;
 mod service;
+mod signin;
 mod ui;
 
 use leptos::prelude::*;
@@ -36,6 +38,7 @@ fn main() {
 #[derive(Clone, Copy)]
 pub struct Feed {
     pub refresh: live::Refresh,
+    pub signin: ReadSignal<signin::SignIn>,
     pub provisioning: LocalResource<Result<api::Provisioning, api::ApiError>>,
 }
 
@@ -66,13 +69,16 @@ fn page_options() -> (bool, &'static str) {
 #[component]
 fn App() -> impl IntoView {
     let now = clock::ticking_now();
+    let signin = signin::start();
     let refresh = live::start();
     let provisioning = LocalResource::new(move || {
         refresh.kubernetes.track();
+        signin.track();
         api::provisioning()
     });
     provide_context(Feed {
         refresh,
+        signin,
         provisioning,
     });
     let (embed, theme) = page_options();
@@ -110,10 +116,20 @@ fn App() -> impl IntoView {
                 </header>
             })}
             <main>
-                <Routes fallback=|| view! { <p class="state error">"No such page."</p> }>
-                    <Route path=path!("/") view=move || view! { <fleet::FleetOverview now=now /> } />
-                    <Route path=path!("/tower") view=move || view! { <service::ServicePage now=now /> } />
-                </Routes>
+                {move || match signin.get() {
+                    signin::SignIn::SignedIn => view! {
+                        <Routes fallback=|| view! { <p class="state error">"No such page."</p> }>
+                            <Route path=path!("/") view=move || view! { <fleet::FleetOverview now=now /> } />
+                            <Route path=path!("/tower") view=move || view! { <service::ServicePage now=now /> } />
+                        </Routes>
+                    }
+                    .into_any(),
+                    signin::SignIn::Pending => view! { <p class="state loading">"Signing in…"</p> }.into_any(),
+                    signin::SignIn::Needed(why) => view! {
+                        <p class="state signin" role="status">"Sign-in needed: " {why}</p>
+                    }
+                    .into_any(),
+                }}
             </main>
         </Router>
     }

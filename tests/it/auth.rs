@@ -234,3 +234,175 @@ async fn the_simulated_backstages_guest_tokens_verify() {
     let user = verifier.verify(token).await.unwrap();
     assert!(user.subject.starts_with("user:"), "{user:?}");
 }
+
+/// Every protected route, as the OpenAPI document lists them, with a request that would
+/// succeed or at least act if the caller were allowed.
+fn protected_requests() -> Vec<(http::Method, String, Option<Value>)> {
+    let doc: Value = serde_yaml_ng::from_str(tower_backend::routes::OPENAPI_YAML).unwrap();
+    let mut out = Vec::new();
+    for (path, ops) in doc["paths"].as_object().unwrap() {
+        if ["/healthz", "/readyz", "/auth/config", "/auth/guest"].contains(&path.as_str()) {
+            continue;
+        }
+        for method in ops.as_object().unwrap().keys() {
+            let query = match path.as_str() {
+                "/api/snapshot" => "?service=svc",
+                "/live-runs" | "/config/cicd" => "?app=svc",
+                "/pull-requests" | "/pending-requests" => "?owner=acme&repo=r",
+                "/request-pr" => "?owner=acme&repo=r&kind=Go&name=svc",
+                "/provisioning-history/typical" => "?kind=Go",
+                "/catalog/entity" => "?name=svc",
+                _ => "",
+            };
+            let body = (method == "post").then(|| {
+                json!({"service": "matrix", "kind": "Go", "startedAt": "2026-11-30T08:00:00Z",
+                       "finishedAt": "2026-11-30T08:10:00Z", "steps": {}})
+            });
+            out.push((
+                method.to_uppercase().parse().unwrap(),
+                format!("{path}{query}"),
+                body,
+            ));
+        }
+    }
+    out
+}
+
+#[tokio::test]
+async fn every_route_refuses_every_bad_token_without_side_effects() {
+    use tower::ServiceExt as _;
+    let backstage = fake_backstage().await;
+    let issuer = format!("{}/api/auth", backstage.url);
+    let good = key("k1");
+    backstage.jwks.lock().unwrap().push(good.jwk.clone());
+
+    let dir = tempfile::tempdir().unwrap();
+    let history = tower_backend::history::History::connect(&format!(
+        "sqlite://{}?mode=rwc",
+        dir.path().join("h.db").display()
+    ))
+    .await
+    .unwrap();
+    let mut config = tower_backend::config::Config::default();
+    config.backstage = Some(tower_backend::config::HttpService {
+        url: backstage.url.clone(),
+        token: None,
+        guest_sign_in: false,
+    });
+    config.tokens.push(tower_backend::config::ToolToken {
+        subject: "tool:history-reader".to_owned(),
+        token: tower_backend::config::Secret("history-reader-token-0123456789".to_owned()),
+        routes: vec!["/provisioning-history/*".to_owned()],
+    });
+    let gate = tower_backend::auth::Gate::from_config(&config, reqwest::Client::new());
+    let snapshot = tower_shared::snapshot::Snapshot::empty(chrono::Utc::now());
+    let state = tower_backend::app::AppState::fixed(
+        None,
+        Arc::new(tower_backend::source::Fixed(Arc::new(snapshot))),
+        history.clone(),
+        gate,
+    );
+    let dist = dir.path().join("dist");
+    std::fs::create_dir_all(&dist).unwrap();
+    std::fs::write(dist.join("index.html"), "<!doctype html>").unwrap();
+    let router =
+        tower_backend::app::router(state, &tower_backend::assets::Dist::open(&dist).unwrap());
+
+    let b64 = |v: &Value| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v.to_string());
+    let with = |field: &str, value: Value| {
+        let mut c = claims(&issuer);
+        c[field] = value;
+        sign(&good, &c)
+    };
+    let mut forged_key = key("k1");
+    forged_key.kid = "k1".to_owned();
+    let bad_tokens: Vec<(&str, Option<String>)> = vec![
+        ("no token", None),
+        ("bad signature", Some(sign(&forged_key, &claims(&issuer)))),
+        (
+            "alg=none",
+            Some(format!(
+                "{}.{}.",
+                b64(&json!({"alg": "none", "typ": USER_TOKEN_TYPE, "kid": "k1"})),
+                b64(&claims(&issuer))
+            )),
+        ),
+        ("expired", Some(with("exp", json!(now() - 3600)))),
+        ("wrong audience", Some(with("aud", json!("not-backstage")))),
+        ("unknown kid", Some(sign(&key("k9"), &claims(&issuer)))),
+    ];
+    let send = |method: http::Method, path: &str, body: &Option<Value>, token: Option<&str>| {
+        let mut request = http::Request::builder().method(method).uri(path);
+        if let Some(token) = token {
+            request = request.header("authorization", format!("Bearer {token}"));
+        }
+        let request = match body {
+            Some(body) => request
+                .header("content-type", "application/json")
+                .body(axum::body::Body::from(body.to_string())),
+            None => request.body(axum::body::Body::empty()),
+        }
+        .unwrap();
+        router.clone().oneshot(request)
+    };
+    let requests = protected_requests();
+    assert!(requests.len() >= 15, "{} routes", requests.len());
+    let mut tried = 0;
+    for (method, path, body) in &requests {
+        for (what, token) in &bad_tokens {
+            let response = send(method.clone(), path, body, token.as_deref())
+                .await
+                .unwrap();
+            assert_eq!(
+                response.status(),
+                http::StatusCode::UNAUTHORIZED,
+                "{method} {path} with {what}"
+            );
+            let bytes = axum::body::to_bytes(response.into_body(), 1 << 16)
+                .await
+                .unwrap();
+            let answer: Value = serde_json::from_slice(&bytes).unwrap();
+            assert_eq!(
+                answer["field"], "authorization",
+                "{method} {path} with {what}"
+            );
+            tried += 1;
+        }
+    }
+    assert!(tried >= 90);
+    // No side effect: nothing was recorded.
+    assert_eq!(history.count().await.unwrap(), 0);
+
+    // A good user token gets through (the answer is the route's own, not 401).
+    let user = sign(&good, &claims(&issuer));
+    for (method, path, body) in &requests {
+        let response = send(method.clone(), path, body, Some(&user)).await.unwrap();
+        assert_ne!(
+            response.status(),
+            http::StatusCode::UNAUTHORIZED,
+            "{method} {path}"
+        );
+    }
+    assert_eq!(history.count().await.unwrap(), 1, "the good POST recorded");
+
+    // A tool token works on its routes only.
+    let tool = "history-reader-token-0123456789";
+    let ok = send(
+        http::Method::GET,
+        "/provisioning-history/runs",
+        &None,
+        Some(tool),
+    )
+    .await
+    .unwrap();
+    assert_eq!(ok.status(), http::StatusCode::OK);
+    let off = send(http::Method::GET, "/api/provisioning", &None, Some(tool))
+        .await
+        .unwrap();
+    assert_eq!(off.status(), http::StatusCode::FORBIDDEN);
+    // The public routes need nothing.
+    for path in ["/readyz", "/auth/config"] {
+        let response = send(http::Method::GET, path, &None, None).await.unwrap();
+        assert_ne!(response.status(), http::StatusCode::UNAUTHORIZED, "{path}");
+    }
+}

@@ -172,12 +172,21 @@ async fn refresh_and_lookup_against_a_real_backstage() {
     .await
     .unwrap();
     let snapshot = tower_shared::snapshot::Snapshot::empty(chrono::Utc::now());
-    let mut state =
-        app::AppState::fixed(None, Arc::new(source::Fixed(Arc::new(snapshot))), history);
-    state.backstage = Some(Arc::new(config::HttpService {
+    // Tower checks callers against this real Backstage, and forwards their tokens to it.
+    let mut config = config::Config::default();
+    config.backstage = Some(config::HttpService {
         url: backstage.url.clone(),
         token: None,
-    }));
+        guest_sign_in: false,
+    });
+    let gate = tower_backend::auth::Gate::from_config(&config, reqwest::Client::new());
+    let mut state = app::AppState::fixed(
+        None,
+        Arc::new(source::Fixed(Arc::new(snapshot))),
+        history,
+        gate,
+    );
+    state.backstage = config.backstage.clone().map(Arc::new);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let tower = format!("http://{}", listener.local_addr().unwrap());
     let router = app::router(state, &assets::Dist::open(&dist().unwrap()).unwrap());

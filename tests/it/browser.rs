@@ -12,7 +12,12 @@ use crate::support::{Browser, Demo};
 async fn fleet_page_shows_what_the_backend_serves() {
     let demo = Demo::start().await.unwrap();
     // What the backend serves, fetched independently of the page.
-    let fleet: Fleet = reqwest::get(format!("{}api/fleet", demo.url))
+    let fleet: Fleet = demo
+        .client()
+        .await
+        .unwrap()
+        .get(format!("{}api/fleet", demo.url))
+        .send()
         .await
         .unwrap()
         .json()
@@ -323,7 +328,12 @@ async fn services_strip_shows_in_flight_services_and_moves_a_finished_one_out() 
 async fn a_fleet_of_a_thousand_apps_keeps_the_page_small() {
     // The demo's fleet, copied out to 1,000 apps, served as a fixed fleet.
     let demo = Demo::start().await.unwrap();
-    let mut fleet: serde_json::Value = reqwest::get(format!("{}api/fleet", demo.url))
+    let mut fleet: serde_json::Value = demo
+        .client()
+        .await
+        .unwrap()
+        .get(format!("{}api/fleet", demo.url))
+        .send()
         .await
         .unwrap()
         .json()
@@ -341,9 +351,20 @@ async fn a_fleet_of_a_thousand_apps_keeps_the_page_small() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("fleet.json");
     std::fs::write(&file, fleet.to_string()).unwrap();
-    let tower = Demo::serve_with(&["--fleet-file", file.to_str().unwrap()], dir.path())
-        .await
-        .unwrap();
+    // A local file: nobody to ask for a token (openApi).
+    let config = dir.path().join("tower.yaml");
+    std::fs::write(&config, "openApi: true\n").unwrap();
+    let tower = Demo::serve_with(
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "--fleet-file",
+            file.to_str().unwrap(),
+        ],
+        dir.path(),
+    )
+    .await
+    .unwrap();
 
     let browser = Browser::start().await.unwrap();
     browser

@@ -23,7 +23,7 @@ async fn github_rate_limits_are_waited_out_not_hammered() {
         let total = || tower.world.platform.github_requests().len();
         let before = total();
         tower.world.platform.inject_github_fault(fault, 1);
-        let response = reqwest::get(tower.url(&path)).await.unwrap();
+        let response = tower.client().get(tower.url(&path)).send().await.unwrap();
         assert_eq!(
             response.status(),
             StatusCode::SERVICE_UNAVAILABLE,
@@ -47,10 +47,12 @@ async fn github_rate_limits_are_waited_out_not_hammered() {
 
         // Inside the window Tower does not ask GitHub at all.
         for other in ["nobody-polls-this", "gitops-orders-api", "hangar-tenants"] {
-            let response =
-                reqwest::get(tower.url(&format!("/pull-requests?owner=acme&repo={other}")))
-                    .await
-                    .unwrap();
+            let response = tower
+                .client()
+                .get(tower.url(&format!("/pull-requests?owner=acme&repo={other}")))
+                .send()
+                .await
+                .unwrap();
             // Cached answers are still served; uncached ones wait.
             assert!(
                 [StatusCode::OK, StatusCode::SERVICE_UNAVAILABLE].contains(&response.status()),
@@ -66,7 +68,7 @@ async fn github_rate_limits_are_waited_out_not_hammered() {
 
         // After it, Tower asks again and answers.
         tokio::time::sleep(Duration::from_millis(wait * 1000 + 300)).await;
-        let response = reqwest::get(tower.url(&path)).await.unwrap();
+        let response = tower.client().get(tower.url(&path)).send().await.unwrap();
         assert_eq!(
             response.status(),
             StatusCode::OK,
@@ -79,11 +81,17 @@ async fn github_rate_limits_are_waited_out_not_hammered() {
         .world
         .platform
         .inject_github_fault(Fault::Forbidden, 1);
-    let response = reqwest::get(tower.url("/pull-requests?owner=acme&repo=events-bus"))
+    let response = tower
+        .client()
+        .get(tower.url("/pull-requests?owner=acme&repo=events-bus"))
+        .send()
         .await
         .unwrap();
     assert_eq!(response.status(), StatusCode::BAD_GATEWAY);
-    let response = reqwest::get(tower.url("/pull-requests?owner=acme&repo=events-bus-2"))
+    let response = tower
+        .client()
+        .get(tower.url("/pull-requests?owner=acme&repo=events-bus-2"))
+        .send()
         .await
         .unwrap();
     assert_ne!(response.status(), StatusCode::SERVICE_UNAVAILABLE);

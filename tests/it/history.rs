@@ -28,7 +28,7 @@ async fn thousand_concurrent_posts(database_url: Option<String>) {
         .await
         .unwrap();
 
-    let client = reqwest::Client::new();
+    let client = tower.client().await.unwrap();
     let run = json!({"service": "crowded", "kind": "Python",
         "startedAt": "2026-11-30T08:00:00Z", "finishedAt": "2026-11-30T08:20:00Z",
         "steps": {"repositories": 61, "first-build": 402}});

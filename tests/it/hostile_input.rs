@@ -108,8 +108,12 @@ fn tower() -> &'static (tokio::runtime::Runtime, axum::Router, tempfile::TempDir
         let url = format!("sqlite://{}?mode=rwc", dir.path().join("h.db").display());
         let history = runtime.block_on(history::History::connect(&url)).unwrap();
         let snapshot = Snapshot::empty(chrono::Utc::now());
-        let state =
-            app::AppState::fixed(None, Arc::new(source::Fixed(Arc::new(snapshot))), history);
+        let state = app::AppState::fixed(
+            None,
+            Arc::new(source::Fixed(Arc::new(snapshot))),
+            history,
+            tower_backend::auth::Gate::open(),
+        );
         let dist = dir.path().join("dist");
         std::fs::create_dir_all(&dist).unwrap();
         std::fs::write(dist.join("index.html"), "<!doctype html>").unwrap();

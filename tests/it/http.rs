@@ -6,15 +6,13 @@ use tower_shared::fleet::{Fleet, HealthStatus, RolloutPhase};
 
 use crate::support::Demo;
 
-fn client() -> reqwest::Client {
-    // No automatic decompression: these tests look at the encoding the server chose.
-    reqwest::Client::builder().build().unwrap()
-}
-
 #[tokio::test]
 async fn api_serves_the_fleet_as_json() {
     let demo = Demo::start().await.unwrap();
-    let response = client()
+    let response = demo
+        .client()
+        .await
+        .unwrap()
         .get(format!("{}api/fleet", demo.url))
         .send()
         .await
@@ -48,7 +46,10 @@ async fn api_serves_the_fleet_as_json() {
 #[tokio::test]
 async fn unknown_api_routes_get_a_json_404() {
     let demo = Demo::start().await.unwrap();
-    let response = client()
+    let response = demo
+        .client()
+        .await
+        .unwrap()
         .get(format!("{}api/no-such-thing", demo.url))
         .send()
         .await
@@ -65,7 +66,7 @@ async fn unknown_api_routes_get_a_json_404() {
 #[tokio::test]
 async fn frontend_assets_are_typed_compressed_and_cached() {
     let demo = Demo::start().await.unwrap();
-    let client = client();
+    let client = demo.client().await.unwrap();
     let index = client.get(&demo.url).send().await.unwrap();
     assert_eq!(index.status(), StatusCode::OK);
     assert_eq!(index.headers()[CACHE_CONTROL], "no-cache");
@@ -115,7 +116,7 @@ async fn frontend_assets_are_typed_compressed_and_cached() {
 #[tokio::test]
 async fn snapshot_route_validates_the_service_name() {
     let demo = Demo::start_with(&["--speed", "0"]).await.unwrap();
-    let client = client();
+    let client = demo.client().await.unwrap();
     let get = |query: &'static str| {
         client
             .get(format!("{}api/snapshot{query}", demo.url))

@@ -280,6 +280,7 @@ async fn provisioning_snapshot_readiness_metrics_and_openapi() {
     state.argocd = Some(std::sync::Arc::new(tower_backend::config::HttpService {
         url: format!("http://{dead}"),
         token: None,
+        guest_sign_in: false,
     }));
     let response = tower_backend::app::router(
         state,
@@ -305,7 +306,7 @@ async fn provisioning_snapshot_readiness_metrics_and_openapi() {
     // Only the configured origins may frame Tower (the demo: itself); no plugins, no <base>;
     // no sniffing, no referrer — on pages and API answers alike.
     for path in ["/", "/api/provisioning"] {
-        let response = reqwest::get(tower.url(path)).await.unwrap();
+        let response = tower.client().get(tower.url(path)).send().await.unwrap();
         let header = |name: &str| response.headers()[name].to_str().unwrap().to_owned();
         assert_eq!(
             header("content-security-policy"),
@@ -315,7 +316,12 @@ async fn provisioning_snapshot_readiness_metrics_and_openapi() {
         assert_eq!(header("referrer-policy"), "no-referrer");
     }
 
-    let metrics = reqwest::get(tower.url("/metrics")).await.unwrap();
+    let metrics = tower
+        .client()
+        .get(tower.url("/metrics"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(metrics.status(), StatusCode::OK);
     let text = metrics.text().await.unwrap();
     assert!(
@@ -358,6 +364,8 @@ async fn provisioning_snapshot_readiness_metrics_and_openapi() {
         "/readyz",
         "/metrics",
         "/openapi.json",
+        "/auth/config",
+        "/auth/guest",
     ]
     .into();
     assert_eq!(documented, served);
@@ -388,7 +396,7 @@ async fn history_records_once_and_serves_typicals_in_postgres() {
 }
 
 async fn history_records_once_and_serves_typicals(tower: Live) {
-    let client = reqwest::Client::new();
+    let client = tower.client();
     let run = json!({"service": "billing", "kind": "NodeJS",
         "startedAt": "2026-11-30T09:00:00Z", "finishedAt": "2026-11-30T09:17:00Z",
         "steps": {"repositories": 60, "first-build": 400}});
@@ -531,7 +539,7 @@ async fn history_records_once_and_serves_typicals(tower: Live) {
 #[tokio::test]
 async fn catalog_refresh_uses_the_callers_backstage_token() {
     let tower = frozen().await;
-    let client = reqwest::Client::new();
+    let client = tower.client();
     let backstage = format!("http://{}", tower.world.served.backstage);
     let token = client
         .get(format!("{backstage}/api/auth/guest/refresh"))
@@ -544,8 +552,11 @@ async fn catalog_refresh_uses_the_callers_backstage_token() {
         .as_str()
         .unwrap()
         .to_owned();
+    let anonymous = reqwest::Client::new();
     let refresh = |token: Option<&str>| {
-        let request = client.post(tower.url("/catalog/refresh")).json(&json!({}));
+        let request = anonymous
+            .post(tower.url("/catalog/refresh"))
+            .json(&json!({}));
         match token {
             Some(token) => request.bearer_auth(token),
             None => request,
@@ -603,7 +614,12 @@ async fn catalog_refresh_uses_the_callers_backstage_token() {
 #[tokio::test]
 async fn events_stream_changes_as_the_world_moves() {
     let tower = Live::start(60.0).await.unwrap();
-    let mut response = reqwest::get(tower.url("/api/events")).await.unwrap();
+    let mut response = tower
+        .client()
+        .get(tower.url("/api/events"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(response.status(), StatusCode::OK);
     assert_eq!(response.headers()["content-type"], "text/event-stream");
     let mut seen = String::new();
@@ -654,7 +670,10 @@ async fn a_cluster_that_goes_away_is_served_stale_and_recovers() {
     let (status, provisioning) = tower.get("/api/provisioning").await.unwrap();
     assert_eq!(status, StatusCode::OK);
     assert_eq!(provisioning["stale"][0]["name"], "dev");
-    let text = reqwest::get(tower.url("/metrics"))
+    let text = tower
+        .client()
+        .get(tower.url("/metrics"))
+        .send()
         .await
         .unwrap()
         .text()

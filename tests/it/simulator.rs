@@ -849,7 +849,12 @@ async fn demo_serves_a_scenario_file_and_the_same_seed_gives_the_same_fleet() {
     )
     .await;
     assert!(runs.contains("shop-build-"), "{runs}");
-    let snapshot: Value = reqwest::get(format!("{}api/snapshot?service=shop", demo.url))
+    let snapshot: Value = demo
+        .client()
+        .await
+        .unwrap()
+        .get(format!("{}api/snapshot?service=shop", demo.url))
+        .send()
         .await
         .unwrap()
         .json()
@@ -866,7 +871,12 @@ async fn demo_serves_a_scenario_file_and_the_same_seed_gives_the_same_fleet() {
         let demo = Demo::start_with(&["--seed", seed, "--speed", "0"])
             .await
             .unwrap();
-        let fleet: Value = reqwest::get(format!("{}api/fleet", demo.url))
+        let fleet: Value = demo
+            .client()
+            .await
+            .unwrap()
+            .get(format!("{}api/fleet", demo.url))
+            .send()
             .await
             .unwrap()
             .json()

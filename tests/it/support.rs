@@ -115,6 +115,17 @@ impl Demo {
         })
     }
 
+    /// An HTTP client signed in as the demo's guest (`GET /auth/guest`). No automatic
+    /// decompression: tests look at the encoding the server chose.
+    pub async fn client(&self) -> anyhow::Result<reqwest::Client> {
+        let body: serde_json::Value = reqwest::get(format!("{}auth/guest", self.url))
+            .await?
+            .json()
+            .await?;
+        let token = body["token"].as_str().context("no guest token")?;
+        Ok(signed_in(token))
+    }
+
     /// Sends SIGINT (what Ctrl-C sends) and waits up to 10 s for the process to exit.
     pub async fn interrupt(mut self) -> anyhow::Result<std::process::ExitStatus> {
         let pid = self.child.id().context("the demo already exited")?;
@@ -246,6 +257,8 @@ pub struct Live {
     pub base: String,
     pub world: tower_backend::demo::Demo,
     pub live: tower_backend::live::Live,
+    /// A guest user token from the simulated Backstage.
+    pub token: String,
     server: tokio::task::JoinHandle<()>,
     _dir: tempfile::TempDir,
 }
@@ -299,10 +312,12 @@ impl Live {
         let server = tokio::spawn(async move {
             let _ = axum::serve(listener, router).await;
         });
+        let token = guest_token(&format!("http://{}", world.served.backstage)).await?;
         Ok(Self {
             base: format!("http://{addr}"),
             world,
             live,
+            token,
             server,
             _dir: dir,
         })
@@ -312,12 +327,17 @@ impl Live {
         format!("{}{path}", self.base)
     }
 
+    /// An HTTP client that signs in as the simulated Backstage's guest.
+    pub fn client(&self) -> reqwest::Client {
+        signed_in(&self.token)
+    }
+
     /// GETs `path`, returning the status and the JSON body.
     pub async fn get(
         &self,
         path: &str,
     ) -> anyhow::Result<(reqwest::StatusCode, serde_json::Value)> {
-        let response = reqwest::get(self.url(path)).await?;
+        let response = self.client().get(self.url(path)).send().await?;
         let status = response.status();
         let text = response.text().await?;
         let body = serde_json::from_str(&text)
@@ -368,4 +388,28 @@ pub async fn postgres_database() -> anyhow::Result<String> {
         .await?;
     let (server, _) = base.rsplit_once('/').context("a database URL")?;
     Ok(format!("{server}/{name}"))
+}
+
+/// A Backstage guest user token from the Backstage at `backstage` (no trailing slash).
+pub async fn guest_token(backstage: &str) -> anyhow::Result<String> {
+    let body: serde_json::Value = reqwest::get(format!("{backstage}/api/auth/guest/refresh"))
+        .await?
+        .json()
+        .await?;
+    body["backstageIdentity"]["token"]
+        .as_str()
+        .map(str::to_owned)
+        .context("no guest token")
+}
+
+/// An HTTP client sending `Authorization: Bearer TOKEN` with every request.
+pub fn signed_in(token: &str) -> reqwest::Client {
+    let mut headers = reqwest::header::HeaderMap::new();
+    let value = reqwest::header::HeaderValue::from_str(&format!("Bearer {token}"))
+        .expect("a token is ASCII");
+    headers.insert(reqwest::header::AUTHORIZATION, value);
+    reqwest::Client::builder()
+        .default_headers(headers)
+        .build()
+        .expect("a client")
 }

@@ -11,9 +11,11 @@ mod live_runs;
 mod ops;
 mod params;
 mod provisioning;
+mod signin;
 mod snapshot;
 
 pub use error::ApiError;
+pub use ops::OPENAPI_YAML;
 
 use axum::http::Uri;
 use axum::routing::{any, get, post};
@@ -40,6 +42,8 @@ pub fn api() -> Router<AppState> {
         .route("/provisioning-history/typical", get(history::typical))
         .route("/catalog/refresh", post(catalog::refresh))
         .route("/catalog/entity", get(catalog::entity))
+        .route("/auth/config", get(signin::config))
+        .route("/auth/guest", get(signin::guest))
         .route("/readyz", get(ops::readyz))
         .route("/metrics", get(ops::metrics))
         .route("/openapi.json", get(ops::openapi))

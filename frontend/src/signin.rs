@@ -1,0 +1,155 @@
+//! Signing in: the page needs a Backstage user token for every API call.
+//!
+//! - Inside a Backstage page (an iframe), the parent hands it over by `postMessage`
+//!   (`{"type": "backstage-token", "token": "…"}`) — accepted only from the exact Backstage
+//!   origin Tower is configured with; anything else or malformed is dropped. The page asks
+//!   for it by posting `{"type": "tower-ready"}` to that origin.
+//! - Opened on its own with guest sign-in on (the demo), it signs in as Backstage's guest.
+//! - Otherwise it explains how to sign in instead of showing empty data.
+//!
+//! The token is kept in memory only: never in a URL, storage or log.
+
+use std::cell::RefCell;
+
+use leptos::prelude::*;
+use wasm_bindgen::closure::Closure;
+use wasm_bindgen::JsCast as _;
+
+thread_local! {
+    static TOKEN: RefCell<Option<String>> = const { RefCell::new(None) };
+}
+
+/// The current token, for the `Authorization` header.
+pub fn token() -> Option<String> {
+    TOKEN.with(|t| t.borrow().clone())
+}
+
+/// Where signing in stands.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SignIn {
+    Pending,
+    SignedIn,
+    /// Why the page cannot sign in, in words.
+    Needed(String),
+}
+
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct AuthConfig {
+    backstage_origin: Option<String>,
+    guest_sign_in: bool,
+    #[serde(default)]
+    open: bool,
+}
+
+async fn guest() -> Result<String, String> {
+    let response = gloo_net::http::Request::get("/auth/guest")
+        .send()
+        .await
+        .map_err(|e| e.to_string())?;
+    let body: serde_json::Value = response.json().await.map_err(|e| e.to_string())?;
+    body["token"]
+        .as_str()
+        .map(str::to_owned)
+        .ok_or_else(|| "Backstage's guest sign-in gave no token".to_owned())
+}
+
+/// Starts signing in; the signal says how it goes.
+pub fn start() -> ReadSignal<SignIn> {
+    let (state, set_state) = signal(SignIn::Pending);
+    let set_token = move |token: String| {
+        TOKEN.with(|t| *t.borrow_mut() = Some(token));
+        set_state.set(SignIn::SignedIn);
+    };
+    leptos::task::spawn_local(async move {
+        let config: Result<AuthConfig, String> = async {
+            let response = gloo_net::http::Request::get("/auth/config")
+                .send()
+                .await
+                .map_err(|e| e.to_string())?;
+            response.json().await.map_err(|e| e.to_string())
+        }
+        .await;
+        let config = match config {
+            Ok(config) => config,
+            Err(err) => {
+                set_state.set(SignIn::Needed(format!(
+                    "Tower's backend cannot be reached: {err}"
+                )));
+                return;
+            }
+        };
+        if config.open {
+            set_state.set(SignIn::SignedIn);
+            return;
+        }
+        let Some(window) = web_sys::window() else {
+            return;
+        };
+        let framed = window
+            .parent()
+            .ok()
+            .flatten()
+            .is_some_and(|parent| parent != window);
+        match (framed, config.backstage_origin) {
+            (true, Some(origin)) => {
+                let expected = origin.clone();
+                let on_message = Closure::<dyn FnMut(web_sys::MessageEvent)>::new(
+                    move |event: web_sys::MessageEvent| {
+                        if event.origin() != expected {
+                            return;
+                        }
+                        let data = event.data();
+                        let field = |name: &str| {
+                            js_sys::Reflect::get(&data, &name.into())
+                                .ok()
+                                .and_then(|v| v.as_string())
+                        };
+                        if field("type").as_deref() == Some("backstage-token") {
+                            if let Some(token) = field("token").filter(|t| !t.is_empty()) {
+                                set_token(token);
+                            }
+                        }
+                    },
+                );
+                let _ = window.add_event_listener_with_callback(
+                    "message",
+                    on_message.as_ref().unchecked_ref(),
+                );
+                on_message.forget();
+                if let Some(parent) = window.parent().ok().flatten() {
+                    let ready = js_sys::Object::new();
+                    let _ = js_sys::Reflect::set(&ready, &"type".into(), &"tower-ready".into());
+                    let _ = parent.post_message(&ready, &origin);
+                }
+                set_state.set(SignIn::Needed(
+                    "Waiting for Backstage to hand Tower your sign-in…".to_owned(),
+                ));
+            }
+            (false, _) if config.guest_sign_in => match guest().await {
+                Ok(token) => {
+                    set_token(token);
+                    // Guest tokens last an hour: renew well before.
+                    if let Ok(handle) = set_interval_with_handle(
+                        move || {
+                            leptos::task::spawn_local(async move {
+                                if let Ok(token) = guest().await {
+                                    TOKEN.with(|t| *t.borrow_mut() = Some(token));
+                                }
+                            })
+                        },
+                        std::time::Duration::from_secs(30 * 60),
+                    ) {
+                        on_cleanup(move || handle.clear());
+                    }
+                }
+                Err(err) => set_state.set(SignIn::Needed(format!("Guest sign-in failed: {err}"))),
+            },
+            _ => set_state.set(SignIn::Needed(
+                "Tower needs your Backstage sign-in: open it from its page in Backstage."
+                    .to_owned(),
+            )),
+        }
+    });
+    state
+}
