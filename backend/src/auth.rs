@@ -225,9 +225,37 @@ pub struct Gate {
     /// Pages opened on their own sign in as Backstage's guest.
     pub guest_sign_in: bool,
     pub backstage_url: Option<String>,
+    /// Writes per subject: a token bucket each.
+    writes: Mutex<std::collections::HashMap<String, (f64, Instant)>>,
 }
 
+/// Writes a subject may burst, and how many per second it gets back: generous for people
+/// and tools (a page posts a handful), fatal to a runaway loop.
+pub const WRITE_BURST: f64 = 1_200.0;
+pub const WRITES_PER_SECOND: f64 = 20.0;
+
 impl Gate {
+    /// Takes one write from `subject`'s bucket; `Err(seconds)` until one is back.
+    pub fn take_write(&self, subject: &str) -> Result<(), u64> {
+        let mut writes = self
+            .writes
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let now = Instant::now();
+        let (tokens, at) = writes
+            .entry(subject.to_owned())
+            .or_insert((WRITE_BURST, now));
+        *tokens =
+            (*tokens + now.duration_since(*at).as_secs_f64() * WRITES_PER_SECOND).min(WRITE_BURST);
+        *at = now;
+        if *tokens >= 1.0 {
+            *tokens -= 1.0;
+            Ok(())
+        } else {
+            Err(((1.0 - *tokens) / WRITES_PER_SECOND).ceil().max(1.0) as u64)
+        }
+    }
+
     pub fn from_config(config: &crate::config::Config, http: reqwest::Client) -> Self {
         let backstage = config.backstage.as_ref();
         if config.open_api {
@@ -240,6 +268,7 @@ impl Gate {
             backstage_origin: backstage.and_then(|b| origin_of(&b.url)),
             guest_sign_in: backstage.is_some_and(|b| b.guest_sign_in),
             backstage_url: backstage.map(|b| b.url.trim_end_matches('/').to_owned()),
+            writes: Mutex::default(),
         }
     }
 
@@ -337,9 +366,25 @@ pub async fn require_caller(
         }
     };
     let method = request.method().clone();
+    let writes = method != http::Method::GET && method != http::Method::HEAD;
+    if writes {
+        if let Err(wait) = gate.take_write(&caller.subject) {
+            use axum::response::IntoResponse as _;
+            let body = serde_json::json!({
+                "error": format!("too many writes from {}; try again in {wait} s", caller.subject),
+                "field": "authorization",
+            });
+            let mut response =
+                (http::StatusCode::TOO_MANY_REQUESTS, axum::Json(body)).into_response();
+            response
+                .headers_mut()
+                .insert(http::header::RETRY_AFTER, http::HeaderValue::from(wait));
+            return response;
+        }
+    }
     request.extensions_mut().insert(caller.clone());
     let response = next.run(request).await;
-    if method != http::Method::GET && method != http::Method::HEAD {
+    if writes {
         tracing::info!(
             target: "tower::audit",
             subject = %caller.subject,

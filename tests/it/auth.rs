@@ -400,6 +400,30 @@ async fn every_route_refuses_every_bad_token_without_side_effects() {
         .await
         .unwrap();
     assert_eq!(off.status(), http::StatusCode::FORBIDDEN);
+    // Writes are rate limited per subject: a runaway loop gets 429 with Retry-After.
+    let mut limited = 0;
+    for i in 0..1_300 {
+        let body = Some(json!({"service": format!("loop-{i}"), "kind": "Go",
+            "startedAt": "2026-11-30T08:00:00Z", "finishedAt": "2026-11-30T08:10:00Z"}));
+        let response = send(
+            http::Method::POST,
+            "/provisioning-history/runs",
+            &body,
+            Some(&user),
+        )
+        .await
+        .unwrap();
+        if response.status() == http::StatusCode::TOO_MANY_REQUESTS {
+            assert!(response.headers().contains_key("retry-after"));
+            limited += 1;
+        }
+    }
+    assert!(limited > 0, "1,300 writes in a burst were never limited");
+    assert!(
+        limited < 300,
+        "{limited} limited: the burst allowance is 1,200"
+    );
+
     // The public routes need nothing.
     for path in ["/readyz", "/auth/config"] {
         let response = send(http::Method::GET, path, &None, None).await.unwrap();
