@@ -509,3 +509,87 @@ async fn an_unreachable_cluster_shows_as_stale_not_as_empty() {
         .unwrap();
     browser.close().await.unwrap();
 }
+
+/// Serves a page on its own loopback origin that frames `target`.
+async fn framing_page(target: &str) -> String {
+    let html = format!("<!doctype html><title>parent</title><iframe src=\"{target}\" width=800 height=600></iframe>");
+    let app = axum::Router::new().route(
+        "/",
+        axum::routing::get(move || {
+            let html = html.clone();
+            async move { axum::response::Html(html) }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    url
+}
+
+#[tokio::test]
+async fn a_hostile_parent_cannot_frame_tower_but_an_allowed_one_can() {
+    let tower = crate::support::Live::start(0.0).await.unwrap();
+    // A second server for the same Tower that allows one more origin to frame it.
+    let allowed_parent = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        drop(listener);
+        addr
+    };
+    let mut state = tower_backend::app::AppState::live(tower.live.clone());
+    state.frame_ancestors = std::sync::Arc::from(vec![
+        "'self'".to_owned(),
+        format!("http://{allowed_parent}"),
+    ]);
+    let router = tower_backend::app::router(
+        state,
+        &tower_backend::assets::Dist::open(&crate::support::dist().unwrap()).unwrap(),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let permissive = format!("http://{}/", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, router).await });
+
+    let hostile = framing_page(&tower.url("/")).await;
+    let browser = Browser::start().await.unwrap();
+    browser
+        .checked("framing", async {
+            let c = &browser.client;
+            c.goto(&hostile).await?;
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            c.enter_frame(0).await?;
+            let inside = c.execute("return document.body ? document.body.innerText : '';", vec![]).await?;
+            c.enter_parent_frame().await?;
+            anyhow::ensure!(
+                !inside.as_str().unwrap_or_default().contains("Tower"),
+                "a hostile origin framed Tower: {inside}"
+            );
+            browser.screenshot("framed-by-hostile-origin").await?;
+
+            // The control: served from the allowed origin, the same frame shows Tower.
+            let app = axum::Router::new().route(
+                "/",
+                axum::routing::get({
+                    let html = format!("<!doctype html><iframe src=\"{permissive}\" width=800 height=600></iframe>");
+                    move || {
+                        let html = html.clone();
+                        async move { axum::response::Html(html) }
+                    }
+                }),
+            );
+            let listener = tokio::net::TcpListener::bind(allowed_parent).await?;
+            tokio::spawn(async move { axum::serve(listener, app).await });
+            c.goto(&format!("http://{allowed_parent}/")).await?;
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            c.enter_frame(0).await?;
+            let inside = c.execute("return document.body ? document.body.innerText : '';", vec![]).await?;
+            c.enter_parent_frame().await?;
+            anyhow::ensure!(
+                inside.as_str().unwrap_or_default().contains("Tower"),
+                "the allowed origin could not frame Tower: {inside}"
+            );
+            Ok(())
+        })
+        .await
+        .unwrap();
+    browser.close().await.unwrap();
+}
