@@ -70,6 +70,7 @@ impl AppState {
     /// State reading the live clusters and GitHub.
     pub fn live(live: Live) -> Self {
         let config = live.config();
+        let http = http_client();
         Self {
             fleet: None,
             source: Arc::new(live.clone()),
@@ -77,10 +78,10 @@ impl AppState {
             backstage: config.backstage.clone().map(Arc::new),
             argocd: config.argocd.clone().map(Arc::new),
             history: live.history().clone(),
-            http: http_client(),
+            gate: Arc::new(crate::auth::Gate::from_config(config, http.clone())),
+            http,
             metrics: Arc::default(),
             frame_ancestors: Arc::from(config.frame_ancestors.clone()),
-            gate: Arc::new(crate::auth::Gate::from_config(config, http_client())),
             live: Some(live),
         }
     }

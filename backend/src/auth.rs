@@ -294,6 +294,16 @@ pub struct Caller {
     pub subject: String,
 }
 
+/// The token of an `Authorization: Bearer …` header, if there is a non-empty one.
+pub fn bearer_token(headers: &http::HeaderMap) -> Option<String> {
+    headers
+        .get(http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(|t| t.trim().to_owned())
+        .filter(|t| !t.is_empty())
+}
+
 /// Routes anyone may call: readiness, and what a page needs to sign in.
 pub const PUBLIC: &[&str] = &["/readyz", "/auth/config", "/auth/guest"];
 
@@ -314,13 +324,7 @@ pub async fn require_caller(
     if PUBLIC.contains(&path.as_str()) {
         return next.run(request).await;
     }
-    let token = request
-        .headers()
-        .get(http::header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .map(|t| t.trim().to_owned())
-        .filter(|t| !t.is_empty());
+    let token = bearer_token(request.headers());
     let caller = if gate.open {
         Caller {
             subject: "anonymous".to_owned(),

@@ -11,6 +11,7 @@ use std::time::Duration;
 use chrono::{DateTime, TimeZone as _, Utc};
 use sqlx::any::{AnyPoolOptions, AnyRow};
 use sqlx::{AnyPool, Executor as _, Row as _};
+use tower_shared::provisioning::NEWEST_RUNS;
 use tower_shared::snapshot::RecordedRun;
 
 /// The history database.
@@ -154,6 +155,21 @@ impl History {
             }
         };
         rows.iter().map(run_of).collect()
+    }
+
+    /// The runs typical durations are read from: the newest [`NEWEST_RUNS`] of each kind in
+    /// `kinds` (`None`: of all kinds together), without repeats.
+    pub async fn typical_sample(
+        &self,
+        kinds: &[Option<&str>],
+    ) -> Result<Vec<RecordedRun>, HistoryError> {
+        let mut runs = Vec::new();
+        for kind in kinds {
+            runs.extend(self.newest(*kind, NEWEST_RUNS as u32).await?);
+        }
+        runs.sort_by(|a, b| (&a.service, a.started_at).cmp(&(&b.service, b.started_at)));
+        runs.dedup_by(|a, b| a.service == b.service && a.started_at == b.started_at);
+        Ok(runs)
     }
 
     /// How many runs are stored.

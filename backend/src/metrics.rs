@@ -100,7 +100,7 @@ impl Metrics {
     /// The text exposition, after reading the live state's gauges.
     pub fn render(&self, state: &AppState) -> String {
         if let Some(live) = &state.live {
-            let objects = live.clusters().objects();
+            let counts = live.clusters().object_counts();
             for status in live.clusters().status(chrono::Utc::now()) {
                 let labels = ClusterLabels {
                     cluster: status.name.clone(),
@@ -111,7 +111,7 @@ impl Metrics {
                 self.synced
                     .get_or_create(&labels)
                     .set(i64::from(status.synced));
-                let count = objects.get(&status.name).map_or(0, Vec::len);
+                let count = counts.get(&status.name).copied().unwrap_or(0);
                 self.objects
                     .get_or_create(&labels)
                     .set(i64::try_from(count).unwrap_or(i64::MAX));

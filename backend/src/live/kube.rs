@@ -300,6 +300,18 @@ impl Clusters {
             .collect()
     }
 
+    /// How many objects each cluster's cache holds.
+    pub fn object_counts(&self) -> BTreeMap<String, usize> {
+        self.shared
+            .clusters
+            .iter()
+            .map(|(name, cache)| {
+                let count = lock(cache).types.iter().map(|t| t.objects.len()).sum();
+                (name.clone(), count)
+            })
+            .collect()
+    }
+
     /// How fresh each cluster's cache is, at `now` (real time).
     pub fn status(&self, now: DateTime<Utc>) -> Vec<ClusterStatus> {
         self.shared

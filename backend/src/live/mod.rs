@@ -260,24 +260,20 @@ impl Live {
     }
 
     /// Reads the newest runs of each kind (typicals use 20 per kind, else of all kinds).
+    /// When the database does not answer, the history read last is kept.
     pub async fn reload_history(&self) {
-        let mut runs: Vec<RecordedRun> = Vec::new();
-        let kinds = ServiceKind::ALL.into_iter().map(|k| Some(k.as_str()));
-        for kind in kinds.chain([None]) {
-            match self
-                .inner
-                .history
-                .newest(kind, tower_shared::provisioning::NEWEST_RUNS as u32)
-                .await
-            {
-                Ok(found) => runs.extend(found),
-                Err(err) => tracing::warn!(error = %err, "reading the provisioning history"),
+        let kinds: Vec<Option<&str>> = ServiceKind::ALL
+            .into_iter()
+            .map(|k| Some(k.as_str()))
+            .chain([None])
+            .collect();
+        match self.inner.history.typical_sample(&kinds).await {
+            Ok(runs) => {
+                self.remote().history = runs;
+                self.poke();
             }
+            Err(err) => tracing::warn!(error = %err, "reading the provisioning history"),
         }
-        runs.sort_by(|a, b| (&a.service, a.started_at).cmp(&(&b.service, b.started_at)));
-        runs.dedup_by(|a, b| a.service == b.service && a.started_at == b.started_at);
-        self.remote().history = runs;
-        self.poke();
     }
 
     /// The snapshot the next derivation reads: the watch caches, GitHub's answers, the

@@ -8,7 +8,7 @@
 //!   (with Tower's read token when the caller sends none).
 
 use axum::extract::State;
-use axum::http::{header, HeaderMap};
+use axum::http::HeaderMap;
 use axum::Json;
 use serde_json::{json, Value};
 
@@ -18,16 +18,10 @@ use crate::app::AppState;
 use crate::live::backstage::{Backstage, BackstageError, Trigger};
 
 fn bearer(headers: &HeaderMap) -> Result<String, ApiError> {
-    headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .filter(|t| !t.trim().is_empty())
-        .map(str::to_owned)
-        .ok_or(ApiError::Unauthorized {
-            field: "authorization",
-            message: "send your Backstage token as `Authorization: Bearer …`".to_owned(),
-        })
+    crate::auth::bearer_token(headers).ok_or(ApiError::Unauthorized {
+        field: "authorization",
+        message: "send your Backstage token as `Authorization: Bearer …`".to_owned(),
+    })
 }
 
 fn backstage(state: &AppState) -> Result<Backstage, ApiError> {

@@ -7,7 +7,7 @@ use axum::http::StatusCode;
 use axum::Json;
 use chrono::Utc;
 use serde::Serialize;
-use tower_shared::provisioning::{plan, ServiceKind, StepId, TypicalSource, Typicals, NEWEST_RUNS};
+use tower_shared::provisioning::{plan, ServiceKind, StepId, TypicalSource, Typicals};
 use tower_shared::snapshot::RecordedRun;
 
 use super::params::{self, check_dns_label, Query};
@@ -126,21 +126,11 @@ pub async fn typical(
     query: Query,
 ) -> Result<Json<Typical>, ApiError> {
     let kind = params::kind(&query, "kind")?;
-    let newest = NEWEST_RUNS as u32;
-    let mut runs = state
+    let runs = state
         .history
-        .newest(Some(kind.as_str()), newest)
+        .typical_sample(&[Some(kind.as_str()), None])
         .await
         .map_err(unavailable)?;
-    runs.extend(
-        state
-            .history
-            .newest(None, newest)
-            .await
-            .map_err(unavailable)?,
-    );
-    runs.sort_by(|a, b| (&a.service, a.started_at).cmp(&(&b.service, b.started_at)));
-    runs.dedup_by(|a, b| a.service == b.service && a.started_at == b.started_at);
     let typicals = Typicals::new(&runs);
     let steps = plan(Some(kind), false)
         .iter()
