@@ -12,7 +12,7 @@ use reqwest::StatusCode;
 use serde_json::{json, Value};
 use tower_backend::{app, assets, config, history, source};
 
-use crate::support::{dist, eventually};
+use crate::support::{dist, eventually, guest_token};
 
 /// A real Backstage backend on a free loopback port; stopped when dropped. The scripts keep
 /// one pid file per install, so one backend runs at a time: tests take [`ONE_AT_A_TIME`].
@@ -97,25 +97,13 @@ impl Drop for Backstage {
     }
 }
 
-async fn guest_token(backstage: &str) -> String {
-    reqwest::get(format!("{backstage}/api/auth/guest/refresh"))
-        .await
-        .unwrap()
-        .json::<Value>()
-        .await
-        .unwrap()["backstageIdentity"]["token"]
-        .as_str()
-        .unwrap()
-        .to_owned()
-}
-
 #[tokio::test]
 async fn real_backstage_user_tokens_verify_across_a_key_rotation() {
     let _turn = ONE_AT_A_TIME.lock().await;
     let backstage = Backstage::start().unwrap();
     let verifier = tower_backend::auth::Verifier::new(&backstage.url, reqwest::Client::new())
         .with_refetch_every(Duration::from_millis(100));
-    let token = guest_token(&backstage.url).await;
+    let token = guest_token(&backstage.url).await.unwrap();
     let user = verifier.verify(&token).await.unwrap();
     assert_eq!(user.subject, "user:development/guest");
     assert_eq!(verifier.fetches(), 1);
@@ -152,7 +140,7 @@ async fn real_backstage_user_tokens_verify_across_a_key_rotation() {
     // Backstage restarts with new keys: its new tokens verify after one JWKS re-fetch.
     let backstage = backstage.restart().unwrap();
     tokio::time::sleep(Duration::from_millis(200)).await;
-    let rotated = guest_token(&backstage.url).await;
+    let rotated = guest_token(&backstage.url).await.unwrap();
     let new_kid = jsonwebtoken::decode_header(&rotated).unwrap().kid;
     assert_ne!(new_kid, header.kid, "the restart rotated the key");
     let fetches = verifier.fetches();
@@ -193,17 +181,7 @@ async fn refresh_and_lookup_against_a_real_backstage() {
     let server = tokio::spawn(async move { axum::serve(listener, router).await });
 
     let client = reqwest::Client::new();
-    let token = client
-        .get(format!("{}/api/auth/guest/refresh", backstage.url))
-        .send()
-        .await
-        .unwrap()
-        .json::<Value>()
-        .await
-        .unwrap()["backstageIdentity"]["token"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let token = guest_token(&backstage.url).await.unwrap();
     let lookup = || async {
         let answer: Value = client
             .get(format!("{tower}/catalog/entity?name=tower-partner-probe"))

@@ -12,17 +12,7 @@ use crate::support::{Browser, Demo};
 async fn fleet_page_shows_what_the_backend_serves() {
     let demo = Demo::start().await.unwrap();
     // What the backend serves, fetched independently of the page.
-    let fleet: Fleet = demo
-        .client()
-        .await
-        .unwrap()
-        .get(format!("{}api/fleet", demo.url))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let fleet: Fleet = demo.get_json("api/fleet").await.unwrap();
     let browser = Browser::start().await.unwrap();
 
     browser
@@ -328,17 +318,7 @@ async fn services_strip_shows_in_flight_services_and_moves_a_finished_one_out() 
 async fn a_fleet_of_a_thousand_apps_keeps_the_page_small() {
     // The demo's fleet, copied out to 1,000 apps, served as a fixed fleet.
     let demo = Demo::start().await.unwrap();
-    let mut fleet: serde_json::Value = demo
-        .client()
-        .await
-        .unwrap()
-        .get(format!("{}api/fleet", demo.url))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let mut fleet: serde_json::Value = demo.get_json("api/fleet").await.unwrap();
     let originals = fleet["apps"].as_array().unwrap().clone();
     let apps: Vec<serde_json::Value> = (0..1000)
         .map(|i| {

@@ -849,17 +849,7 @@ async fn demo_serves_a_scenario_file_and_the_same_seed_gives_the_same_fleet() {
     )
     .await;
     assert!(runs.contains("shop-build-"), "{runs}");
-    let snapshot: Value = demo
-        .client()
-        .await
-        .unwrap()
-        .get(format!("{}api/snapshot?service=shop", demo.url))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let snapshot: Value = demo.get_json("api/snapshot?service=shop").await.unwrap();
     let captured: Value = serde_json::from_str(&std::fs::read_to_string(fixture).unwrap()).unwrap();
     assert_eq!(
         snapshot["now"], captured["now"],
@@ -871,17 +861,7 @@ async fn demo_serves_a_scenario_file_and_the_same_seed_gives_the_same_fleet() {
         let demo = Demo::start_with(&["--seed", seed, "--speed", "0"])
             .await
             .unwrap();
-        let fleet: Value = demo
-            .client()
-            .await
-            .unwrap()
-            .get(format!("{}api/fleet", demo.url))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let fleet: Value = demo.get_json("api/fleet").await.unwrap();
         let mut names: Vec<String> = fleet["apps"]
             .as_array()
             .unwrap()

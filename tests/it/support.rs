@@ -126,6 +126,17 @@ impl Demo {
         Ok(signed_in(token))
     }
 
+    /// GETs `path` (no leading slash) signed in, and reads the JSON answer.
+    pub async fn get_json<T: serde::de::DeserializeOwned>(&self, path: &str) -> anyhow::Result<T> {
+        let response = self
+            .client()
+            .await?
+            .get(format!("{}{path}", self.url))
+            .send()
+            .await?;
+        Ok(response.error_for_status()?.json().await?)
+    }
+
     /// Sends SIGINT (what Ctrl-C sends) and waits up to 10 s for the process to exit.
     pub async fn interrupt(mut self) -> anyhow::Result<std::process::ExitStatus> {
         let pid = self.child.id().context("the demo already exited")?;
