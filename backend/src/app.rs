@@ -178,14 +178,35 @@ pub fn http_client() -> reqwest::Client {
 }
 
 impl AppState {
-    /// Clusters whose data is the last known because they cannot be reached now.
-    pub fn stale_clusters(&self) -> Vec<crate::live::kube::ClusterStatus> {
-        self.live.as_ref().map_or_else(Vec::new, |live| {
-            live.clusters()
-                .status(chrono::Utc::now())
-                .into_iter()
-                .filter(|c| c.stale)
-                .collect()
-        })
+    /// Clusters whose data is the last known because they cannot be reached now, and
+    /// whether GitHub is rate limited or failing. Its times are on Tower's clock (the
+    /// answers' `now`), which in `tower demo` is the simulated world's, not the wall's.
+    pub fn health(&self) -> crate::live::Health {
+        use crate::live::github::GitHubTrouble;
+        let Some(live) = &self.live else {
+            return crate::live::Health::default();
+        };
+        let wall = chrono::Utc::now();
+        let offset = live.now() - wall;
+        let stale = live
+            .clusters()
+            .status(wall)
+            .into_iter()
+            .filter(|c| c.stale)
+            .map(|mut c| {
+                c.last_seen_at = c.last_seen_at.map(|at| at + offset);
+                c
+            })
+            .collect();
+        let github = live
+            .github()
+            .and_then(crate::live::github::GitHub::trouble)
+            .map(|trouble| match trouble {
+                GitHubTrouble::RateLimited { until } => GitHubTrouble::RateLimited {
+                    until: until + offset,
+                },
+                failing @ GitHubTrouble::Failing { .. } => failing,
+            });
+        crate::live::Health { stale, github }
     }
 }

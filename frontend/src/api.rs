@@ -53,12 +53,6 @@ pub async fn fleet() -> Result<Fleet, ApiError> {
     get_json("/api/fleet").await
 }
 
-/// `GET /api/snapshot?service=…`: what one service's views derive from.
-pub async fn snapshot(service: String) -> Result<Snapshot, ApiError> {
-    let service = String::from(js_sys::encode_uri_component(&service));
-    get_json(&format!("/api/snapshot?service={service}")).await
-}
-
 /// A cluster whose data is the last known (it could not be reached).
 #[derive(Clone, Debug, PartialEq, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -68,29 +62,50 @@ pub struct StaleCluster {
     pub last_seen_at: Option<chrono::DateTime<chrono::Utc>>,
 }
 
+/// Why GitHub's part of an answer may be old or missing.
+#[derive(Clone, Debug, PartialEq, serde::Deserialize)]
+#[serde(rename_all = "camelCase", tag = "state")]
+pub enum GitHubTrouble {
+    RateLimited {
+        until: chrono::DateTime<chrono::Utc>,
+    },
+    Failing {
+        error: String,
+    },
+}
+
+/// What in an answer is old or missing: clusters that cannot be reached, GitHub's trouble.
+#[derive(Clone, Debug, Default, PartialEq, serde::Deserialize)]
+pub struct Health {
+    #[serde(default)]
+    pub stale: Vec<StaleCluster>,
+    #[serde(default)]
+    pub github: Option<GitHubTrouble>,
+}
+
 /// `GET /api/provisioning`: every service's progress, derived on the server at `now`.
 #[derive(Clone, Debug, PartialEq, serde::Deserialize)]
 pub struct Provisioning {
     pub now: chrono::DateTime<chrono::Utc>,
     pub services: Vec<tower_shared::provisioning::ServiceProgress>,
-    #[serde(default)]
-    pub stale: Vec<StaleCluster>,
+    #[serde(flatten)]
+    pub health: Health,
 }
 
 pub async fn provisioning() -> Result<Provisioning, ApiError> {
     get_json("/api/provisioning").await
 }
 
-/// A snapshot with the clusters that could not be reached when it was taken.
+/// A snapshot with what could not be read fresh when it was taken.
 #[derive(Clone, Debug, PartialEq, serde::Deserialize)]
 pub struct ServiceSnapshot {
     #[serde(flatten)]
     pub snapshot: Snapshot,
-    #[serde(default)]
-    pub stale: Vec<StaleCluster>,
+    #[serde(flatten)]
+    pub health: Health,
 }
 
-/// `GET /api/snapshot?service=…`, with the stale clusters.
+/// `GET /api/snapshot?service=…`, with its health.
 pub async fn service_snapshot(service: String) -> Result<ServiceSnapshot, ApiError> {
     let service = String::from(js_sys::encode_uri_component(&service));
     get_json(&format!("/api/snapshot?service={service}")).await

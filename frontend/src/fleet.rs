@@ -41,7 +41,7 @@ pub fn FleetOverview(now: ReadSignal<DateTime<Utc>>) -> impl IntoView {
                 feed.provisioning
                     .get()
                     .and_then(Result::ok)
-                    .map(|p| view! { <crate::provisioning::StaleNotice stale=p.stale now=p.now /> })
+                    .map(|p| view! { <crate::provisioning::HealthNotice health=p.health now=p.now /> })
             }}
             <Transition fallback=|| view! { <p class="state loading">"Loading the fleet…"</p> }>
                 {move || {

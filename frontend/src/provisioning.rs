@@ -15,7 +15,7 @@ use tower_shared::provisioning::{
 };
 use tower_shared::time::compact_duration;
 
-use crate::api::{self, ApiError, StaleCluster};
+use crate::api::{self, ApiError, GitHubTrouble, Health};
 use crate::service::tab_href;
 
 /// "✔ Done" — status as icon and word, never colour alone.
@@ -52,24 +52,37 @@ fn current_step(service: &ServiceProgress) -> Option<&Step> {
     service.steps.iter().find(|s| s.status != StepStatus::Done)
 }
 
-/// "Cluster dev unreachable, data from 3 min ago".
+/// What in the page is old or missing, in words: "Cluster dev unreachable: data from 3 min
+/// ago", "GitHub rate limited: pull requests and files as last read; Tower asks again in
+/// 12 min". Nothing when all is well.
 #[component]
-pub fn StaleNotice(stale: Vec<StaleCluster>, now: DateTime<Utc>) -> impl IntoView {
-    (!stale.is_empty()).then(|| {
-        let lines = stale
+pub fn HealthNotice(health: Health, now: DateTime<Utc>) -> impl IntoView {
+    let since = |at: DateTime<Utc>| compact_duration((now - at).num_seconds().max(0));
+    let mut lines: Vec<String> = health
+        .stale
+        .iter()
+        .map(|c| {
+            let age = c.last_seen_at.map_or_else(
+                || "of unknown age".to_owned(),
+                |at| format!("from {} ago", since(at)),
+            );
+            format!("Cluster {} unreachable: data {age}", c.name)
+        })
+        .collect();
+    match &health.github {
+        Some(GitHubTrouble::RateLimited { until }) => lines.push(format!(
+            "GitHub rate limited: pull requests and files as last read; Tower asks again in {}",
+            compact_duration((*until - now).num_seconds().max(1))
+        )),
+        Some(GitHubTrouble::Failing { error }) => lines.push(format!(
+            "GitHub not answering ({error}): pull requests and files as last read"
+        )),
+        None => {}
+    }
+    (!lines.is_empty()).then(|| {
+        let lines = lines
             .into_iter()
-            .map(|c| {
-                let age = c.last_seen_at.map_or_else(
-                    || "of unknown age".to_owned(),
-                    |at| {
-                        format!(
-                            "from {} ago",
-                            compact_duration((now - at).num_seconds().max(0))
-                        )
-                    },
-                );
-                view! { <li>{format!("Cluster {} unreachable: data {age}", c.name)}</li> }
-            })
+            .map(|line| view! { <li>{line}</li> })
             .collect_view();
         view! {
             <div class="state stale" role="status">
@@ -174,7 +187,7 @@ pub fn ServicesTab(now: ReadSignal<DateTime<Utc>>) -> impl IntoView {
                     "Nothing finished recently.",
                 );
                 view! {
-                    <StaleNotice stale=answer.stale.clone() now=now.get_untracked() />
+                    <HealthNotice health=answer.health.clone() now=now.get_untracked() />
                     {in_flight}
                     {pending}
                     {stalled}
@@ -279,7 +292,7 @@ pub fn ProvisioningTab(service: String, now: ReadSignal<DateTime<Utc>>) -> impl 
                     .services
                     .into_iter()
                     .find(|s| *s.name == *service);
-                (found, answer.stale, at_now.now)
+                (found, answer.health, at_now.now)
             })
         })
     };
@@ -329,7 +342,7 @@ pub fn ProvisioningTab(service: String, now: ReadSignal<DateTime<Utc>>) -> impl 
                             </p>
                         }
                         .into_any(),
-                        Ok((Some(progress), stale, server_now)) => {
+                        Ok((Some(progress), health, server_now)) => {
                             let measured = progress
                                 .steps
                                 .iter()
@@ -370,7 +383,7 @@ pub fn ProvisioningTab(service: String, now: ReadSignal<DateTime<Utc>>) -> impl 
                             let remaining = remaining_sec(&progress);
                             let steps = progress.steps.iter().map(step_item).collect_view();
                             view! {
-                                <StaleNotice stale=stale now=server_now />
+                                <HealthNotice health=health now=server_now />
                                 <p class="summary">
                                     <span class="group">{group}</span>
                                     " · "

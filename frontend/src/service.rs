@@ -3,9 +3,8 @@
 use chrono::{DateTime, Utc};
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
-use tower_shared::snapshot::Snapshot;
 
-use crate::api::{self, ApiError};
+use crate::api::{self, ApiError, ServiceSnapshot};
 use crate::{deployments, fleet, pipelines, provisioning};
 
 /// The link to one tab of one service (optionally focused on a pipeline run).
@@ -60,7 +59,7 @@ pub fn ServicePage(now: ReadSignal<DateTime<Utc>>) -> impl IntoView {
         }
         let snapshot = LocalResource::new({
             let service = service.clone();
-            move || api::snapshot(service.clone())
+            move || api::service_snapshot(service.clone())
         });
         view! {
             {nav}
@@ -72,17 +71,23 @@ pub fn ServicePage(now: ReadSignal<DateTime<Utc>>) -> impl IntoView {
                     move || {
                         snapshot
                             .get()
-                            .map(|result: Result<Snapshot, ApiError>| match result {
-                                Ok(snapshot) => match tab.as_str() {
-                                    "pipelines" => view! {
-                                        <pipelines::PipelinesTab snapshot=snapshot service=service.clone() run=run.clone() now=now />
-                                    }
-                                        .into_any(),
-                                    _ => view! {
-                                        <deployments::DeploymentsTab snapshot=snapshot service=service.clone() now=now />
-                                    }
-                                        .into_any(),
-                                },
+                            .map(|result: Result<ServiceSnapshot, ApiError>| match result {
+                                Ok(ServiceSnapshot { snapshot, health }) => {
+                                    let notice = view! {
+                                        <provisioning::HealthNotice health=health now=snapshot.now />
+                                    };
+                                    let tab = match tab.as_str() {
+                                        "pipelines" => view! {
+                                            <pipelines::PipelinesTab snapshot=snapshot service=service.clone() run=run.clone() now=now />
+                                        }
+                                            .into_any(),
+                                        _ => view! {
+                                            <deployments::DeploymentsTab snapshot=snapshot service=service.clone() now=now />
+                                        }
+                                            .into_any(),
+                                    };
+                                    view! { {notice} {tab} }.into_any()
+                                }
                                 Err(err) => view! { <p class="state error" role="alert">"✖ " {err.to_string()}</p> }
                                     .into_any(),
                             })

@@ -573,3 +573,43 @@ async fn a_hostile_parent_cannot_frame_tower_but_an_allowed_one_can() {
         .unwrap();
     browser.close().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_github_rate_limit_shows_as_such_over_the_last_known_data() {
+    let tower = crate::support::Live::start(0.0).await.unwrap();
+    tower.world.platform.inject_github_fault(
+        hangar_sim::github::Fault::RateLimitSpent { reset_in: 900 },
+        1,
+    );
+    let met = tower
+        .client()
+        .get(tower.url("/pull-requests?owner=acme&repo=never-asked"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(met.status(), reqwest::StatusCode::SERVICE_UNAVAILABLE);
+    let browser = Browser::start().await.unwrap();
+    browser
+        .checked("github-rate-limited", async {
+            let c = &browser.client;
+            for (page, data) in [
+                ("/tower?view=services", ".in-flight .strip-name"),
+                ("/tower?service=orders-api&view=provisioning", ".steps li"),
+            ] {
+                c.goto(&tower.url(page)).await?;
+                until(Duration::from_secs(20), "the GitHub notice", || async {
+                    Ok(texts(c, ".state.stale")
+                        .await?
+                        .iter()
+                        .any(|t| t.contains("GitHub rate limited") && t.contains("asks again in")))
+                })
+                .await?;
+                anyhow::ensure!(!texts(c, data).await?.is_empty(), "{page}: data kept");
+            }
+            browser.screenshot("github-rate-limited").await?;
+            Ok(())
+        })
+        .await
+        .unwrap();
+    browser.close().await.unwrap();
+}

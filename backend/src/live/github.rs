@@ -62,8 +62,21 @@ fn answer(path: &str, cached: &Cached) -> Result<Arc<Value>, GitHubError> {
 struct State {
     cache: HashMap<String, Cached>,
     limited_until: Option<(Instant, DateTime<Utc>)>,
+    /// The last failure other than a rate limit or 404, until GitHub answers again.
+    failing: Option<String>,
     requests: u64,
     not_modified: u64,
+}
+
+/// Why what Tower shows from GitHub may be old or missing: the pages show it instead of
+/// empty data (`"github"` in `/api/provisioning` and `/api/snapshot`).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase", tag = "state")]
+pub enum GitHubTrouble {
+    /// GitHub's rate limit is spent: Tower does not ask before `until`.
+    RateLimited { until: DateTime<Utc> },
+    /// GitHub's last answer was a failure (unreachable, 5xx, no access).
+    Failing { error: String },
 }
 
 /// Tower's GitHub client. Cheap to clone.
@@ -135,6 +148,20 @@ impl GitHub {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    /// What is wrong with GitHub now, if anything.
+    pub fn trouble(&self) -> Option<GitHubTrouble> {
+        let state = self.state();
+        match (state.limited_until, &state.failing) {
+            (Some((until, at)), _) if Instant::now() < until => {
+                Some(GitHubTrouble::RateLimited { until: at })
+            }
+            (_, Some(error)) => Some(GitHubTrouble::Failing {
+                error: error.clone(),
+            }),
+            _ => None,
+        }
+    }
+
     pub fn counters(&self) -> GitHubCounters {
         let state = self.state();
         GitHubCounters {
@@ -165,6 +192,19 @@ impl GitHub {
             }
             cached.and_then(|c| c.etag.clone())
         };
+        let answer = self.ask(path, etag).await;
+        let mut state = self.state();
+        match &answer {
+            Ok(_) => state.failing = None,
+            Err(GitHubError::RateLimited { .. }) => {}
+            Err(err) if err.is_not_found() => state.failing = None,
+            Err(err) => state.failing = Some(err.to_string()),
+        }
+        answer
+    }
+
+    /// One request to GitHub (conditional when `etag` is known); caches the answer.
+    async fn ask(&self, path: &str, etag: Option<HeaderValue>) -> Result<Arc<Value>, GitHubError> {
         let mut headers = HeaderMap::new();
         if let Some(etag) = etag {
             headers.insert(IF_NONE_MATCH, etag);

@@ -79,6 +79,8 @@ struct Inner {
     history: History,
     remote: Mutex<Remote>,
     derived: watch::Sender<Arc<Derived>>,
+    /// GitHub's trouble as the poller last saw it (for `/api/events`).
+    github_trouble: watch::Sender<Option<github::GitHubTrouble>>,
     poke: std::sync::mpsc::Sender<()>,
 }
 
@@ -148,6 +150,7 @@ impl Live {
             history,
             remote: Mutex::default(),
             derived: watch::channel(Arc::new(first)).0,
+            github_trouble: watch::channel(None).0,
             poke,
         });
         let live = Self { inner, clock };
@@ -212,6 +215,12 @@ impl Live {
 
     pub fn history(&self) -> &History {
         &self.inner.history
+    }
+
+    /// Changes of GitHub's trouble (rate limited, failing, well again), as the poller sees
+    /// them.
+    pub fn github_trouble(&self) -> watch::Receiver<Option<github::GitHubTrouble>> {
+        self.inner.github_trouble.subscribe()
     }
 
     /// The latest derivation.
@@ -330,7 +339,7 @@ impl Live {
                     github_answered,
                     snapshot: Arc::clone(&snapshot),
                     provisioning: Arc::new(provisioning),
-                    body: provisioning_body(now, &json, &[])
+                    body: provisioning_body(now, &json, &Health::default())
                         .unwrap_or_default()
                         .into(),
                     services_json: Arc::from(json),
@@ -465,6 +474,12 @@ impl Live {
             if changed {
                 self.poke();
             }
+            let trouble = github.trouble();
+            self.inner.github_trouble.send_if_modified(|seen| {
+                let news = *seen != trouble;
+                *seen = trouble;
+                news
+            });
         }
     }
 }
@@ -559,23 +574,41 @@ fn repository_file_target(object: &Object, owner: &str) -> Option<(String, Strin
     Some((repo, file.to_owned()))
 }
 
-/// The `GET /api/provisioning` body: `{"now", "services", "stale"?}`.
+/// Why some of what an answer shows may be old or missing, flattened into the answers the
+/// pages read: `stale` (clusters serving their last known data) and `github` (rate limited
+/// or failing). Both absent when all is well.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct Health {
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub stale: Vec<kube::ClusterStatus>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub github: Option<github::GitHubTrouble>,
+}
+
+impl Health {
+    /// Every cluster answers and GitHub does too.
+    pub fn is_clear(&self) -> bool {
+        self.stale.is_empty() && self.github.is_none()
+    }
+}
+
+/// The `GET /api/provisioning` body: `{"now", "services", "stale"?, "github"?}`.
 pub fn provisioning_body(
     now: DateTime<Utc>,
     services: &RawValue,
-    stale: &[kube::ClusterStatus],
+    health: &Health,
 ) -> serde_json::Result<Vec<u8>> {
     #[derive(serde::Serialize)]
     struct Body<'a> {
         now: DateTime<Utc>,
         services: &'a RawValue,
-        #[serde(skip_serializing_if = "<[_]>::is_empty")]
-        stale: &'a [kube::ClusterStatus],
+        #[serde(flatten)]
+        health: &'a Health,
     }
     serde_json::to_vec(&Body {
         now,
         services,
-        stale,
+        health,
     })
 }
 

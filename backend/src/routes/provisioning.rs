@@ -1,6 +1,7 @@
 //! `GET /api/provisioning`: the provisioning state of every service, derived on the server:
-//! `{"now", "services", "stale"?}`. Live, the deriver has the body ready (it re-derives every
-//! second and on every change), so a request copies nothing while every cluster answers.
+//! `{"now", "services", "stale"?, "github"?}`. Live, the deriver has the body ready (it
+//! re-derives every second and on every change), so a request copies nothing while every
+//! cluster and GitHub answer.
 
 use axum::extract::State;
 use axum::http::header;
@@ -13,14 +14,14 @@ use crate::live::provisioning_body;
 pub async fn get(State(state): State<AppState>) -> Result<Response, ApiError> {
     let encoding =
         |err: serde_json::Error| ApiError::unavailable(format!("encoding provisioning: {err}"));
-    let stale = state.stale_clusters();
+    let health = state.health();
     let body: bytes::Bytes = match &state.live {
         Some(live) => {
             let derived = live.derived();
-            if stale.is_empty() && !derived.body.is_empty() {
+            if health.is_clear() && !derived.body.is_empty() {
                 derived.body.clone()
             } else {
-                provisioning_body(derived.now, &derived.services_json, &stale)
+                provisioning_body(derived.now, &derived.services_json, &health)
                     .map_err(encoding)?
                     .into()
             }
@@ -29,7 +30,7 @@ pub async fn get(State(state): State<AppState>) -> Result<Response, ApiError> {
             let snapshot = state.source.snapshot();
             let derived = tower_shared::provisioning::derive_provisioning(&snapshot);
             let services = serde_json::value::to_raw_value(&derived.services).map_err(encoding)?;
-            provisioning_body(snapshot.now, &services, &stale)
+            provisioning_body(snapshot.now, &services, &health)
                 .map_err(encoding)?
                 .into()
         }

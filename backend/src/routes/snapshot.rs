@@ -8,15 +8,15 @@ use tower_shared::snapshot::Snapshot;
 use super::params::{self, Query};
 use super::ApiError;
 use crate::app::AppState;
-use crate::live::kube::ClusterStatus;
+use crate::live::Health;
 
 #[derive(Serialize)]
 pub struct Answer {
     #[serde(flatten)]
     snapshot: Snapshot,
-    /// Clusters serving their last known data (absent when all answer).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    stale: Vec<ClusterStatus>,
+    /// Clusters serving their last known data, GitHub's trouble (absent when all is well).
+    #[serde(flatten)]
+    health: Health,
 }
 
 pub async fn get(State(state): State<AppState>, query: Query) -> Result<Json<Answer>, ApiError> {
@@ -31,6 +31,6 @@ pub async fn get(State(state): State<AppState>, query: Query) -> Result<Json<Ans
     narrowed.now = state.source.now();
     Ok(Json(Answer {
         snapshot: narrowed,
-        stale: state.stale_clusters(),
+        health: state.health(),
     }))
 }
