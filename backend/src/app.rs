@@ -81,7 +81,7 @@ impl AppState {
             gate: Arc::new(crate::auth::Gate::from_config(config, http.clone())),
             http,
             metrics: Arc::default(),
-            frame_ancestors: Arc::from(config.frame_ancestors.clone()),
+            frame_ancestors: Arc::from(config.frame_ancestors()),
             live: Some(live),
         }
     }

@@ -265,7 +265,7 @@ impl Gate {
             verifier: backstage.map(|b| Verifier::new(&b.url, http)),
             tools: config.tokens.clone(),
             open: config.open_api,
-            backstage_origin: backstage.and_then(|b| origin_of(&b.url)),
+            backstage_origin: backstage.and_then(crate::config::HttpService::origin),
             guest_sign_in: backstage.is_some_and(|b| b.guest_sign_in),
             backstage_url: backstage.map(|b| b.url.trim_end_matches('/').to_owned()),
             writes: Mutex::default(),
@@ -279,13 +279,6 @@ impl Gate {
             ..Self::default()
         }
     }
-}
-
-/// `https://host:port` of a URL.
-fn origin_of(url: &str) -> Option<String> {
-    let (scheme, rest) = url.split_once("://")?;
-    let host = rest.split('/').next()?;
-    (!host.is_empty()).then(|| format!("{scheme}://{host}"))
 }
 
 /// Who is calling, once checked (a request extension).

@@ -152,6 +152,9 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             let addr = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), args.port);
             block_on(async move {
                 let dir = std::env::temp_dir().join(format!("tower-demo-{}", std::process::id()));
+                // Bound first, so the simulated Backstage's page knows Tower's real port.
+                let listener = server::bind(addr).await?;
+                let addr = listener.local_addr()?;
                 let demo =
                     demo::start_world(world, args.speed, &dir, args.kubeconfig, addr).await?;
                 let platform = Arc::clone(&demo.platform);
@@ -160,7 +163,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                 if !live.wait_ready(std::time::Duration::from_secs(60)).await {
                     tracing::warn!("the simulated platform is not fully read yet; serving anyway");
                 }
-                server::serve(addr, AppState::live(live), dist).await
+                server::serve(listener, AppState::live(live), dist).await
             })
         }
         Command::Serve(args) => {
@@ -186,7 +189,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                     let mut state =
                         AppState::live(live::connect(config, live::system_clock()).await?);
                     state.fleet = fleet.map(Arc::new);
-                    return server::serve(listen, state, dist).await;
+                    return server::serve(server::bind(listen).await?, state, dist).await;
                 }
                 let snapshot = match &args.snapshot_file {
                     Some(path) => offline::read_snapshot(path)?,
@@ -196,7 +199,8 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                     Arc::new(source::Fixed(Arc::new(snapshot)));
                 let history = live::open_history(&config).await?;
                 let gate = crate::auth::Gate::from_config(&config, crate::app::http_client());
-                server::serve(listen, AppState::fixed(fleet, source, history, gate), dist).await
+                let state = AppState::fixed(fleet, source, history, gate);
+                server::serve(server::bind(listen).await?, state, dist).await
             })
         }
         Command::Provisioning(args) => {

@@ -19,7 +19,7 @@
 //! backstage: {url: https://backstage.example.com, token: …}
 //! databaseUrl: sqlite:///var/lib/tower/history.db
 //! dataDir: /var/lib/tower
-//! frameAncestors: ["'self'", "https://backstage.example.com"]
+//! frameAncestors: ["'self'"]                # Backstage's origin is always added
 //! ```
 //!
 //! Environment overrides (they win over the file): `TOWER_LISTEN`, `DATABASE_URL`,
@@ -92,7 +92,8 @@ pub struct Config {
     /// Where Tower keeps its files (the SQLite history by default).
     #[serde(default = "default_data_dir")]
     pub data_dir: PathBuf,
-    /// Origins allowed to embed Tower in a frame (the Backstage app's).
+    /// Origins allowed to embed Tower in a frame besides Backstage's own, which always may
+    /// (see [`Config::frame_ancestors`]).
     #[serde(default = "default_frame_ancestors")]
     pub frame_ancestors: Vec<String>,
     /// Tools' static bearer tokens, each with a subject and the routes it may call.
@@ -177,6 +178,16 @@ pub struct HttpService {
     pub guest_sign_in: bool,
 }
 
+impl HttpService {
+    /// `scheme://host:port` of the URL: for Backstage, the page origin allowed to frame
+    /// Tower and hand it the user's token.
+    pub fn origin(&self) -> Option<String> {
+        let (scheme, rest) = self.url.split_once("://")?;
+        let host = rest.split('/').next()?;
+        (!host.is_empty()).then(|| format!("{scheme}://{host}"))
+    }
+}
+
 fn default_listen() -> SocketAddr {
     SocketAddr::from(([127, 0, 0, 1], 8080))
 }
@@ -217,6 +228,18 @@ impl Default for Config {
 }
 
 impl Config {
+    /// The origins allowed to frame Tower (CSP `frame-ancestors`): `frameAncestors`, and
+    /// Backstage's origin, which embeds Tower and hands it the user's token.
+    pub fn frame_ancestors(&self) -> Vec<String> {
+        let mut origins = self.frame_ancestors.clone();
+        if let Some(backstage) = self.backstage.as_ref().and_then(HttpService::origin) {
+            if !origins.contains(&backstage) {
+                origins.push(backstage);
+            }
+        }
+        origins
+    }
+
     /// Reads a YAML config file, applies `env` overrides and checks it.
     pub fn load(path: &Path, env: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
@@ -496,6 +519,11 @@ mod tests {
         assert_eq!(config.tenants_repos(), ["acme/hangar-tenants"]);
         let shown = format!("{config:?}");
         assert!(!shown.contains("secret-2"), "Debug must not show tokens");
+        // Backstage, which embeds Tower, may always frame it.
+        assert_eq!(
+            config.frame_ancestors(),
+            ["'self'", "http://127.0.0.1:7007"]
+        );
     }
 
     #[test]

@@ -102,6 +102,11 @@ pub async fn start_world(
     )?;
     writeln!(
         out,
+        "Tower inside the simulated Backstage (signed in by postMessage): {}",
+        backstage_page(&served, listen)
+    )?;
+    writeln!(
+        out,
         "Kubeconfig for the simulated clusters: {}",
         kubeconfig.display()
     )?;
@@ -116,6 +121,22 @@ pub async fn start_world(
         served,
         config,
     })
+}
+
+/// The simulated Backstage's page framing Tower at `listen` (embedded, services view).
+pub fn backstage_page(
+    served: &hangar_sim::platform::Served,
+    listen: std::net::SocketAddr,
+) -> String {
+    let tower = format!("http://{listen}/tower?view=services&embed=1");
+    reqwest::Url::parse_with_params(
+        &format!("http://{}/tower", served.backstage),
+        [("tower", tower.as_str())],
+    )
+    .map_or_else(
+        |_| format!("http://{}/tower", served.backstage),
+        String::from,
+    )
 }
 
 /// Tower's config for a served simulated platform: every cluster by its kubeconfig

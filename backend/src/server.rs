@@ -12,11 +12,19 @@ use crate::assets::Dist;
 /// `Tower is running at http://ADDR/` on stdout (the port is the real one when `addr` asks
 /// for port 0). The signal handlers are in place before the line is printed, so a Ctrl-C
 /// right after it still shuts down cleanly.
-pub async fn serve(addr: SocketAddr, state: AppState, dist: Dist) -> anyhow::Result<()> {
-    let stop = StopSignals::install().context("installing signal handlers")?;
-    let listener = tokio::net::TcpListener::bind(addr)
+/// Listens on `addr` (port 0: a free one; the listener knows which).
+pub async fn bind(addr: SocketAddr) -> anyhow::Result<tokio::net::TcpListener> {
+    tokio::net::TcpListener::bind(addr)
         .await
-        .with_context(|| format!("listening on {addr}"))?;
+        .with_context(|| format!("listening on {addr}"))
+}
+
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    state: AppState,
+    dist: Dist,
+) -> anyhow::Result<()> {
+    let stop = StopSignals::install().context("installing signal handlers")?;
     let local = listener.local_addr().context("reading the bound address")?;
     let mut out = std::io::stdout().lock();
     writeln!(out, "Tower is running at http://{local}/").context("writing to stdout")?;

@@ -613,3 +613,119 @@ async fn a_github_rate_limit_shows_as_such_over_the_last_known_data() {
         .unwrap();
     browser.close().await.unwrap();
 }
+
+/// The text of the first frame's body (read from inside it).
+async fn frame_text(c: &fantoccini::Client) -> anyhow::Result<String> {
+    c.enter_frame(0).await?;
+    let text = c
+        .execute(
+            "return document.body ? document.body.innerText : '';",
+            vec![],
+        )
+        .await;
+    c.enter_parent_frame().await?;
+    Ok(text?.as_str().unwrap_or_default().to_owned())
+}
+
+#[tokio::test]
+async fn inside_backstage_the_token_arrives_by_post_message_from_backstage_only() {
+    let tower = crate::support::Live::start(0.0).await.unwrap();
+    let backstage = format!("http://{}", tower.world.served.backstage);
+    let inside = tower.url("/tower?view=services&embed=1");
+    let page = |hold: bool| {
+        let mut url = reqwest::Url::parse(&format!("{backstage}/tower")).unwrap();
+        url.query_pairs_mut().append_pair("tower", &inside);
+        if hold {
+            url.query_pairs_mut().append_pair("hold", "1");
+        }
+        url.to_string()
+    };
+    // A page on another origin that posts a real user token to Tower's frame in its parent.
+    let stolen = crate::support::guest_token(&backstage).await.unwrap();
+    let hostile = {
+        let html = format!(
+            "<!doctype html><script>\
+             parent.frames[0].postMessage({{type: 'backstage-token', token: '{stolen}'}}, '*');\
+             parent.postMessage('hostile-sent', '*');</script>"
+        );
+        let app = axum::Router::new().route(
+            "/",
+            axum::routing::get(move || {
+                let html = html.clone();
+                async move { axum::response::Html(html) }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        url
+    };
+    let browser = Browser::start().await.unwrap();
+    browser
+        .checked("post-message-sign-in", async {
+            let c = &browser.client;
+            // Backstage holds the token back: Tower explains, and shows no data.
+            c.goto(&page(true)).await?;
+            until(Duration::from_secs(20), "Tower asks for its token", || async {
+                Ok(c.execute("return window.towerReady === true;", vec![]).await? == true)
+            })
+            .await?;
+            let waiting = frame_text(c).await?;
+            anyhow::ensure!(waiting.contains("Waiting for Backstage"), "{waiting}");
+
+            // Malformed messages from Backstage's own origin are dropped.
+            c.execute(
+                "const w = document.getElementById('tower').contentWindow;\
+                 const o = new URL(new URLSearchParams(location.search).get('tower')).origin;\
+                 for (const m of ['backstage-token', 42, null, {type: 'backstage-token'},\
+                   {type: 'backstage-token', token: 42}, {type: 'backstage-token', token: ''},\
+                   {type: 'other', token: 'x'}]) { w.postMessage(m, o); }",
+                vec![],
+            )
+            .await?;
+            // A real token from another origin is dropped too.
+            c.execute(
+                "window.addEventListener('message', e => { if (e.data === 'hostile-sent') window.hostileSent = true; });\
+                 const f = document.createElement('iframe'); f.src = arguments[0]; document.body.appendChild(f);",
+                vec![serde_json::json!(hostile)],
+            )
+            .await?;
+            until(Duration::from_secs(10), "the hostile frame posts", || async {
+                Ok(c.execute("return window.hostileSent === true;", vec![]).await? == true)
+            })
+            .await?;
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            let still = frame_text(c).await?;
+            anyhow::ensure!(
+                still.contains("Waiting for Backstage") && !still.contains("orders-api"),
+                "signed in by a message it should have dropped: {still}"
+            );
+            browser.screenshot("post-message-dropped").await?;
+
+            // The control: Backstage hands the token over, and Tower shows the services.
+            c.execute("window.handOver();", vec![]).await?;
+            until(Duration::from_secs(20), "Tower signed in", || async {
+                Ok(frame_text(c).await?.contains("orders-api"))
+            })
+            .await?;
+
+            // Without holding back, the page signs Tower in by itself; the token is in no URL.
+            c.goto(&page(false)).await?;
+            until(Duration::from_secs(20), "Tower signed in by itself", || async {
+                Ok(frame_text(c).await?.contains("orders-api"))
+            })
+            .await?;
+            c.enter_frame(0).await?;
+            let href = c.execute("return location.href;", vec![]).await?;
+            c.enter_parent_frame().await?;
+            let parent = c.current_url().await?.to_string();
+            for url in [href.as_str().unwrap_or_default(), parent.as_str()] {
+                anyhow::ensure!(!url.contains("eyJ"), "a token in a URL: {url}");
+            }
+            browser.screenshot("post-message-signed-in").await?;
+            Ok(())
+        })
+        .await
+        .unwrap();
+    browser.close().await.unwrap();
+}

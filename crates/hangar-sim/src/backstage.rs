@@ -1,7 +1,8 @@
 //! Backstage, the parts Tower uses (`../shared/reference/data-shapes.md` §7, and the real
 //! backend in `../shared/tools/backstage-partner/`): user tokens from the guest sign-in
 //! (ES256, keys at the JWKS endpoint), static tokens for tools, the catalog's by-name lookup
-//! and the scheduler task of the catalog ingestor.
+//! and the scheduler task of the catalog ingestor; and a page embedding Tower (`/tower`) as
+//! a Backstage plugin page does, handing it the user token by `postMessage`.
 //!
 //! The catalog shows a story's entity once an ingestor run has happened since its
 //! descriptor became readable: runs happen every 10 minutes of world time, or when
@@ -38,6 +39,13 @@ pub const RUN_TAKES: std::time::Duration = std::time::Duration::from_secs(2);
 pub const STATIC_TOKEN: &str = "hangar-sim-static-token-0123456789";
 /// The guest user's entity ref.
 pub const GUEST: &str = "user:development/guest";
+
+/// `GET /tower?tower=URL[&hold=1]`: a Backstage page embedding Tower at `URL` the way a
+/// Backstage plugin page does — framed, signed in as the guest, the user token handed over
+/// by `postMessage` to Tower's origin only when Tower says it is ready.
+async fn tower_page() -> axum::response::Html<&'static str> {
+    axum::response::Html(include_str!("../assets/backstage-tower-page.html"))
+}
 /// How long a user token lives.
 const TOKEN_LIFETIME: Duration = Duration::hours(1);
 
@@ -162,6 +170,7 @@ impl Backstage {
 
     pub fn router(self) -> Router {
         Router::new()
+            .route("/tower", get(tower_page))
             .route("/api/auth/guest/refresh", get(guest_refresh))
             .route("/api/auth/.well-known/jwks.json", get(jwks))
             .route(
