@@ -225,6 +225,8 @@ pub struct Gate {
     /// Pages opened on their own sign in as Backstage's guest.
     pub guest_sign_in: bool,
     pub backstage_url: Option<String>,
+    /// An authenticating proxy's user header, believed only from these networks.
+    pub proxy: Option<(http::HeaderName, Vec<ipnet::IpNet>)>,
     /// Writes per subject: a token bucket each.
     writes: Mutex<std::collections::HashMap<String, (f64, Instant)>>,
 }
@@ -268,8 +270,40 @@ impl Gate {
             backstage_origin: backstage.and_then(crate::config::HttpService::origin),
             guest_sign_in: backstage.is_some_and(|b| b.guest_sign_in),
             backstage_url: backstage.map(|b| b.url.trim_end_matches('/').to_owned()),
+            // `Config::check` has refused unreadable proxy settings already.
+            proxy: config.proxy.as_ref().and_then(|p| {
+                let header = http::HeaderName::from_bytes(p.user_header.as_bytes()).ok()?;
+                Some((header, p.networks().ok()?))
+            }),
             writes: Mutex::default(),
         }
+    }
+
+    /// The user an authenticating proxy names, when the request came from one of its
+    /// addresses (`peer`: the TCP peer; `None` when unknown, which is never trusted). The
+    /// header from anyone else is ignored, and logged.
+    pub fn proxy_user(
+        &self,
+        headers: &http::HeaderMap,
+        peer: Option<std::net::SocketAddr>,
+    ) -> Option<String> {
+        let (header, networks) = self.proxy.as_ref()?;
+        let value = headers.get(header)?;
+        let trusted = peer.is_some_and(|peer| {
+            let ip = peer.ip().to_canonical();
+            networks.iter().any(|net| net.contains(&ip))
+        });
+        if !trusted {
+            tracing::warn!(
+                target: "tower::audit",
+                peer = ?peer,
+                %header,
+                "ignored a proxy identity header from outside the proxy's addresses"
+            );
+            return None;
+        }
+        let user = value.to_str().ok()?.trim();
+        (!user.is_empty() && user.len() <= 256).then(|| user.to_owned())
     }
 
     /// Nobody asked: for tests and a local file.
@@ -318,10 +352,17 @@ pub async fn require_caller(
         return next.run(request).await;
     }
     let token = bearer_token(request.headers());
+    let peer = request
+        .extensions()
+        .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+        .map(|info| info.0);
+    let proxied = || gate.proxy_user(request.headers(), peer);
     let caller = if gate.open {
         Caller {
             subject: "anonymous".to_owned(),
         }
+    } else if let Some(subject) = token.is_none().then(proxied).flatten() {
+        Caller { subject }
     } else {
         let Some(token) = token else {
             return refuse(

@@ -20,6 +20,9 @@
 //! databaseUrl: sqlite:///var/lib/tower/history.db
 //! dataDir: /var/lib/tower
 //! frameAncestors: ["'self'"]                # Backstage's origin is always added
+//! proxy:                                    # optional: an authenticating proxy in front
+//!   userHeader: X-Forwarded-User
+//!   trustedAddresses: [10.0.0.0/8]          # the header from anywhere else is ignored
 //! ```
 //!
 //! Environment overrides (they win over the file): `TOWER_LISTEN`, `DATABASE_URL`,
@@ -99,10 +102,46 @@ pub struct Config {
     /// Tools' static bearer tokens, each with a subject and the routes it may call.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tokens: Vec<ToolToken>,
+    /// An authenticating proxy in front of Tower (oauth2-proxy, an ingress with SSO): the
+    /// user it names in a header is the caller — believed only from the proxy's addresses.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proxy: Option<ProxyConfig>,
     /// Ask no one for a token. Only for looking at a snapshot or fleet file on one's own
     /// machine; Tower logs a warning when it is on.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub open_api: bool,
+}
+
+/// An authenticating proxy: `{userHeader: X-Forwarded-User, trustedAddresses: [10.0.0.0/8]}`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ProxyConfig {
+    /// The header the proxy sets to the signed-in user (`X-Forwarded-User`,
+    /// `X-Auth-Request-Email`, …).
+    pub user_header: String,
+    /// Where the proxy connects from: addresses (`10.1.2.3`) or networks (`10.0.0.0/8`).
+    /// The header from any other peer is ignored.
+    pub trusted_addresses: Vec<String>,
+}
+
+impl ProxyConfig {
+    /// The trusted networks; `Err((index, message))` for one that does not parse.
+    pub fn networks(&self) -> Result<Vec<ipnet::IpNet>, (usize, String)> {
+        self.trusted_addresses
+            .iter()
+            .enumerate()
+            .map(|(i, text)| {
+                text.parse::<ipnet::IpNet>()
+                    .or_else(|_| text.parse::<std::net::IpAddr>().map(ipnet::IpNet::from))
+                    .map_err(|_| {
+                        (
+                            i,
+                            format!("{text:?} is not an address or network (10.0.0.0/8)"),
+                        )
+                    })
+            })
+            .collect()
+    }
 }
 
 /// A tool's static token.
@@ -222,6 +261,7 @@ impl Default for Config {
             data_dir: default_data_dir(),
             frame_ancestors: default_frame_ancestors(),
             tokens: Vec::new(),
+            proxy: None,
             open_api: false,
         }
     }
@@ -420,6 +460,23 @@ impl Config {
                 ));
             }
         }
+        if let Some(proxy) = &self.proxy {
+            if http::HeaderName::from_bytes(proxy.user_header.as_bytes()).is_err() {
+                return Err((
+                    "proxy.userHeader".to_owned(),
+                    format!("{:?} is not a header name", proxy.user_header),
+                ));
+            }
+            if proxy.trusted_addresses.is_empty() {
+                return Err((
+                    "proxy.trustedAddresses".to_owned(),
+                    "name the addresses the proxy connects from".to_owned(),
+                ));
+            }
+            proxy
+                .networks()
+                .map_err(|(i, message)| (format!("proxy.trustedAddresses[{i}]"), message))?;
+        }
         if let Some(url) = &self.database_url {
             let url = url.expose();
             if !(url.starts_with("sqlite:")
@@ -541,6 +598,18 @@ mod tests {
                 "controlPlaneCluster",
             ),
             ("databaseUrl: mysql://x\n", "databaseUrl"),
+            (
+                "proxy: {userHeader: X-User, trustedAddresses: [10.0.0.0/8, nowhere]}\n",
+                "proxy.trustedAddresses[1]",
+            ),
+            (
+                "proxy: {userHeader: \"X User\", trustedAddresses: [10.0.0.1]}\n",
+                "proxy.userHeader",
+            ),
+            (
+                "proxy: {userHeader: X-User, trustedAddresses: []}\n",
+                "proxy.trustedAddresses",
+            ),
             (
                 "frameAncestors: [\"https://a.example; script-src *\"]\n",
                 "frameAncestors[0]",

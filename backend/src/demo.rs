@@ -188,6 +188,7 @@ pub fn config_for(
         data_dir: data_dir.to_owned(),
         frame_ancestors: vec!["'self'".to_owned()],
         tokens: Vec::new(),
+        proxy: None,
         open_api: false,
     }
 }

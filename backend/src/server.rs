@@ -31,7 +31,9 @@ pub async fn serve(
     out.flush().context("writing to stdout")?;
     drop(out);
 
-    axum::serve(listener, app::router(state, &dist))
+    // The peer address lets the gate believe an authenticating proxy's header only from it.
+    let app = app::router(state, &dist).into_make_service_with_connect_info::<SocketAddr>();
+    axum::serve(listener, app)
         .with_graceful_shutdown(stop.received())
         .await
         .context("serving HTTP")?;

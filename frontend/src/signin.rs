@@ -5,6 +5,8 @@
 //!   origin Tower is configured with; anything else or malformed is dropped. The page asks
 //!   for it by posting `{"type": "tower-ready"}` to that origin.
 //! - Opened on its own with guest sign-in on (the demo), it signs in as Backstage's guest.
+//! - Behind an authenticating proxy (`/auth/config` names the `proxyUser`), it needs no
+//!   token: the proxy adds the user to every request.
 //! - Otherwise it explains how to sign in instead of showing empty data.
 //!
 //! The token is kept in memory only: never in a URL, storage or log.
@@ -40,6 +42,9 @@ struct AuthConfig {
     guest_sign_in: bool,
     #[serde(default)]
     open: bool,
+    /// Who the authenticating proxy in front of Tower says the user is.
+    #[serde(default)]
+    proxy_user: Option<String>,
 }
 
 async fn guest() -> Result<String, String> {
@@ -79,7 +84,8 @@ pub fn start() -> ReadSignal<SignIn> {
                 return;
             }
         };
-        if config.open {
+        // Open, or behind an authenticating proxy that adds the user to every request.
+        if config.open || config.proxy_user.is_some() {
             set_state.set(SignIn::SignedIn);
             return;
         }

@@ -423,3 +423,74 @@ async fn every_route_refuses_every_bad_token_without_side_effects() {
         assert_ne!(response.status(), http::StatusCode::UNAUTHORIZED, "{path}");
     }
 }
+
+/// `tower serve` (no clusters) behind an authenticating proxy whose addresses are `trusted`.
+async fn behind_a_proxy(trusted: &str) -> (crate::support::Demo, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("tower.yaml");
+    std::fs::write(
+        &config,
+        format!("proxy:\n  userHeader: X-Forwarded-User\n  trustedAddresses: [\"{trusted}\"]\n"),
+    )
+    .unwrap();
+    let tower =
+        crate::support::Demo::serve_with(&["--config", config.to_str().unwrap()], dir.path())
+            .await
+            .unwrap();
+    (tower, dir)
+}
+
+#[tokio::test]
+async fn an_authenticating_proxy_is_believed_only_from_its_addresses() {
+    let http = reqwest::Client::new();
+    let run = json!({"service": "shop", "kind": "NodeJS",
+        "startedAt": "2026-11-01T10:00:00Z", "finishedAt": "2026-11-01T10:20:00Z",
+        "steps": {"repositories": 60}});
+    for (trusted, believed) in [("127.0.0.1", true), ("10.0.0.0/8", false)] {
+        let (tower, _dir) = behind_a_proxy(trusted).await;
+        let url = |path: &str| format!("{}{path}", tower.url.trim_end_matches('/'));
+        let as_jane = |request: reqwest::RequestBuilder| {
+            request.header("X-Forwarded-User", "jane@example.com")
+        };
+
+        let answer = as_jane(http.get(url("/api/provisioning")))
+            .send()
+            .await
+            .unwrap();
+        let expected = if believed { 200 } else { 401 };
+        assert_eq!(answer.status().as_u16(), expected, "trusting {trusted}");
+        let config: Value = as_jane(http.get(url("/auth/config")))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let named = believed.then_some("jane@example.com");
+        assert_eq!(
+            config["proxyUser"].as_str(),
+            named,
+            "trusting {trusted}: {config}"
+        );
+        let write = as_jane(http.post(url("/provisioning-history/runs")))
+            .json(&run)
+            .send()
+            .await
+            .unwrap();
+        let expected = if believed { 201 } else { 401 };
+        assert_eq!(write.status().as_u16(), expected, "trusting {trusted}");
+
+        // Without the header, or with an empty one, nobody is signed in.
+        for request in [
+            http.get(url("/api/provisioning")),
+            http.get(url("/api/provisioning"))
+                .header("X-Forwarded-User", "  "),
+        ] {
+            assert_eq!(
+                request.send().await.unwrap().status(),
+                401,
+                "trusting {trusted}"
+            );
+        }
+    }
+}

@@ -729,3 +729,62 @@ async fn inside_backstage_the_token_arrives_by_post_message_from_backstage_only(
         .unwrap();
     browser.close().await.unwrap();
 }
+
+#[tokio::test]
+async fn behind_an_authenticating_proxy_the_page_needs_no_token() {
+    // No guest sign-in: without the proxy, the page would explain how to sign in.
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("tower.yaml");
+    std::fs::write(
+        &config,
+        "proxy:\n  userHeader: X-Forwarded-User\n  trustedAddresses: [127.0.0.1/32]\n",
+    )
+    .unwrap();
+    let tower =
+        crate::support::Demo::serve_with(&["--config", config.to_str().unwrap()], dir.path())
+            .await
+            .unwrap();
+    let proxy = crate::support::authenticating_proxy(&tower.url, "X-Forwarded-User", "jane")
+        .await
+        .unwrap();
+    let browser = Browser::start().await.unwrap();
+    browser
+        .checked("proxy-sign-in", async {
+            let c = &browser.client;
+            c.goto(&format!("{}tower?view=services", tower.url)).await?;
+            until(
+                Duration::from_secs(20),
+                "the sign-in explanation",
+                || async {
+                    Ok(texts(c, ".state.signin")
+                        .await?
+                        .iter()
+                        .any(|t| t.contains("Sign-in needed")))
+                },
+            )
+            .await?;
+            let body = |c: &fantoccini::Client| {
+                let c = c.clone();
+                async move {
+                    let text = c.execute("return document.body.innerText;", vec![]).await?;
+                    anyhow::Ok(text.as_str().unwrap_or_default().to_owned())
+                }
+            };
+            anyhow::ensure!(
+                !body(c).await?.contains("Nothing is being provisioned"),
+                "the services page without sign-in"
+            );
+            c.goto(&format!("{proxy}/tower?view=services")).await?;
+            until(
+                Duration::from_secs(20),
+                "the services page through the proxy",
+                || async { Ok(body(c).await?.contains("Nothing is being provisioned")) },
+            )
+            .await?;
+            browser.screenshot("behind-a-proxy").await?;
+            Ok(())
+        })
+        .await
+        .unwrap();
+    browser.close().await.unwrap();
+}

@@ -424,3 +424,50 @@ pub fn signed_in(token: &str) -> reqwest::Client {
         .build()
         .expect("a client")
 }
+
+/// An authenticating proxy on loopback in front of `upstream` (`http://host:port`): every
+/// request is passed on with `header: user` added, streaming both ways (so `/api/events`
+/// works through it). Returns its URL (no trailing slash).
+pub async fn authenticating_proxy(
+    upstream: &str,
+    header: &'static str,
+    user: &'static str,
+) -> anyhow::Result<String> {
+    use hyper_util::client::legacy::Client;
+    use hyper_util::rt::TokioExecutor;
+    let client: Client<HttpConnector, axum::body::Body> =
+        Client::builder(TokioExecutor::new()).build_http();
+    let upstream = upstream.trim_end_matches('/').to_owned();
+    let forward = move |mut request: axum::extract::Request| {
+        let client = client.clone();
+        let upstream = upstream.clone();
+        async move {
+            let path = request
+                .uri()
+                .path_and_query()
+                .map_or("/", |p| p.as_str())
+                .to_owned();
+            *request.uri_mut() = format!("{upstream}{path}").parse()?;
+            request.headers_mut().remove(http::header::HOST);
+            request
+                .headers_mut()
+                .insert(header, http::HeaderValue::from_static(user));
+            let response = client.request(request).await?;
+            anyhow::Ok(response.map(axum::body::Body::new))
+        }
+    };
+    let app = axum::Router::new().fallback(move |request: axum::extract::Request| {
+        let forward = forward.clone();
+        async move {
+            use axum::response::IntoResponse as _;
+            match forward(request).await {
+                Ok(response) => response.into_response(),
+                Err(err) => (http::StatusCode::BAD_GATEWAY, err.to_string()).into_response(),
+            }
+        }
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let url = format!("http://{}", listener.local_addr()?);
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    Ok(url)
+}

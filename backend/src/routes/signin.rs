@@ -1,8 +1,10 @@
 //! What a page needs to sign in (public routes).
 //!
-//! - `GET /auth/config`: `{"backstageOrigin", "guestSignIn", "open"}` — which parent origin
-//!   may hand the page its Backstage token by `postMessage`, whether a page opened on its own
-//!   signs in as Backstage's guest, and whether no token is needed at all (`openApi`).
+//! - `GET /auth/config`: `{"backstageOrigin", "guestSignIn", "open", "proxyUser"?}` — which
+//!   parent origin may hand the page its Backstage token by `postMessage`, whether a page
+//!   opened on its own signs in as Backstage's guest, whether no token is needed at all
+//!   (`openApi`), and who the authenticating proxy says the caller is (when the request
+//!   came through it: the page then needs no token).
 //! - `GET /auth/guest`: when guest sign-in is on, Backstage's guest user token
 //!   (`{"token"}`), fetched from Backstage's own `/api/auth/guest/refresh`; 404 otherwise.
 
@@ -13,11 +15,16 @@ use serde_json::{json, Value};
 use super::ApiError;
 use crate::app::AppState;
 
-pub async fn config(State(state): State<AppState>) -> Json<Value> {
+pub async fn config(State(state): State<AppState>, request: http::request::Parts) -> Json<Value> {
+    let peer = request
+        .extensions
+        .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+        .map(|info| info.0);
     Json(json!({
         "backstageOrigin": state.gate.backstage_origin,
         "guestSignIn": state.gate.guest_sign_in,
         "open": state.gate.open,
+        "proxyUser": state.gate.proxy_user(&request.headers, peer),
     }))
 }
 
