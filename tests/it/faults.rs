@@ -1,14 +1,19 @@
-//! GitHub misbehaving, injected into the simulated GitHub: rate limits with and without
-//! `retry-after`, and a plain 403. Tower asks once, does not ask again inside the wait
-//! window (answering 503 with `Retry-After`, which the UI shows as "rate limited"), and asks
-//! again after it.
+//! Dependencies misbehaving, with faults injected into the simulated platform.
+//!
+//! - GitHub: rate limits with and without `retry-after`, and a plain 403. Tower asks once,
+//!   does not ask again inside the wait window (answering 503 with `Retry-After`), asks
+//!   again after it, and tells the pages (`github` beside the data, and an event).
+//! - Kubernetes: the control plane's API away for minutes while the world moves on: every
+//!   read keeps answering from the watch cache marked stale, and Tower is fresh and caught
+//!   up within one backoff period of its return.
 
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 use hangar_sim::github::Fault;
 use reqwest::StatusCode;
 
-use crate::support::Live;
+use crate::support::{eventually, Live};
 
 #[tokio::test]
 async fn github_rate_limits_are_waited_out_not_hammered() {
@@ -196,4 +201,146 @@ async fn a_github_rate_limit_is_reported_with_the_data_not_instead_of_it() {
     assert_eq!(event, serde_json::json!({}));
     let (_, after) = tower.get("/api/provisioning").await.unwrap();
     assert!(after.get("github").is_none(), "{after}");
+}
+
+/// How long the Kubernetes API stays away in the long outage test.
+const OUTAGE: Duration = Duration::from_secs(120);
+
+/// `(apiVersion, kind, namespace, name, resourceVersion)` of every object, limited to the
+/// types in `types`.
+type Versions = BTreeSet<(String, String, Option<String>, String, Option<String>)>;
+
+fn tower_versions(tower: &Live, cluster: &str) -> Versions {
+    tower.live.clusters().objects()[cluster]
+        .iter()
+        .map(|o| {
+            (
+                o.api_version.clone(),
+                o.kind.clone(),
+                o.metadata.namespace.clone(),
+                o.metadata.name.clone(),
+                o.metadata.resource_version.clone(),
+            )
+        })
+        .collect()
+}
+
+fn simulator_versions(tower: &Live, cluster: &str, types: &BTreeSet<(String, String)>) -> Versions {
+    let text = |v: &serde_json::Value| v.as_str().map(str::to_owned);
+    tower
+        .world
+        .platform
+        .store(cluster)
+        .unwrap()
+        .objects()
+        .iter()
+        .filter_map(|o| {
+            let meta = &o["metadata"];
+            Some((
+                text(&o["apiVersion"])?,
+                text(&o["kind"])?,
+                text(&meta["namespace"]),
+                text(&meta["name"])?,
+                text(&meta["resourceVersion"]),
+            ))
+        })
+        .filter(|(api, kind, ..)| types.contains(&(api.clone(), kind.clone())))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_kubernetes_api_down_for_minutes_costs_no_errors_and_recovers_within_a_backoff() {
+    // The world moves (30×), so the cluster changes while Tower cannot see it.
+    let tower = Live::start(30.0).await.unwrap();
+    let cluster = tower.live.config().control_plane_cluster.clone();
+    let types: BTreeSet<(String, String)> = tower_versions(&tower, &cluster)
+        .into_iter()
+        .map(|(api, kind, ..)| (api, kind))
+        .collect();
+    assert!(types.len() > 3, "Tower watches several types: {types:?}");
+    let routes = [
+        "/api/provisioning",
+        "/api/snapshot?service=orders-api",
+        "/live-runs?app=orders-api",
+        "/api/fleet",
+        "/provisioning-history/runs",
+        "/metrics",
+    ];
+    let carries_health = |route: &str| {
+        !matches!(
+            route,
+            "/api/fleet" | "/provisioning-history/runs" | "/metrics"
+        )
+    };
+
+    assert!(tower.world.served.set_cluster_up(&cluster, false));
+    let down = std::time::Instant::now();
+    let (mut asked, mut errors, mut marked, mut unmarked_after_marking) = (0, 0, 0, 0);
+    let mut first_marked = None;
+    while down.elapsed() < OUTAGE {
+        for route in routes {
+            let response = tower.client().get(tower.url(route)).send().await.unwrap();
+            asked += 1;
+            let status = response.status();
+            if status.is_server_error() {
+                errors += 1;
+                eprintln!(
+                    "{route}: {status} {}",
+                    response.text().await.unwrap_or_default()
+                );
+                continue;
+            }
+            if carries_health(route) {
+                let body: serde_json::Value = response.json().await.unwrap();
+                if body["stale"][0]["name"] == cluster.as_str() {
+                    marked += 1;
+                    first_marked.get_or_insert(down.elapsed());
+                } else if first_marked.is_some() {
+                    unmarked_after_marking += 1;
+                }
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let first_marked = first_marked.expect("the cluster was marked stale");
+    eprintln!(
+        "outage {OUTAGE:?}: {asked} requests, {errors} 5xx, {marked} marked stale (first after {first_marked:?}), {unmarked_after_marking} unmarked after"
+    );
+    assert_eq!(errors, 0, "no 5xx while the cluster is away");
+    assert_eq!(unmarked_after_marking, 0, "stale all the time it is away");
+    assert!(
+        first_marked < Duration::from_secs(10),
+        "marked after {first_marked:?}"
+    );
+    let (_, during) = tower.get("/live-runs?app=orders-api").await.unwrap();
+    assert!(
+        !during["pipelineRuns"].as_array().unwrap().is_empty(),
+        "the last known runs are served: {during}"
+    );
+    // The world went on without Tower.
+    assert_ne!(
+        tower_versions(&tower, &cluster),
+        simulator_versions(&tower, &cluster, &types),
+        "the cluster changed while away"
+    );
+
+    assert!(tower.world.served.set_cluster_up(&cluster, true));
+    let up = std::time::Instant::now();
+    let recovered = eventually(Duration::from_secs(30), "fresh and caught up", || async {
+        let (_, body) = tower.get("/api/provisioning").await.ok()?;
+        let fresh = body.get("stale").is_none();
+        let caught_up =
+            tower_versions(&tower, &cluster) == simulator_versions(&tower, &cluster, &types);
+        (fresh && caught_up).then(|| up.elapsed())
+    })
+    .await;
+    // World time at 30× keeps changing objects: compare while the world holds still
+    // enough, which `eventually` retries until it does.
+    let recovered = recovered.unwrap();
+    eprintln!("fresh and caught up {recovered:?} after the API returned");
+    // One watcher backoff period is at most 3 s; the `/version` probe asks every 2 s.
+    assert!(
+        recovered <= Duration::from_secs(5),
+        "recovery took {recovered:?}"
+    );
 }
