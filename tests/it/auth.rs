@@ -494,3 +494,68 @@ async fn an_authenticating_proxy_is_believed_only_from_its_addresses() {
         }
     }
 }
+
+#[tokio::test]
+async fn tokens_never_reach_the_log_and_writes_are_audited_with_the_subject() {
+    // Everything Tower and its libraries log at debug level.
+    let tower = crate::support::Demo::start_logging(&["--speed", "0"], "debug")
+        .await
+        .unwrap();
+    let url = |path: &str| format!("{}{path}", tower.url);
+    let guest: Value = reqwest::get(url("auth/guest"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let token = guest["token"].as_str().unwrap().to_owned();
+    let client = crate::support::signed_in(&token);
+    for path in [
+        "api/provisioning",
+        "api/snapshot?service=orders-api",
+        "api/fleet",
+    ] {
+        let response = client.get(url(path)).send().await.unwrap();
+        assert_eq!(response.status(), 200, "{path}");
+    }
+    let refresh = client
+        .post(url("catalog/refresh"))
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert!(refresh.status().is_success(), "{}", refresh.status());
+    // A forged token: the guest's with another signature.
+    let (signed, _) = token.rsplit_once('.').unwrap();
+    let forged = format!("{signed}.{}", "A".repeat(86));
+    let refused = crate::support::signed_in(&forged)
+        .post(url("catalog/refresh"))
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 401);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    let logs = tower.logs();
+    assert!(logs.lines().count() > 20, "debug logging is on:\n{logs}");
+    let signature = token.rsplit('.').next().unwrap();
+    for secret in [token.as_str(), signature, forged.as_str()] {
+        assert!(!logs.contains(secret), "a token in the log");
+    }
+    let audited: Vec<&str> = logs
+        .lines()
+        .filter(|l| l.contains("tower::audit") && l.contains("path=/catalog/refresh"))
+        .collect();
+    assert_eq!(
+        audited.len(),
+        1,
+        "one audit line for the one accepted write:\n{logs}"
+    );
+    assert!(
+        audited[0].contains(&format!("subject={}", hangar_sim::backstage::GUEST))
+            && audited[0].contains("method=POST"),
+        "{}",
+        audited[0]
+    );
+}

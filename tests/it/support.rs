@@ -42,6 +42,8 @@ pub struct Demo {
     pub url: String,
     /// The kubeconfig the demo wrote for its simulated clusters.
     pub kubeconfig: PathBuf,
+    /// Everything the process wrote to stderr (its log), also passed on to the test's.
+    logs: std::sync::Arc<std::sync::Mutex<String>>,
     child: Child,
 }
 
@@ -53,13 +55,19 @@ impl Demo {
 
     /// [`Demo::start`] with more arguments, e.g. `["--speed", "300"]`.
     pub async fn start_with(args: &[&str]) -> anyhow::Result<Self> {
+        Self::start_logging(args, "info").await
+    }
+
+    /// [`Demo::start_with`], logging at `filter` (`RUST_LOG` syntax).
+    pub async fn start_logging(args: &[&str], filter: &str) -> anyhow::Result<Self> {
         let profile = tempfile::tempdir()?;
         let kubeconfig = profile.keep().join("kubeconfig");
         let mut command = Command::new(tower_bin());
         command
             .args(["demo", "--port", "0", "--kubeconfig"])
             .arg(&kubeconfig)
-            .args(args);
+            .args(args)
+            .env("RUST_LOG", filter);
         Self::spawn(command, kubeconfig).await
     }
 
@@ -90,10 +98,26 @@ impl Demo {
             .arg("--dist")
             .arg(dist()?)
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(Stdio::piped())
             .kill_on_drop(true)
             .spawn()
             .context("starting tower")?;
+        let logs = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let stderr = child.stderr.take().context("no stderr")?;
+        tokio::spawn({
+            let logs = std::sync::Arc::clone(&logs);
+            async move {
+                let mut lines = BufReader::new(stderr).lines();
+                while let Ok(Some(line)) = lines.next_line().await {
+                    eprintln!("{line}");
+                    let mut logs = logs
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner);
+                    logs.push_str(&line);
+                    logs.push('\n');
+                }
+            }
+        });
         let stdout = child.stdout.take().context("no stdout")?;
         let mut lines = BufReader::new(stdout).lines();
         let url = tokio::time::timeout(Duration::from_secs(60), async {
@@ -111,6 +135,7 @@ impl Demo {
         Ok(Self {
             url,
             kubeconfig,
+            logs,
             child,
         })
     }
@@ -135,6 +160,14 @@ impl Demo {
             .send()
             .await?;
         Ok(response.error_for_status()?.json().await?)
+    }
+
+    /// What the process has logged so far.
+    pub fn logs(&self) -> String {
+        self.logs
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
     }
 
     /// Sends SIGINT (what Ctrl-C sends) and waits up to 10 s for the process to exit.
