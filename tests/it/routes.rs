@@ -552,6 +552,15 @@ async fn catalog_refresh_uses_the_callers_backstage_token() {
         }
         .send()
     };
+    // Never on GET: 405 naming the method, and Backstage is not asked (the POST below is
+    // the first trigger).
+    let get = client
+        .get(tower.url("/catalog/refresh"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(get.status(), StatusCode::METHOD_NOT_ALLOWED);
+    assert_eq!(get.json::<Value>().await.unwrap()["field"], "method");
     let first = refresh(Some(&token)).await.unwrap();
     assert_eq!(first.status(), StatusCode::OK);
     assert_eq!(first.json::<Value>().await.unwrap()["status"], "triggered");

@@ -9,6 +9,9 @@ use serde_json::json;
 pub enum ApiError {
     #[error("no such API route: {path}")]
     NotFound { path: String },
+    /// The route exists, but not for this method (writes are never done on GET).
+    #[error("{path} does not answer {method}")]
+    MethodNotAllowed { method: String, path: String },
     /// A query parameter or body field is missing or malformed.
     #[error("{message}")]
     BadParameter {
@@ -64,6 +67,10 @@ impl IntoResponse for ApiError {
             ApiError::NotFound { path } => (
                 StatusCode::NOT_FOUND,
                 json!({ "error": message, "path": path }),
+            ),
+            ApiError::MethodNotAllowed { .. } => (
+                StatusCode::METHOD_NOT_ALLOWED,
+                json!({ "error": message, "field": "method" }),
             ),
             ApiError::BadParameter { field, .. } => (
                 StatusCode::BAD_REQUEST,

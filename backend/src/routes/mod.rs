@@ -49,6 +49,14 @@ pub fn api() -> Router<AppState> {
         .route("/openapi.json", get(ops::openapi))
         .route("/api", any(not_found))
         .route("/api/{*rest}", any(not_found))
+        .method_not_allowed_fallback(method_not_allowed)
+}
+
+async fn method_not_allowed(method: axum::http::Method, uri: Uri) -> ApiError {
+    ApiError::MethodNotAllowed {
+        method: method.to_string(),
+        path: uri.path().to_owned(),
+    }
 }
 
 async fn not_found(uri: Uri) -> ApiError {
