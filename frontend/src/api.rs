@@ -17,6 +17,10 @@ pub enum ApiError {
     Decode(String),
 }
 
+/// `GET /api/events`: Server-Sent Events saying when to fetch again (read by
+/// [`crate::live`] with `fetch`, so it can carry the token).
+pub const EVENTS: &str = "/api/events";
+
 /// Adds the signed-in user's token (see [`crate::signin`]).
 fn with_token(request: gloo_net::http::RequestBuilder) -> gloo_net::http::RequestBuilder {
     match crate::signin::token() {
@@ -46,6 +50,36 @@ async fn get_json<T: DeserializeOwned>(path: &str) -> Result<T, ApiError> {
         .json()
         .await
         .map_err(|e| ApiError::Decode(e.to_string()))
+}
+
+/// `GET /auth/config`: how this page signs in.
+#[derive(Clone, Debug, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AuthConfig {
+    /// The Backstage origin allowed to hand the page its token by `postMessage`.
+    pub backstage_origin: Option<String>,
+    /// A page opened on its own signs in as Backstage's guest.
+    pub guest_sign_in: bool,
+    /// No token needed at all (a local file).
+    #[serde(default)]
+    pub open: bool,
+    /// Who the authenticating proxy in front of Tower says the user is.
+    #[serde(default)]
+    pub proxy_user: Option<String>,
+}
+
+pub async fn auth_config() -> Result<AuthConfig, ApiError> {
+    get_json("/auth/config").await
+}
+
+/// `GET /auth/guest`: Backstage's guest user token (when the backend allows guests).
+pub async fn guest_token() -> Result<String, ApiError> {
+    #[derive(serde::Deserialize)]
+    struct Guest {
+        token: String,
+    }
+    let guest: Guest = get_json("/auth/guest").await?;
+    Ok(guest.token)
 }
 
 /// `GET /api/fleet`.

@@ -86,7 +86,7 @@ async fn stream(
         headers.set("Authorization", &format!("Bearer {token}"))?;
     }
     init.set_headers(&headers);
-    let request = web_sys::Request::new_with_str_and_init("/api/events", &init)?;
+    let request = web_sys::Request::new_with_str_and_init(crate::api::EVENTS, &init)?;
     let response: web_sys::Response = JsFuture::from(window.fetch_with_request(&request))
         .await?
         .dyn_into()?;

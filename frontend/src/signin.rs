@@ -14,6 +14,8 @@
 use std::cell::RefCell;
 
 use leptos::prelude::*;
+
+use crate::api;
 use wasm_bindgen::closure::Closure;
 use wasm_bindgen::JsCast as _;
 
@@ -35,30 +37,6 @@ pub enum SignIn {
     Needed(String),
 }
 
-#[derive(serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct AuthConfig {
-    backstage_origin: Option<String>,
-    guest_sign_in: bool,
-    #[serde(default)]
-    open: bool,
-    /// Who the authenticating proxy in front of Tower says the user is.
-    #[serde(default)]
-    proxy_user: Option<String>,
-}
-
-async fn guest() -> Result<String, String> {
-    let response = gloo_net::http::Request::get("/auth/guest")
-        .send()
-        .await
-        .map_err(|e| e.to_string())?;
-    let body: serde_json::Value = response.json().await.map_err(|e| e.to_string())?;
-    body["token"]
-        .as_str()
-        .map(str::to_owned)
-        .ok_or_else(|| "Backstage's guest sign-in gave no token".to_owned())
-}
-
 /// Starts signing in; the signal says how it goes.
 pub fn start() -> ReadSignal<SignIn> {
     let (state, set_state) = signal(SignIn::Pending);
@@ -67,19 +45,11 @@ pub fn start() -> ReadSignal<SignIn> {
         set_state.set(SignIn::SignedIn);
     };
     leptos::task::spawn_local(async move {
-        let config: Result<AuthConfig, String> = async {
-            let response = gloo_net::http::Request::get("/auth/config")
-                .send()
-                .await
-                .map_err(|e| e.to_string())?;
-            response.json().await.map_err(|e| e.to_string())
-        }
-        .await;
-        let config = match config {
+        let config = match api::auth_config().await {
             Ok(config) => config,
             Err(err) => {
                 set_state.set(SignIn::Needed(format!(
-                    "Tower's backend cannot be reached: {err}"
+                    "Tower cannot tell how to sign in: {err}"
                 )));
                 return;
             }
@@ -132,14 +102,14 @@ pub fn start() -> ReadSignal<SignIn> {
                     "Waiting for Backstage to hand Tower your sign-in…".to_owned(),
                 ));
             }
-            (false, _) if config.guest_sign_in => match guest().await {
+            (false, _) if config.guest_sign_in => match api::guest_token().await {
                 Ok(token) => {
                     set_token(token);
                     // Guest tokens last an hour: renew well before.
                     if let Ok(handle) = set_interval_with_handle(
                         move || {
                             leptos::task::spawn_local(async move {
-                                if let Ok(token) = guest().await {
+                                if let Ok(token) = api::guest_token().await {
                                     TOKEN.with(|t| *t.borrow_mut() = Some(token));
                                 }
                             })

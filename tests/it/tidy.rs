@@ -153,3 +153,50 @@ fn the_scanner_catches_clock_reads() {
     let code = "fn f() {\n    let t = chrono::Utc::now();\n    // Utc::now in a comment is fine\n}";
     assert_eq!(forbidden_calls(code), ["2: Utc::now"]);
 }
+
+/// The backend's paths a frontend file names, as `line: text`.
+fn backend_paths(text: &str) -> Vec<String> {
+    const PREFIXES: &[&str] = &[
+        "\"/api",
+        "\"/auth",
+        "\"/provisioning-history",
+        "\"/catalog",
+        "\"/live-runs",
+        "\"/pull-requests",
+        "\"/pending-requests",
+        "\"/request-pr",
+        "\"/config/",
+    ];
+    text.lines()
+        .enumerate()
+        .filter(|(_, line)| !line.trim_start().starts_with("//"))
+        .filter(|(_, line)| PREFIXES.iter().any(|p| line.contains(p)))
+        .map(|(i, line)| format!("{}: {}", i + 1, line.trim()))
+        .collect()
+}
+
+#[test]
+fn only_the_frontends_api_module_names_backend_routes() {
+    let mut files = Vec::new();
+    rust_files(&root().join("frontend/src"), &mut files);
+    assert!(files.len() >= 5, "found no sources under frontend/src");
+    let found: Vec<String> = files
+        .iter()
+        .filter(|f| !f.ends_with("api.rs"))
+        .flat_map(|file| {
+            let text = std::fs::read_to_string(file).expect("reading a source file");
+            backend_paths(&text)
+                .into_iter()
+                .map(|hit| format!("{}:{hit}", file.display()))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert!(
+        found.is_empty(),
+        "backend routes outside frontend/src/api.rs: {found:#?}"
+    );
+    assert_eq!(
+        backend_paths("let r = Request::get(\"/api/fleet\");\n// \"/api/x\" in a comment"),
+        ["1: let r = Request::get(\"/api/fleet\");"]
+    );
+}
