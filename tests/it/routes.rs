@@ -303,14 +303,15 @@ async fn provisioning_snapshot_readiness_metrics_and_openapi() {
         "{body}"
     );
 
-    // Only the configured origins may frame Tower (the demo: itself); no plugins, no <base>;
-    // no sniffing, no referrer — on pages and API answers alike.
+    // Only the configured origins may frame Tower (the demo: itself and its Backstage); no
+    // plugins, no <base>; no sniffing, no referrer — on pages and API answers alike.
+    let backstage = format!("http://{}", tower.world.served.backstage);
     for path in ["/", "/api/provisioning"] {
         let response = tower.client().get(tower.url(path)).send().await.unwrap();
         let header = |name: &str| response.headers()[name].to_str().unwrap().to_owned();
         assert_eq!(
             header("content-security-policy"),
-            "object-src 'none'; base-uri 'none'; frame-ancestors 'self'"
+            format!("object-src 'none'; base-uri 'none'; frame-ancestors 'self' {backstage}")
         );
         assert_eq!(header("x-content-type-options"), "nosniff");
         assert_eq!(header("referrer-policy"), "no-referrer");
