@@ -490,9 +490,9 @@ async fn an_unreachable_cluster_shows_as_stale_not_as_empty() {
     browser.close().await.unwrap();
 }
 
-/// Serves a page on its own loopback origin that frames `target`.
-async fn framing_page(target: &str) -> String {
-    let html = format!("<!doctype html><title>parent</title><iframe src=\"{target}\" width=800 height=600></iframe>");
+/// Serves `html` at `/` from `listener` (its own origin); returns the page's URL.
+fn serve_page(html: String, listener: tokio::net::TcpListener) -> String {
+    let url = format!("http://{}/", listener.local_addr().unwrap());
     let app = axum::Router::new().route(
         "/",
         axum::routing::get(move || {
@@ -500,10 +500,17 @@ async fn framing_page(target: &str) -> String {
             async move { axum::response::Html(html) }
         }),
     );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, app).await });
     url
+}
+
+/// A page on a fresh loopback origin that frames `target`.
+async fn framing_page(target: &str) -> String {
+    let html = format!("<!doctype html><title>parent</title><iframe src=\"{target}\" width=800 height=600></iframe>");
+    serve_page(
+        html,
+        tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap(),
+    )
 }
 
 #[tokio::test]
@@ -536,35 +543,23 @@ async fn a_hostile_parent_cannot_frame_tower_but_an_allowed_one_can() {
             let c = &browser.client;
             c.goto(&hostile).await?;
             tokio::time::sleep(Duration::from_secs(2)).await;
-            c.enter_frame(0).await?;
-            let inside = c.execute("return document.body ? document.body.innerText : '';", vec![]).await?;
-            c.enter_parent_frame().await?;
+            let inside = frame_text(c).await?;
             anyhow::ensure!(
-                !inside.as_str().unwrap_or_default().contains("Tower"),
+                !inside.contains("Tower"),
                 "a hostile origin framed Tower: {inside}"
             );
             browser.screenshot("framed-by-hostile-origin").await?;
 
             // The control: served from the allowed origin, the same frame shows Tower.
-            let app = axum::Router::new().route(
-                "/",
-                axum::routing::get({
-                    let html = format!("<!doctype html><iframe src=\"{permissive}\" width=800 height=600></iframe>");
-                    move || {
-                        let html = html.clone();
-                        async move { axum::response::Html(html) }
-                    }
-                }),
+            let html = format!(
+                "<!doctype html><iframe src=\"{permissive}\" width=800 height=600></iframe>"
             );
-            let listener = tokio::net::TcpListener::bind(allowed_parent).await?;
-            tokio::spawn(async move { axum::serve(listener, app).await });
-            c.goto(&format!("http://{allowed_parent}/")).await?;
+            let parent = serve_page(html, tokio::net::TcpListener::bind(allowed_parent).await?);
+            c.goto(&parent).await?;
             tokio::time::sleep(Duration::from_secs(2)).await;
-            c.enter_frame(0).await?;
-            let inside = c.execute("return document.body ? document.body.innerText : '';", vec![]).await?;
-            c.enter_parent_frame().await?;
+            let inside = frame_text(c).await?;
             anyhow::ensure!(
-                inside.as_str().unwrap_or_default().contains("Tower"),
+                inside.contains("Tower"),
                 "the allowed origin could not frame Tower: {inside}"
             );
             Ok(())
@@ -648,17 +643,10 @@ async fn inside_backstage_the_token_arrives_by_post_message_from_backstage_only(
              parent.frames[0].postMessage({{type: 'backstage-token', token: '{stolen}'}}, '*');\
              parent.postMessage('hostile-sent', '*');</script>"
         );
-        let app = axum::Router::new().route(
-            "/",
-            axum::routing::get(move || {
-                let html = html.clone();
-                async move { axum::response::Html(html) }
-            }),
-        );
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}/", listener.local_addr().unwrap());
-        tokio::spawn(async move { axum::serve(listener, app).await });
-        url
+        serve_page(
+            html,
+            tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap(),
+        )
     };
     let browser = Browser::start().await.unwrap();
     browser
