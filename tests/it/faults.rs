@@ -93,6 +93,8 @@ async fn github_rate_limits_are_waited_out_not_hammered() {
         .await
         .unwrap();
     assert_eq!(response.status(), StatusCode::BAD_GATEWAY);
+    // No access to one repo is not GitHub failing: the pages are not told so.
+    assert_eq!(tower.live.github().unwrap().trouble(), None);
     let response = tower
         .client()
         .get(tower.url("/pull-requests?owner=acme&repo=events-bus-2"))

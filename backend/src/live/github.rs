@@ -196,9 +196,15 @@ impl GitHub {
         let mut state = self.state();
         match &answer {
             Ok(_) => state.failing = None,
-            Err(GitHubError::RateLimited { .. }) => {}
             Err(err) if err.is_not_found() => state.failing = None,
-            Err(err) => state.failing = Some(err.to_string()),
+            // GitHub as a whole is failing: away, broken, or refusing Tower's credentials.
+            Err(GitHubError::Unreachable(_)) => state.failing = Some(answer_error(&answer)),
+            Err(GitHubError::Status { status, .. }) if *status >= 500 || *status == 401 => {
+                state.failing = Some(answer_error(&answer));
+            }
+            // A rate limit is its own trouble; a 403 or a bad answer for one repo says
+            // nothing about the others.
+            Err(_) => {}
         }
         answer
     }
@@ -332,6 +338,14 @@ impl GitHub {
     }
 }
 
+fn answer_error(answer: &Result<Arc<Value>, GitHubError>) -> String {
+    answer
+        .as_ref()
+        .err()
+        .map(ToString::to_string)
+        .unwrap_or_default()
+}
+
 fn pull_request(repo: &str, pr: octocrab::models::pulls::PullRequest) -> PullRequest {
     let state = match pr.state {
         Some(octocrab::models::IssueState::Open) => "open",
@@ -384,6 +398,30 @@ fn describe(err: &octocrab::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn an_unreachable_github_is_trouble_until_it_answers() {
+        // A port nothing listens on.
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let url = format!("http://{}", closed.local_addr().expect("addr"));
+        drop(closed);
+        let github = GitHub::new(&GitHubConfig {
+            api_url: url,
+            owner: "acme".to_owned(),
+            token: None,
+            app: None,
+        })
+        .expect("client");
+        assert_eq!(github.trouble(), None);
+        let err = github.get("/repos/acme/x/pulls", CACHE_FOR).await;
+        assert!(matches!(err, Err(GitHubError::Unreachable(_))), "{err:?}");
+        match github.trouble() {
+            Some(GitHubTrouble::Failing { error }) => {
+                assert!(error.contains("could not be reached"), "{error}")
+            }
+            other => panic!("not failing: {other:?}"),
+        }
+    }
 
     #[test]
     fn rate_limits_are_read_from_either_header() {
