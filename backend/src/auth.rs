@@ -361,8 +361,12 @@ pub async fn require_caller(
         Caller {
             subject: "anonymous".to_owned(),
         }
-    } else if let Some(subject) = token.is_none().then(proxied).flatten() {
-        Caller { subject }
+    } else if let Some(user) = token.is_none().then(proxied).flatten() {
+        // Prefixed, so a proxy user can never pass for a tool or a Backstage user in the
+        // audit log or the write limits.
+        Caller {
+            subject: format!("proxy:{user}"),
+        }
     } else {
         let Some(token) = token else {
             return refuse(

@@ -479,6 +479,19 @@ async fn an_authenticating_proxy_is_believed_only_from_its_addresses() {
             .unwrap();
         let expected = if believed { 201 } else { 401 };
         assert_eq!(write.status().as_u16(), expected, "trusting {trusted}");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let logs = tower.logs();
+        if believed {
+            // Audited as a proxy user, never mistakable for a tool or a Backstage user.
+            assert!(
+                logs.lines().any(|l| l.contains("tower::audit")
+                    && l.contains("subject=proxy:jane@example.com")
+                    && l.contains("path=/provisioning-history/runs")),
+                "{logs}"
+            );
+        } else {
+            assert!(logs.contains("ignored a proxy identity header"), "{logs}");
+        }
 
         // Without the header, or with an empty one, nobody is signed in.
         for request in [
