@@ -11,7 +11,7 @@ use tower_shared::provisioning::XR_GROUP;
 use super::params::{self, Query};
 use super::ApiError;
 use crate::app::AppState;
-use crate::live::Health;
+use crate::live::kube::ClusterStatus;
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -21,8 +21,9 @@ pub struct Answer {
     namespace: String,
     pipeline_runs: Vec<Object>,
     task_runs: Vec<Object>,
-    #[serde(flatten)]
-    health: Health,
+    /// Clusters serving their last known data (GitHub plays no part in runs).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    stale: Vec<ClusterStatus>,
 }
 
 pub async fn get(State(state): State<AppState>, query: Query) -> Result<Json<Answer>, ApiError> {
@@ -69,6 +70,6 @@ pub async fn get(State(state): State<AppState>, query: Query) -> Result<Json<Ans
         namespace,
         pipeline_runs,
         task_runs,
-        health: state.health(),
+        stale: state.health().stale,
     }))
 }
