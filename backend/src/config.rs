@@ -16,7 +16,7 @@
 //!   owner: acme
 //!   token: ghp_…                            # or app: {appId, installationId, privateKeyFile}
 //! argocd: {url: https://argocd-apps.example.com, token: …}
-//! backstage: {url: https://backstage.example.com, token: …}
+//! backstage: {url: https://backstage.example.com, token: …}  # appUrl: when pages live elsewhere
 //! databaseUrl: sqlite:///var/lib/tower/history.db
 //! dataDir: /var/lib/tower
 //! frameAncestors: ["'self'"]                # Backstage's origin is always added
@@ -203,7 +203,7 @@ pub struct GitHubApp {
 }
 
 /// A service Tower calls over HTTP.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct HttpService {
     pub url: String,
@@ -215,13 +215,18 @@ pub struct HttpService {
     /// Backstage in development mode).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub guest_sign_in: bool,
+    /// Backstage only: where its pages are served, when not from `url` (the app and the
+    /// backend on different hosts). Its origin frames Tower and hands it the token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub app_url: Option<String>,
 }
 
 impl HttpService {
-    /// `scheme://host:port` of the URL: for Backstage, the page origin allowed to frame
-    /// Tower and hand it the user's token.
+    /// `scheme://host:port` of `appUrl`, else of `url`: for Backstage, the page origin
+    /// allowed to frame Tower and hand it the user's token.
     pub fn origin(&self) -> Option<String> {
-        let (scheme, rest) = self.url.split_once("://")?;
+        let url = self.app_url.as_deref().unwrap_or(&self.url);
+        let (scheme, rest) = url.split_once("://")?;
         let host = rest.split('/').next()?;
         (!host.is_empty()).then(|| format!("{scheme}://{host}"))
     }
@@ -354,8 +359,7 @@ impl Config {
                     None => {
                         *service = Some(HttpService {
                             url,
-                            token: None,
-                            guest_sign_in: false,
+                            ..HttpService::default()
                         })
                     }
                 }
@@ -433,6 +437,9 @@ impl Config {
             if let Some(service) = service {
                 check_url(&service.url).map_err(|m| (field.to_owned(), m))?;
             }
+        }
+        if let Some(app_url) = self.backstage.as_ref().and_then(|b| b.app_url.as_ref()) {
+            check_url(app_url).map_err(|m| ("backstage.appUrl".to_owned(), m))?;
         }
         for (i, origin) in self.frame_ancestors.iter().enumerate() {
             let ok = !origin.is_empty()
@@ -581,6 +588,15 @@ mod tests {
             config.frame_ancestors(),
             ["'self'", "http://127.0.0.1:7007"]
         );
+        // Its pages' origin, when they are served apart from its backend.
+        let mut split = config.clone();
+        if let Some(b) = split.backstage.as_mut() {
+            b.app_url = Some("https://backstage.example.com/catalog".to_owned());
+        }
+        assert_eq!(
+            split.frame_ancestors(),
+            ["'self'", "https://backstage.example.com"]
+        );
     }
 
     #[test]
@@ -598,6 +614,10 @@ mod tests {
                 "controlPlaneCluster",
             ),
             ("databaseUrl: mysql://x\n", "databaseUrl"),
+            (
+                "backstage: {url: http://127.0.0.1:7007, appUrl: backstage.example.com}\n",
+                "backstage.appUrl",
+            ),
             (
                 "proxy: {userHeader: X-User, trustedAddresses: [10.0.0.0/8, nowhere]}\n",
                 "proxy.trustedAddresses[1]",
@@ -639,7 +659,8 @@ mod tests {
         config.backstage = Some(HttpService {
             url: "http://127.0.0.1:1".to_owned(),
             token: Some(Secret("t".to_owned())),
-            guest_sign_in: false,
+            guest_sign_in: true,
+            app_url: Some("https://backstage.example.com".to_owned()),
         });
         let back = Config::parse(&config.to_yaml(), "x", no_env).expect("reads back");
         assert_eq!(back, config);

@@ -177,12 +177,14 @@ pub fn config_for(
             url: format!("http://{}", served.argocd),
             token: None,
             guest_sign_in: false,
+            app_url: None,
         }),
         backstage: Some(HttpService {
             url: format!("http://{}", served.backstage),
             token: Some(Secret(hangar_sim::backstage::STATIC_TOKEN.to_owned())),
             // The demo signs its pages in as the simulated Backstage's guest.
             guest_sign_in: true,
+            app_url: None,
         }),
         database_url: None,
         data_dir: data_dir.to_owned(),

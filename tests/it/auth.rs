@@ -281,6 +281,7 @@ async fn every_route_refuses_every_bad_token_without_side_effects() {
         url: backstage.url.clone(),
         token: None,
         guest_sign_in: false,
+        app_url: None,
     });
     config.tokens.push(tower_backend::config::ToolToken {
         subject: "tool:history-reader".to_owned(),

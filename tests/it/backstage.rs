@@ -166,6 +166,7 @@ async fn refresh_and_lookup_against_a_real_backstage() {
         url: backstage.url.clone(),
         token: None,
         guest_sign_in: false,
+        app_url: None,
     });
     let gate = tower_backend::auth::Gate::from_config(&config, reqwest::Client::new());
     let mut state = app::AppState::fixed(

@@ -281,6 +281,7 @@ async fn provisioning_snapshot_readiness_metrics_and_openapi() {
         url: format!("http://{dead}"),
         token: None,
         guest_sign_in: false,
+        app_url: None,
     }));
     let response = tower_backend::app::router(
         state,
