@@ -35,7 +35,7 @@ pub fn start() -> Refresh {
                 }
                 set_streaming.set(false);
             }
-            gloo_timers_sleep(Duration::from_secs(5)).await;
+            sleep(Duration::from_secs(5)).await;
         }
     });
     let every = |period: Duration, tick: Box<dyn Fn()>| match set_interval_with_handle(tick, period)
@@ -109,7 +109,7 @@ async fn stream(
 }
 
 /// Waits without blocking the page.
-async fn gloo_timers_sleep(period: Duration) {
+pub async fn sleep(period: Duration) {
     let (tx, rx) = futures_channel_oneshot();
     set_timeout(
         move || {

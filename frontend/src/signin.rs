@@ -3,7 +3,8 @@
 //! - Inside a Backstage page (an iframe), the parent hands it over by `postMessage`
 //!   (`{"type": "backstage-token", "token": "…"}`) — accepted only from the exact Backstage
 //!   origin Tower is configured with; anything else or malformed is dropped. The page asks
-//!   for it by posting `{"type": "tower-ready"}` to that origin.
+//!   for it by posting `{"type": "tower-ready"}` to that origin: every second until a token
+//!   comes, then every 10 minutes for a fresh one (docs/embedding.md).
 //! - Opened on its own with guest sign-in on (the demo), it signs in as Backstage's guest.
 //! - Behind an authenticating proxy (`/auth/config` names the `proxyUser`), it needs no
 //!   token: the proxy adds the user to every request.
@@ -42,7 +43,10 @@ pub fn start() -> ReadSignal<SignIn> {
     let (state, set_state) = signal(SignIn::Pending);
     let set_token = move |token: String| {
         TOKEN.with(|t| *t.borrow_mut() = Some(token));
-        set_state.set(SignIn::SignedIn);
+        // A fresh token for a signed-in page changes nothing on it.
+        if state.get_untracked() != SignIn::SignedIn {
+            set_state.set(SignIn::SignedIn);
+        }
     };
     leptos::task::spawn_local(async move {
         let config = match api::auth_config().await {
@@ -94,9 +98,19 @@ pub fn start() -> ReadSignal<SignIn> {
                 );
                 on_message.forget();
                 if let Some(parent) = window.parent().ok().flatten() {
-                    let ready = js_sys::Object::new();
-                    let _ = js_sys::Reflect::set(&ready, &"type".into(), &"tower-ready".into());
-                    let _ = parent.post_message(&ready, &origin);
+                    // Asked every second until a token comes (the parent may start listening
+                    // after the frame loads), then every 10 minutes for a fresh one (Backstage
+                    // tokens last an hour).
+                    leptos::task::spawn_local(async move {
+                        loop {
+                            let ready = js_sys::Object::new();
+                            let _ =
+                                js_sys::Reflect::set(&ready, &"type".into(), &"tower-ready".into());
+                            let _ = parent.post_message(&ready, &origin);
+                            let wait = if token().is_some() { 600 } else { 1 };
+                            crate::live::sleep(std::time::Duration::from_secs(wait)).await;
+                        }
+                    });
                 }
                 set_state.set(SignIn::Needed(
                     "Waiting for Backstage to hand Tower your sign-in…".to_owned(),

@@ -654,8 +654,9 @@ async fn inside_backstage_the_token_arrives_by_post_message_from_backstage_only(
             let c = &browser.client;
             // Backstage holds the token back: Tower explains, and shows no data.
             c.goto(&page(true)).await?;
-            until(Duration::from_secs(20), "Tower asks for its token", || async {
-                Ok(c.execute("return window.towerReady === true;", vec![]).await? == true)
+            // Tower asks, and keeps asking while nobody answers.
+            until(Duration::from_secs(20), "Tower asks for its token thrice", || async {
+                Ok(c.execute("return window.towerAsked || 0;", vec![]).await?.as_u64() >= Some(3))
             })
             .await?;
             let waiting = frame_text(c).await?;
