@@ -13,6 +13,8 @@ use ring::signature::{EcdsaKeyPair, KeyPair as _, ECDSA_P256_SHA256_FIXED_SIGNIN
 use serde_json::{json, Value};
 use tower_backend::auth::{AuthError, Verifier, USER_TOKEN_TYPE};
 
+use crate::support::ReadJson as _;
+
 /// An ES256 key: what signs, and its public JWK.
 struct Key {
     kid: String,
@@ -460,13 +462,7 @@ async fn an_authenticating_proxy_is_believed_only_from_its_addresses() {
             .unwrap();
         let expected = if believed { 200 } else { 401 };
         assert_eq!(answer.status().as_u16(), expected, "trusting {trusted}");
-        let config: Value = as_jane(http.get(url("/auth/config")))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let config: Value = as_jane(http.get(url("/auth/config"))).read_json().await;
         let named = believed.then_some("jane@example.com");
         assert_eq!(
             config["proxyUser"].as_str(),

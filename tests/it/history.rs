@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde_json::{json, Value};
 use tower_backend::demo;
 
-use crate::support::{postgres_database, Demo};
+use crate::support::{postgres_database, Demo, ReadJson as _};
 
 async fn thousand_concurrent_posts(database_url: Option<String>) {
     let dir = tempfile::tempdir().unwrap();
@@ -62,12 +62,8 @@ async fn thousand_concurrent_posts(database_url: Option<String>) {
 
     let listed: Value = client
         .get(format!("{}provisioning-history/runs?limit=100", tower.url))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        .read_json()
+        .await;
     let crowded: Vec<&Value> = listed["runs"]
         .as_array()
         .unwrap()

@@ -8,7 +8,7 @@ use reqwest::StatusCode;
 use serde_json::{json, Value};
 use tower::ServiceExt as _;
 
-use crate::support::{eventually, Live};
+use crate::support::{eventually, Live, ReadJson as _};
 
 /// The world stands still (speed 0), so what the routes say can be checked exactly.
 async fn frozen() -> Live {
@@ -592,12 +592,8 @@ async fn catalog_refresh_uses_the_callers_backstage_token() {
     let found: Value = client
         .get(tower.url("/catalog/entity?name=orders-api"))
         .bearer_auth(&token)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        .read_json()
+        .await;
     assert_eq!(found["found"], true, "{found}");
     assert_eq!(found["entity"]["metadata"]["name"], "orders-api");
     let (status, body) = tower

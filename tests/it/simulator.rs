@@ -16,7 +16,7 @@ use kube::runtime::watcher;
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
-use crate::support::Demo;
+use crate::support::{Demo, ReadJson as _};
 
 const KUBECTL: &str = "/usr/bin/kubectl";
 
@@ -725,21 +725,15 @@ async fn backstage_signs_guest_tokens_serves_the_catalog_and_its_ingestor_task()
     // A guest token, checked by an independent JWT library against the JWKS.
     let refresh: Value = http
         .get(format!("{api}/auth/guest/refresh"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        .read_json()
+        .await;
     let token = refresh["backstageIdentity"]["token"].as_str().unwrap();
-    let jwks: jsonwebtoken::jwk::JwkSet = http
-        .get(format!("{api}/auth/.well-known/jwks.json"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let jwks: jsonwebtoken::jwk::JwkSet = serde_json::from_value(
+        http.get(format!("{api}/auth/.well-known/jwks.json"))
+            .read_json()
+            .await,
+    )
+    .unwrap();
     let header = jsonwebtoken::decode_header(token).unwrap();
     assert_eq!(header.alg, jsonwebtoken::Algorithm::ES256);
     let jwk = jwks.find(header.kid.as_deref().unwrap()).unwrap();

@@ -504,3 +504,14 @@ pub async fn authenticating_proxy(
     tokio::spawn(async move { axum::serve(listener, app).await });
     Ok(url)
 }
+
+/// Sends a request and reads its JSON answer (panicking on failure: tests only).
+pub trait ReadJson {
+    fn read_json(self) -> impl std::future::Future<Output = serde_json::Value>;
+}
+
+impl ReadJson for reqwest::RequestBuilder {
+    async fn read_json(self) -> serde_json::Value {
+        self.send().await.unwrap().json().await.unwrap()
+    }
+}
