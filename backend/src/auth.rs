@@ -227,6 +227,9 @@ pub struct Gate {
     pub backstage_url: Option<String>,
     /// An authenticating proxy's user header, believed only from these networks.
     pub proxy: Option<(http::HeaderName, Vec<ipnet::IpNet>)>,
+    /// Backstage's guest token as last fetched for `/auth/guest`, and until when it is
+    /// handed out: every guest is the same user, so one fetch serves them all.
+    pub guest: tokio::sync::Mutex<Option<(crate::config::Secret, Instant)>>,
     /// Writes per subject: a token bucket each.
     writes: Mutex<std::collections::HashMap<String, (f64, Instant)>>,
 }
@@ -276,6 +279,7 @@ impl Gate {
                 Some((header, p.networks().ok()?))
             }),
             writes: Mutex::default(),
+            guest: tokio::sync::Mutex::default(),
         }
     }
 

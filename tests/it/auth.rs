@@ -569,3 +569,25 @@ async fn tokens_never_reach_the_log_and_writes_are_audited_with_the_subject() {
         audited[0]
     );
 }
+
+#[tokio::test]
+async fn one_guest_token_fetch_serves_a_crowd() {
+    let tower = crate::support::Live::start(0.0).await.unwrap();
+    let http = reqwest::Client::new();
+    let asks = (0..50).map(|_| http.get(tower.url("/auth/guest")).read_json());
+    let answers = futures::future::join_all(asks).await;
+    // Backstage signs every token afresh (ES256 signatures differ each time): one token
+    // for all fifty means one fetch.
+    let tokens: std::collections::BTreeSet<&str> = answers
+        .iter()
+        .map(|a| a["token"].as_str().unwrap())
+        .collect();
+    assert_eq!(tokens.len(), 1, "{} fetches for 50 callers", tokens.len());
+    let token = tokens.into_iter().next().unwrap();
+    let works = crate::support::signed_in(token)
+        .get(tower.url("/api/provisioning"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(works.status(), 200);
+}

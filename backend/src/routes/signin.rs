@@ -7,13 +7,19 @@
 //!   came through it: the page then needs no token).
 //! - `GET /auth/guest`: when guest sign-in is on, Backstage's guest user token
 //!   (`{"token"}`), fetched from Backstage's own `/api/auth/guest/refresh`; 404 otherwise.
+//!   One fetch serves every caller for a third of the token's lifetime (20 minutes of an
+//!   hour), so a page that renews every 30 minutes always holds a token with time left, and
+//!   this public route cannot make Tower hammer Backstage.
 
 use axum::extract::State;
 use axum::Json;
 use serde_json::{json, Value};
 
+use std::time::{Duration, Instant};
+
 use super::ApiError;
 use crate::app::AppState;
+use crate::config::Secret;
 
 pub async fn config(State(state): State<AppState>, request: http::request::Parts) -> Json<Value> {
     let peer = request
@@ -28,7 +34,17 @@ pub async fn config(State(state): State<AppState>, request: http::request::Parts
     }))
 }
 
+/// How long a guest token is handed out when Backstage does not say how long it lasts.
+const GUEST_UNKNOWN_LIFETIME: Duration = Duration::from_secs(60);
+
 pub async fn guest(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
+    // Held across the fetch: callers that miss together wait for one fetch.
+    let mut cached = state.gate.guest.lock().await;
+    if let Some((token, until)) = cached.as_ref() {
+        if Instant::now() < *until {
+            return Ok(Json(json!({ "token": token.expose() })));
+        }
+    }
     let url = match (&state.gate.backstage_url, state.gate.guest_sign_in) {
         (Some(url), true) => format!("{url}/api/auth/guest/refresh"),
         _ => {
@@ -51,10 +67,17 @@ pub async fn guest(State(state): State<AppState>) -> Result<Json<Value>, ApiErro
             err.without_url()
         ),
     })?;
-    let token = body["backstageIdentity"]["token"]
+    let identity = &body["backstageIdentity"];
+    let token = identity["token"]
         .as_str()
         .ok_or_else(|| ApiError::Upstream {
             message: "Backstage's guest sign-in gave no token".to_owned(),
         })?;
+    let hand_out_for = identity["expiresInSeconds"]
+        .as_u64()
+        .map_or(GUEST_UNKNOWN_LIFETIME, |lasts| {
+            Duration::from_secs(lasts / 3)
+        });
+    *cached = Some((Secret(token.to_owned()), Instant::now() + hand_out_for));
     Ok(Json(json!({ "token": token })))
 }
