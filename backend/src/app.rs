@@ -148,10 +148,7 @@ async fn json_only_writes(
     next: axum::middleware::Next,
 ) -> axum::response::Response {
     use axum::response::IntoResponse as _;
-    let writes = !matches!(
-        *request.method(),
-        http::Method::GET | http::Method::HEAD | http::Method::OPTIONS
-    );
+    let writes = crate::auth::is_write(request.method());
     let json = request
         .headers()
         .get(http::header::CONTENT_TYPE)

@@ -71,7 +71,19 @@ pub struct Verifier {
     fetching: tokio::sync::Mutex<()>,
     /// Tokens already verified (by SHA-256), with who they are and until when: a page
     /// sends the same token with every request, and ES256 verification is the costly part.
-    verified: Mutex<std::collections::HashMap<[u8; 32], (User, i64)>>,
+    verified: Mutex<std::collections::HashMap<Digest, (User, i64)>>,
+}
+
+/// A token's SHA-256: how verified tokens are remembered and tool tokens compared (a
+/// comparison of digests takes no longer for a token that shares a secret's first
+/// characters).
+pub(crate) type Digest = [u8; 32];
+
+pub(crate) fn digest(token: &str) -> Digest {
+    ring::digest::digest(&ring::digest::SHA256, token.as_bytes())
+        .as_ref()
+        .try_into()
+        .unwrap_or([0; 32])
 }
 
 /// How many verified tokens are remembered before the memory is cleared.
@@ -107,10 +119,11 @@ impl Verifier {
 
     /// Who `token` says the caller is, if Backstage signed it and it is still valid.
     pub async fn verify(&self, token: &str) -> Result<User, AuthError> {
-        let digest: [u8; 32] = ring::digest::digest(&ring::digest::SHA256, token.as_bytes())
-            .as_ref()
-            .try_into()
-            .unwrap_or([0; 32]);
+        self.verify_digested(token, digest(token)).await
+    }
+
+    /// [`Verifier::verify`], for a caller that has the token's [`digest`] already.
+    async fn verify_digested(&self, token: &str, digest: Digest) -> Result<User, AuthError> {
         let now = chrono::Utc::now().timestamp();
         if let Some((user, exp)) = self.verified_lock().get(&digest) {
             if now < *exp {
@@ -128,7 +141,7 @@ impl Verifier {
 
     fn verified_lock(
         &self,
-    ) -> std::sync::MutexGuard<'_, std::collections::HashMap<[u8; 32], (User, i64)>> {
+    ) -> std::sync::MutexGuard<'_, std::collections::HashMap<Digest, (User, i64)>> {
         self.verified
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -217,7 +230,8 @@ impl Verifier {
 #[derive(Debug, Default)]
 pub struct Gate {
     pub verifier: Option<Verifier>,
-    pub tools: Vec<crate::config::ToolToken>,
+    /// Tools' static tokens, each with its [`digest`] (computed once, not per request).
+    pub tools: Vec<(Digest, crate::config::ToolToken)>,
     /// Nobody is asked (a local snapshot or fleet file; see `openApi`).
     pub open: bool,
     /// The Backstage origin allowed to hand the page its token (`postMessage`).
@@ -268,7 +282,11 @@ impl Gate {
         }
         Self {
             verifier: backstage.map(|b| Verifier::new(&b.url, http)),
-            tools: config.tokens.clone(),
+            tools: config
+                .tokens
+                .iter()
+                .map(|tool| (digest(tool.token.expose()), tool.clone()))
+                .collect(),
             open: config.open_api,
             backstage_origin: backstage.and_then(crate::config::HttpService::origin),
             guest_sign_in: backstage.is_some_and(|b| b.guest_sign_in),
@@ -335,6 +353,15 @@ pub fn bearer_token(headers: &http::HeaderMap) -> Option<String> {
         .filter(|t| !t.is_empty())
 }
 
+/// Whether a request with `method` may change something: everything but GET, HEAD and
+/// OPTIONS. Writes must be JSON, are rate limited per caller and audited.
+pub fn is_write(method: &http::Method) -> bool {
+    !matches!(
+        *method,
+        http::Method::GET | http::Method::HEAD | http::Method::OPTIONS
+    )
+}
+
 /// Routes anyone may call: readiness, and what a page needs to sign in.
 pub const PUBLIC: &[&str] = &["/readyz", "/auth/config", "/auth/guest"];
 
@@ -379,14 +406,11 @@ pub async fn require_caller(
                     .to_owned(),
             );
         };
-        // Compared as SHA-256 digests: how long a comparison takes says nothing about the
-        // token's characters.
-        let digest = |t: &str| ring::digest::digest(&ring::digest::SHA256, t.as_bytes());
         let given = digest(&token);
         let tool = gate
             .tools
             .iter()
-            .find(|t| digest(t.token.expose()).as_ref() == given.as_ref());
+            .find_map(|(known, tool)| (*known == given).then_some(tool));
         match (tool, &gate.verifier) {
             (Some(tool), _) if tool.allows(&path) => Caller {
                 subject: tool.subject.clone(),
@@ -397,7 +421,7 @@ pub async fn require_caller(
                     format!("{} may not call {path}", tool.subject),
                 )
             }
-            (None, Some(verifier)) => match verifier.verify(&token).await {
+            (None, Some(verifier)) => match verifier.verify_digested(&token, given).await {
                 Ok(user) => Caller {
                     subject: user.subject,
                 },
@@ -412,7 +436,7 @@ pub async fn require_caller(
         }
     };
     let method = request.method().clone();
-    let writes = method != http::Method::GET && method != http::Method::HEAD;
+    let writes = is_write(&method);
     if writes {
         if let Err(wait) = gate.take_write(&caller.subject) {
             use axum::response::IntoResponse as _;

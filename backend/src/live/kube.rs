@@ -107,12 +107,10 @@ pub const WATCHED: &[Watched] = &[
 
 impl Watched {
     fn api_resource(&self) -> ApiResource {
-        let mut resource = ApiResource::from_gvk_with_plural(
+        ApiResource::from_gvk_with_plural(
             &GroupVersionKind::gvk(self.group, self.version, self.kind),
             self.plural,
-        );
-        resource.plural = self.plural.to_owned();
-        resource
+        )
     }
 }
 

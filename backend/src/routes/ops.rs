@@ -38,8 +38,6 @@ pub async fn readyz(State(state): State<AppState>) -> Response {
         if live.github().is_some() && !live.derived().github_answered {
             waiting.push("GitHub has not answered yet".to_owned());
         }
-    }
-    if let Some(live) = &state.live {
         for cluster in live.clusters().status(chrono::Utc::now()) {
             if !cluster.synced {
                 waiting.push(format!("cluster {} is not synced yet", cluster.name));
@@ -72,8 +70,12 @@ pub async fn metrics(State(state): State<AppState>) -> Response {
 /// The OpenAPI document, kept in `backend/openapi.yaml`.
 pub const OPENAPI_YAML: &str = include_str!("../../openapi.yaml");
 
+/// [`OPENAPI_YAML`] as JSON, converted once.
+static OPENAPI: std::sync::LazyLock<Result<serde_json::Value, String>> =
+    std::sync::LazyLock::new(|| serde_yaml_ng::from_str(OPENAPI_YAML).map_err(|e| e.to_string()));
+
 pub async fn openapi() -> Response {
-    match serde_yaml_ng::from_str::<serde_json::Value>(OPENAPI_YAML) {
+    match &*OPENAPI {
         Ok(doc) => Json(doc).into_response(),
         Err(err) => super::ApiError::unavailable(format!("openapi.yaml: {err}")).into_response(),
     }

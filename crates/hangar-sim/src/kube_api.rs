@@ -158,7 +158,8 @@ async fn resource(
     uri: Uri,
     Query(query): Query<HashMap<String, String>>,
 ) -> Response {
-    let counter = match parse_path(uri.path()) {
+    let target = parse_path(uri.path());
+    let counter = match &target {
         Some(Target::Object(..)) => &api.config.counts.get,
         Some(Target::Collection(..))
             if query.get("watch").is_some_and(|w| w == "true" || w == "1") =>
@@ -169,7 +170,7 @@ async fn resource(
         _ => &api.config.counts.other,
     };
     counter.fetch_add(1, Ordering::Relaxed);
-    match parse_path(uri.path()) {
+    match target {
         Some(Target::Discovery(group, version)) => match resources::resource_list(group, version) {
             Some(list) => Json(list).into_response(),
             None => not_found(&format!(
