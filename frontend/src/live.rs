@@ -17,8 +17,9 @@ pub struct Refresh {
     pub streaming: ReadSignal<bool>,
 }
 
-/// Opens the event stream and starts the fallback timers; lives as long as its owner.
-pub fn start() -> Refresh {
+/// Opens the event stream once signed in, and starts the fallback timers; lives as long
+/// as its owner.
+pub fn start(signin: ReadSignal<crate::signin::SignIn>) -> Refresh {
     let (kubernetes, set_kubernetes) = signal(0_u64);
     let (github, set_github) = signal(0_u64);
     let (streaming, set_streaming) = signal(false);
@@ -28,7 +29,8 @@ pub fn start() -> Refresh {
     // with fetch, reconnecting 5 s after it ends.
     leptos::task::spawn_local(async move {
         loop {
-            if crate::signin::token().is_some() {
+            // Signed in with a token, behind a proxy, or open: the stream answers all three.
+            if signin.get_untracked() == crate::signin::SignIn::SignedIn {
                 let result = stream(|| dirty.set_value(true), set_streaming).await;
                 if let Err(err) = result {
                     leptos::logging::warn!("event stream: {err:?}; polling until it is back");
@@ -110,7 +112,7 @@ async fn stream(
 
 /// Waits without blocking the page.
 pub async fn sleep(period: Duration) {
-    let (tx, rx) = futures_channel_oneshot();
+    let (tx, rx) = futures::channel::oneshot::channel::<()>();
     set_timeout(
         move || {
             let _ = tx.send(());
@@ -118,11 +120,4 @@ pub async fn sleep(period: Duration) {
         period,
     );
     let _ = rx.await;
-}
-
-fn futures_channel_oneshot() -> (
-    futures::channel::oneshot::Sender<()>,
-    futures::channel::oneshot::Receiver<()>,
-) {
-    futures::channel::oneshot::channel()
 }

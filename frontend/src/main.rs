@@ -70,7 +70,7 @@ fn page_options() -> (bool, &'static str) {
 fn App() -> impl IntoView {
     let now = clock::ticking_now();
     let signin = signin::start();
-    let refresh = live::start();
+    let refresh = live::start(signin);
     let provisioning = LocalResource::new(move || {
         refresh.kubernetes.track();
         signin.track();

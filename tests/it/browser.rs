@@ -770,6 +770,19 @@ async fn behind_an_authenticating_proxy_the_page_needs_no_token() {
                 || async { Ok(body(c).await?.contains("Nothing is being provisioned")) },
             )
             .await?;
+            // With no token to send, the page still follows the event stream (through the proxy).
+            let metrics = format!("{proxy}/metrics");
+            until(
+                Duration::from_secs(20),
+                "the page on the event stream",
+                || async {
+                    let text = reqwest::get(&metrics).await?.text().await?;
+                    Ok(text.contains(
+                        "tower_http_requests_total{route=\"/api/events\",status=\"200\"}",
+                    ))
+                },
+            )
+            .await?;
             browser.screenshot("behind-a-proxy").await?;
             Ok(())
         })
