@@ -49,15 +49,7 @@ pub fn FleetOverview(now: ReadSignal<DateTime<Utc>>) -> impl IntoView {
                         .get()
                         .map(|result| match result {
                             Ok(fleet) => view! { <FleetMatrix fleet=fleet now=now filters=filters /> }.into_any(),
-                            Err(err) => {
-                                view! {
-                                    <p class="state error" role="alert">
-                                        "✖ "
-                                        {err.to_string()}
-                                    </p>
-                                }
-                                    .into_any()
-                            }
+                            Err(err) => crate::ui::error_alert(&err),
                         })
                 }}
             </Transition>

@@ -195,9 +195,7 @@ pub fn ServicesTab(now: ReadSignal<DateTime<Utc>>) -> impl IntoView {
                 }
                 .into_any()
             }
-            Err(err) => {
-                view! { <p class="state error" role="alert">"✖ " {err.to_string()}</p> }.into_any()
-            }
+            Err(err) => crate::ui::error_alert(&err),
         })
     }
 }
@@ -335,7 +333,7 @@ pub fn ProvisioningTab(service: String, now: ReadSignal<DateTime<Utc>>) -> impl 
             {move || {
                 progress()
                     .map(|result| match result {
-                        Err(err) => view! { <p class="state error" role="alert">"✖ " {err.to_string()}</p> }.into_any(),
+                        Err(err) => crate::ui::error_alert(&err),
                         Ok((None, _, _)) => view! {
                             <p class="state empty">
                                 "Tower is not tracking a provision of this service: it finished more than 15 minutes ago, or is older than a day."

@@ -88,8 +88,7 @@ pub fn ServicePage(now: ReadSignal<DateTime<Utc>>) -> impl IntoView {
                                     };
                                     view! { {notice} {tab} }.into_any()
                                 }
-                                Err(err) => view! { <p class="state error" role="alert">"✖ " {err.to_string()}</p> }
-                                    .into_any(),
+                                Err(err) => crate::ui::error_alert(&err),
                             })
                     }
                 }

@@ -27,6 +27,11 @@ pub fn run_duration(
     }
 }
 
+/// "✖ Tower's backend answered 503: …" — why a page has no data, announced to screen readers.
+pub fn error_alert(err: &crate::api::ApiError) -> AnyView {
+    view! { <p class="state error" role="alert">"✖ " {err.to_string()}</p> }.into_any()
+}
+
 /// A table's header row, one `<th scope="col">` per column.
 pub fn header_row(columns: &'static [&'static str]) -> impl IntoView {
     view! {
