@@ -45,21 +45,19 @@ async fn live_runs_come_from_the_watch_cache() {
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["namespace"], "infra-events-bus-cicd");
 
-    let (status, body) = tower.get("/live-runs?app=Orders_API").await.unwrap();
-    assert_eq!(status, StatusCode::BAD_REQUEST);
-    assert_eq!(body["field"], "app");
-    let (status, body) = tower.get("/live-runs").await.unwrap();
-    assert_eq!(status, StatusCode::BAD_REQUEST);
-    assert_eq!(body["field"], "app");
-    let (status, body) = tower
-        .get("/live-runs?app=orders-api&namespace=not%20a%20namespace")
-        .await
-        .unwrap();
-    assert_eq!(status, StatusCode::BAD_REQUEST);
-    assert_eq!(body["field"], "namespace");
-    let (status, body) = tower.get("/live-runs?app=no-such-app").await.unwrap();
-    assert_eq!(status, StatusCode::NOT_FOUND);
-    assert_eq!(body["field"], "app");
+    for (path, code, field) in [
+        ("/live-runs?app=Orders_API", StatusCode::BAD_REQUEST, "app"),
+        ("/live-runs", StatusCode::BAD_REQUEST, "app"),
+        (
+            "/live-runs?app=orders-api&namespace=not%20a%20namespace",
+            StatusCode::BAD_REQUEST,
+            "namespace",
+        ),
+        ("/live-runs?app=no-such-app", StatusCode::NOT_FOUND, "app"),
+    ] {
+        let refusal = tower.refusal(path).await.unwrap();
+        assert_eq!(refusal, (code, Some(field.to_owned())), "{path}");
+    }
 }
 
 #[tokio::test]
@@ -134,12 +132,11 @@ async fn pull_requests_pending_requests_and_request_prs_come_from_github() {
             StatusCode::NOT_FOUND,
         ),
     ] {
-        let (status, body) = tower.get(&format!("/pull-requests?{query}")).await.unwrap();
-        assert_eq!(
-            (status, body["field"].as_str()),
-            (code, Some(field)),
-            "{query}: {body}"
-        );
+        let refusal = tower
+            .refusal(&format!("/pull-requests?{query}"))
+            .await
+            .unwrap();
+        assert_eq!(refusal, (code, Some(field.to_owned())), "{query}");
     }
     for (query, field, code) in [
         ("kind=Cobol&name=x", "kind", StatusCode::BAD_REQUEST),
@@ -150,17 +147,13 @@ async fn pull_requests_pending_requests_and_request_prs_come_from_github() {
             StatusCode::NOT_FOUND,
         ),
     ] {
-        let (status, body) = tower
-            .get(&format!(
+        let refusal = tower
+            .refusal(&format!(
                 "/request-pr?owner=acme&repo=hangar-tenants&{query}"
             ))
             .await
             .unwrap();
-        assert_eq!(
-            (status, body["field"].as_str()),
-            (code, Some(field)),
-            "{query}: {body}"
-        );
+        assert_eq!(refusal, (code, Some(field.to_owned())), "{query}");
     }
 
     // Asking again within 45 s is served from Tower's cache: GitHub sees no new request.
@@ -193,12 +186,13 @@ async fn cicd_config_is_read_where_the_scaffold_wrote_it() {
     assert_eq!(body["repo"], "acme/gitops-infra-events-bus");
 
     // ledger's repositories were never created (missing provider credentials).
-    let (status, body) = tower.get("/config/cicd?app=ledger").await.unwrap();
-    assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
-    assert_eq!(body["field"], "app");
-    let (status, body) = tower.get("/config/cicd?app=").await.unwrap();
-    assert_eq!(status, StatusCode::BAD_REQUEST);
-    assert_eq!(body["field"], "app");
+    for (path, code) in [
+        ("/config/cicd?app=ledger", StatusCode::NOT_FOUND),
+        ("/config/cicd?app=", StatusCode::BAD_REQUEST),
+    ] {
+        let refusal = tower.refusal(path).await.unwrap();
+        assert_eq!(refusal, (code, Some("app".to_owned())), "{path}");
+    }
 }
 
 #[tokio::test]
@@ -511,14 +505,11 @@ async fn history_records_once_and_serves_typicals(tower: Live) {
         .find(|s| s["id"] == "request-pr-merged")
         .unwrap();
     assert_eq!(request["source"], "estimate");
-    let (status, body) = tower
-        .get("/provisioning-history/typical?kind=nodejs")
+    let refusal = tower
+        .refusal("/provisioning-history/typical?kind=nodejs")
         .await
         .unwrap();
-    assert_eq!(
-        (status, body["field"].as_str()),
-        (StatusCode::BAD_REQUEST, Some("kind"))
-    );
+    assert_eq!(refusal, (StatusCode::BAD_REQUEST, Some("kind".to_owned())));
 
     let (status, body) = tower
         .get("/provisioning-history/runs?limit=2")
@@ -527,13 +518,14 @@ async fn history_records_once_and_serves_typicals(tower: Live) {
     assert_eq!(status, StatusCode::OK);
     assert_eq!(body["runs"].as_array().unwrap().len(), 2);
     for limit in ["0", "101", "ten"] {
-        let (status, body) = tower
-            .get(&format!("/provisioning-history/runs?limit={limit}"))
+        let refusal = tower
+            .refusal(&format!("/provisioning-history/runs?limit={limit}"))
             .await
             .unwrap();
         assert_eq!(
-            (status, body["field"].as_str()),
-            (StatusCode::BAD_REQUEST, Some("limit"))
+            refusal,
+            (StatusCode::BAD_REQUEST, Some("limit".to_owned())),
+            "{limit}"
         );
     }
 }

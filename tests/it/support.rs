@@ -376,6 +376,16 @@ impl Live {
         signed_in(&self.token)
     }
 
+    /// GETs `path` and reads the answer as a refusal: its status, and the field its JSON
+    /// body names (`{"error", "field"}`).
+    pub async fn refusal(
+        &self,
+        path: &str,
+    ) -> anyhow::Result<(reqwest::StatusCode, Option<String>)> {
+        let (status, body) = self.get(path).await?;
+        Ok((status, body["field"].as_str().map(str::to_owned)))
+    }
+
     /// GETs `path`, returning the status and the JSON body.
     pub async fn get(
         &self,
