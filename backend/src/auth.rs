@@ -341,6 +341,30 @@ impl Gate {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Caller {
     pub subject: String,
+    pub via: Via,
+}
+
+/// How a caller was recognised.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Via {
+    /// A Backstage user token Tower verified: Backstage accepts it for this user too.
+    BackstageUser,
+    /// A tool's static Tower token: a secret between the tool and Tower, never passed on.
+    Tool,
+    /// An authenticating proxy's user header: no token at all.
+    Proxy,
+    /// Nobody is asked (`openApi`).
+    Open,
+}
+
+impl Caller {
+    /// The caller's own Backstage token, for calls Tower makes to Backstage on its behalf:
+    /// a verified user's (or whatever was sent when Tower asks nobody) — never a tool's.
+    pub fn backstage_token(&self, headers: &http::HeaderMap) -> Option<String> {
+        matches!(self.via, Via::BackstageUser | Via::Open)
+            .then(|| bearer_token(headers))
+            .flatten()
+    }
 }
 
 /// The token of an `Authorization: Bearer …` header, if there is a non-empty one.
@@ -391,12 +415,14 @@ pub async fn require_caller(
     let caller = if gate.open {
         Caller {
             subject: "anonymous".to_owned(),
+            via: Via::Open,
         }
     } else if let Some(user) = token.is_none().then(proxied).flatten() {
         // Prefixed, so a proxy user can never pass for a tool or a Backstage user in the
         // audit log or the write limits.
         Caller {
             subject: format!("proxy:{user}"),
+            via: Via::Proxy,
         }
     } else {
         let Some(token) = token else {
@@ -414,6 +440,7 @@ pub async fn require_caller(
         match (tool, &gate.verifier) {
             (Some(tool), _) if tool.allows(&path) => Caller {
                 subject: tool.subject.clone(),
+                via: Via::Tool,
             },
             (Some(tool), _) => {
                 return refuse(
@@ -424,6 +451,7 @@ pub async fn require_caller(
             (None, Some(verifier)) => match verifier.verify_digested(&token, given).await {
                 Ok(user) => Caller {
                     subject: user.subject,
+                    via: Via::BackstageUser,
                 },
                 Err(err) => return refuse(http::StatusCode::UNAUTHORIZED, err.to_string()),
             },

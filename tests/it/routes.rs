@@ -769,3 +769,61 @@ async fn a_compacted_history_makes_the_caches_list_again() {
     let status = &tower.live.clusters().status(chrono::Utc::now());
     assert!(status.iter().all(|c| c.synced && !c.stale), "{status:?}");
 }
+
+#[tokio::test]
+async fn a_tools_tower_token_is_never_passed_on_to_backstage() {
+    let tower = frozen().await;
+    // The same Tower, with a tool allowed on the catalog routes.
+    let mut config = tower.live.config().clone();
+    let secret = "catalog-tool-token-0123456789";
+    config.tokens.push(tower_backend::config::ToolToken {
+        subject: "tool:catalog".to_owned(),
+        token: tower_backend::config::Secret(secret.to_owned()),
+        routes: vec!["/catalog/*".to_owned()],
+    });
+    let mut state = tower_backend::app::AppState::live(tower.live.clone());
+    state.gate = std::sync::Arc::new(tower_backend::auth::Gate::from_config(
+        &config,
+        reqwest::Client::new(),
+    ));
+    let router = tower_backend::app::router(
+        state,
+        &tower_backend::assets::Dist::open(&crate::support::dist().unwrap()).unwrap(),
+    );
+    let send = |request: axum::http::request::Builder, body: &str| {
+        let request = request
+            .header("authorization", format!("Bearer {secret}"))
+            .header("content-type", "application/json")
+            .body(axum::body::Body::from(body.to_owned()))
+            .unwrap();
+        let router = router.clone();
+        async move {
+            let response = router.oneshot(request).await.unwrap();
+            let status = response.status();
+            let body = axum::body::to_bytes(response.into_body(), 1 << 20)
+                .await
+                .unwrap();
+            (status, serde_json::from_slice::<Value>(&body).unwrap())
+        }
+    };
+
+    // A lookup uses Tower's own read token (Backstage would refuse the tool's).
+    let (status, found) = send(
+        axum::http::Request::get("/catalog/entity?name=orders-api"),
+        "",
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{found}");
+    assert_eq!(found["found"], true);
+    // A refresh needs a Backstage user's own sign-in, which a tool has not.
+    let (status, refused) = send(axum::http::Request::post("/catalog/refresh"), "{}").await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "{refused}");
+    assert_eq!(refused["field"], "authorization");
+    assert!(
+        refused["error"]
+            .as_str()
+            .unwrap()
+            .contains("own Backstage sign-in"),
+        "{refused}"
+    );
+}

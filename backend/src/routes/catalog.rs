@@ -1,27 +1,32 @@
-//! Backstage, with the caller's own Backstage token (`Authorization: Bearer …`): Tower holds
-//! no credential for refreshing the catalog.
+//! Backstage, with the caller's own Backstage token (`Authorization: Bearer …`, when the
+//! caller is a verified Backstage user — a tool's Tower token is never passed on): Tower
+//! holds no credential for refreshing the catalog.
 //!
 //! - `POST /catalog/refresh` triggers the catalog ingestor's `KubernetesEntityProvider`
 //!   scheduler task. Backstage's 409 ("currently running") is an answer, not a failure:
 //!   `{"status": "already-running"}`.
 //! - `GET /catalog/entity?name=&kind=component&namespace=default` looks an entity up by name
-//!   (with Tower's read token when the caller sends none).
+//!   (with Tower's read token when the caller has no Backstage token of its own).
 
 use axum::extract::State;
 use axum::http::HeaderMap;
-use axum::Json;
+use axum::{Extension, Json};
 use serde_json::{json, Value};
 
 use super::params::{self, Query};
 use super::ApiError;
 use crate::app::AppState;
+use crate::auth::Caller;
 use crate::live::backstage::{Backstage, BackstageError, Trigger};
 
-fn bearer(headers: &HeaderMap) -> Result<String, ApiError> {
-    crate::auth::bearer_token(headers).ok_or(ApiError::Unauthorized {
-        field: "authorization",
-        message: "send your Backstage token as `Authorization: Bearer …`".to_owned(),
-    })
+/// The caller's own Backstage token (see [`Caller::backstage_token`]).
+fn bearer(caller: Option<&Caller>, headers: &HeaderMap) -> Result<String, ApiError> {
+    caller
+        .and_then(|c| c.backstage_token(headers))
+        .ok_or(ApiError::Unauthorized {
+            field: "authorization",
+            message: "this needs your own Backstage sign-in: send your Backstage user token as `Authorization: Bearer …`".to_owned(),
+        })
 }
 
 fn backstage(state: &AppState) -> Result<Backstage, ApiError> {
@@ -50,9 +55,10 @@ fn from_backstage(err: BackstageError) -> ApiError {
 
 pub async fn refresh(
     State(state): State<AppState>,
+    caller: Option<Extension<Caller>>,
     headers: HeaderMap,
 ) -> Result<Json<Value>, ApiError> {
-    let token = bearer(&headers)?;
+    let token = bearer(caller.as_deref(), &headers)?;
     let answer = backstage(&state)?
         .trigger_ingestor(&token)
         .await
@@ -71,13 +77,14 @@ pub async fn refresh(
 
 pub async fn entity(
     State(state): State<AppState>,
+    caller: Option<Extension<Caller>>,
     headers: HeaderMap,
     query: Query,
 ) -> Result<Json<Value>, ApiError> {
     let name = params::dns_label(&query, "name")?;
     let kind = params::optional_dns_label(&query, "kind")?.unwrap_or("component");
     let namespace = params::optional_dns_label(&query, "namespace")?.unwrap_or("default");
-    let token = match bearer(&headers) {
+    let token = match bearer(caller.as_deref(), &headers) {
         Ok(token) => token,
         Err(missing) => state
             .backstage
