@@ -11,7 +11,6 @@
 //! `--connections C` (32).
 
 use std::process::Stdio;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
@@ -137,10 +136,8 @@ async fn serve_and_measure(options: &Options) -> anyhow::Result<()> {
         options.services
     );
     let world = demo::start_world(world, 1.0, dir.path(), None, addr).await?;
-    let platform = Arc::clone(&world.platform);
-    let clock: live::Clock = Arc::new(move || platform.clock().now());
     let started = Instant::now();
-    let live = live::connect(world.config.clone(), clock).await?;
+    let live = live::connect(world.config.clone(), world.clock()).await?;
     anyhow::ensure!(
         live.wait_ready(Duration::from_secs(300)).await,
         "Tower did not read the platform within 5 minutes"

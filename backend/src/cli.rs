@@ -157,9 +157,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                 let addr = listener.local_addr()?;
                 let demo =
                     demo::start_world(world, args.speed, &dir, args.kubeconfig, addr).await?;
-                let platform = Arc::clone(&demo.platform);
-                let clock: live::Clock = Arc::new(move || platform.clock().now());
-                let live = live::connect(demo.config.clone(), clock).await?;
+                let live = live::connect(demo.config.clone(), demo.clock()).await?;
                 if !live.wait_ready(std::time::Duration::from_secs(60)).await {
                     tracing::warn!("the simulated platform is not fully read yet; serving anyway");
                 }

@@ -39,6 +39,14 @@ pub struct Demo {
     pub config: Config,
 }
 
+impl Demo {
+    /// The world's clock, as Tower's idea of "now" (so durations move with world time).
+    pub fn clock(&self) -> crate::live::Clock {
+        let platform = std::sync::Arc::clone(&self.platform);
+        std::sync::Arc::new(move || platform.clock().now())
+    }
+}
+
 /// The tenants repo of the simulated platform.
 pub const TENANTS_REPO: &str = "acme/hangar-tenants";
 

@@ -342,9 +342,7 @@ impl Live {
         if let Some(url) = database_url {
             config.database_url = Some(tower_backend::config::Secret(url));
         }
-        let platform = std::sync::Arc::clone(&world.platform);
-        let clock: live::Clock = std::sync::Arc::new(move || platform.clock().now());
-        let live = live::connect(config, clock).await?;
+        let live = live::connect(config, world.clock()).await?;
         anyhow::ensure!(
             live.wait_ready(Duration::from_secs(30)).await,
             "Tower did not read the simulated platform within 30 s"
