@@ -77,7 +77,7 @@ fn speed(value: &str) -> Result<f64, String> {
 }
 
 fn service_name(value: &str) -> Result<String, String> {
-    if tower_shared::provisioning::is_dns_label(value) {
+    if tower_shared::hangar::is_dns_label(value) {
         Ok(value.to_owned())
     } else {
         Err(format!(

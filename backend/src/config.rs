@@ -35,7 +35,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use tower_shared::provisioning::is_dns_label;
+use tower_shared::hangar::is_dns_label;
 
 /// Why a config could not be used: names the field.
 #[derive(Debug, thiserror::Error)]

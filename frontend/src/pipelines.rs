@@ -2,6 +2,7 @@
 
 use chrono::{DateTime, Utc};
 use leptos::prelude::*;
+use tower_shared::hangar::{cicd_namespace, ServiceKind};
 use tower_shared::snapshot::Snapshot;
 use tower_shared::tekton::{PipelineRun, TaskRun};
 use tower_shared::time::age;
@@ -16,9 +17,10 @@ pub fn PipelinesTab(
     run: Option<String>,
     now: ReadSignal<DateTime<Utc>>,
 ) -> impl IntoView {
+    // The kind is not known here: an application's and an InfraService's namespace.
     let namespaces = [
-        format!("app-{service}-cicd"),
-        format!("infra-{service}-cicd"),
+        cicd_namespace(&service, None),
+        cicd_namespace(&service, Some(ServiceKind::InfraService)),
     ];
     let objects = snapshot.cluster(&snapshot.control_plane_cluster);
     let in_cicd = |o: &&tower_shared::kube::Object| {

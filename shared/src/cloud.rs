@@ -11,12 +11,10 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::hangar;
 use crate::kube::{str_at, Object};
 use crate::snapshot::Snapshot;
 use crate::tekton::{PipelineRun, RunStatus, TaskRun};
-
-/// The annotation (or label) on a service's XR or catalog entity naming its deploy target.
-pub const DEPLOY_TARGET_KEY: &str = "hangar.io/deploy-target";
 
 const RESOLVE_TARGET_TASK: &str = "resolve-deploy-target";
 const RESOLVE_IMAGE_TASK: &str = "resolve-image-ref";
@@ -141,18 +139,13 @@ pub struct CloudDeploys {
     pub history: Vec<DeployRun>,
 }
 
-/// The namespace holding an application's or function's CI/CD objects.
-pub fn cicd_namespace(service: &str) -> String {
-    format!("app-{service}-cicd")
-}
-
 /// The deploy target a service declares: `hangar.io/deploy-target` on its XR (annotation or
 /// label), else on its catalog entity.
 pub fn declared_target(snapshot: &Snapshot, service: &str) -> Option<CloudTarget> {
     let from_xr = snapshot
         .cluster(&snapshot.control_plane_cluster)
         .iter()
-        .filter(|o| o.group() == crate::provisioning::XR_GROUP && o.name() == service)
+        .filter(|o| o.group() == hangar::XR_GROUP && o.name() == service)
         .find_map(object_target);
     from_xr.or_else(|| {
         snapshot
@@ -160,7 +153,7 @@ pub fn declared_target(snapshot: &Snapshot, service: &str) -> Option<CloudTarget
             .iter()
             .flatten()
             .filter(|e| e.metadata.name == service)
-            .find_map(|e| e.metadata.annotations.get(DEPLOY_TARGET_KEY))
+            .find_map(|e| e.metadata.annotations.get(hangar::DEPLOY_TARGET_KEY))
             .and_then(|id| CloudTarget::from_id(id))
     })
 }
@@ -168,14 +161,15 @@ pub fn declared_target(snapshot: &Snapshot, service: &str) -> Option<CloudTarget
 /// `hangar.io/deploy-target` on one object.
 pub fn object_target(object: &Object) -> Option<CloudTarget> {
     object
-        .annotation(DEPLOY_TARGET_KEY)
-        .or_else(|| object.label(DEPLOY_TARGET_KEY))
+        .annotation(hangar::DEPLOY_TARGET_KEY)
+        .or_else(|| object.label(hangar::DEPLOY_TARGET_KEY))
         .and_then(CloudTarget::from_id)
 }
 
 /// The cloud deploy view of `service` from a snapshot.
 pub fn derive_cloud_deploys(snapshot: &Snapshot, service: &str) -> CloudDeploys {
-    let namespace = cicd_namespace(service);
+    // A cloud service is an application or a function: never an InfraService.
+    let namespace = hangar::cicd_namespace(service, None);
     let objects: Vec<&Object> = snapshot
         .cluster(&snapshot.control_plane_cluster)
         .iter()

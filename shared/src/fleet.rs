@@ -175,10 +175,6 @@ pub fn sort_by_trouble(apps: &mut [FleetApp]) {
     });
 }
 
-/// The label Hangar's ApplicationSets put on each Application: the app it deploys.
-pub const APP_LABEL: &str = "hangar.io/app";
-/// The label naming the Application's environment.
-pub const ENVIRONMENT_LABEL: &str = "hangar.io/environment";
 /// Environments Tower knows the promotion order of; others follow alphabetically.
 const PROMOTION_ORDER: [&str; 6] = ["dev", "test", "qa", "staging", "preprod", "prod"];
 
@@ -186,6 +182,7 @@ const PROMOTION_ORDER: [&str; 6] = ["dev", "test", "qa", "staging", "preprod", "
 /// environment (on the control plane, namespace `argocd`), with the app's Rollout from the
 /// cluster and namespace the Application deploys to. Apps come sorted by trouble.
 pub fn derive_fleet(snapshot: &crate::snapshot::Snapshot) -> Fleet {
+    use crate::hangar;
     use crate::kube::{at, str_at};
     use std::collections::BTreeMap;
 
@@ -200,18 +197,20 @@ pub fn derive_fleet(snapshot: &crate::snapshot::Snapshot) -> Fleet {
         .filter_map(|(cluster, o)| Some(((cluster, o.namespace()?, o.name()), o)))
         .collect();
     let kinds: BTreeMap<&str, &str> = objects(control_plane)
-        .filter(|o| o.group() == crate::provisioning::XR_GROUP)
+        .filter(|o| hangar::is_xr(o))
         .map(|o| (o.name(), o.kind.as_str()))
         .collect();
 
     let mut cells: BTreeMap<&str, Vec<FleetCell>> = BTreeMap::new();
     let applications = objects(control_plane).filter(|o| {
-        o.kind == "Application" && o.group() == "argoproj.io" && o.namespace() == Some("argocd")
+        o.kind == "Application"
+            && o.group() == "argoproj.io"
+            && o.namespace() == Some(hangar::ARGOCD_NAMESPACE)
     });
     for application in applications {
         let (Some(app), Some(environment)) = (
-            application.label(APP_LABEL),
-            application.label(ENVIRONMENT_LABEL),
+            application.label(hangar::APP_LABEL),
+            application.label(hangar::ENVIRONMENT_LABEL),
         ) else {
             continue;
         };

@@ -10,6 +10,8 @@
 //! - [`cloud`] — cloud deploys (ECS, Lambda, Container Apps) from Tekton deploy runs.
 //! - [`fleet`] — the fleet overview: every app in every environment, and which cells
 //!   need someone's attention.
+//! - [`hangar`] — the platform's rules: how it names namespaces, repos and Applications,
+//!   its XR kinds, request PRs, the kinds Tower watches.
 //! - [`kube`] — Kubernetes objects of any kind, read leniently, with their conditions.
 //! - [`provisioning`] — provisioning progress: steps, groups, events, typical durations.
 //! - [`snapshot`] — the derivations' input: cluster objects, pull requests, catalog, history, memory.
@@ -18,6 +20,7 @@
 
 pub mod cloud;
 pub mod fleet;
+pub mod hangar;
 pub mod kube;
 pub mod provisioning;
 pub mod snapshot;

@@ -12,6 +12,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::hangar;
 use crate::kube::Object;
 
 /// Everything known at one moment.
@@ -195,35 +196,13 @@ impl Snapshot {
         self.clusters.get(name).map_or(&[], Vec::as_slice)
     }
 
-    /// What the browser needs to derive one service's views: its XR and composed objects,
-    /// everything in its CI/CD and environment namespaces (`app-<s>-cicd`, `infra-<s>-cicd`,
-    /// `app-<s>-<env>` with a one-word env), its Argo CD Applications (`<s>-…`), the PRs of its
-    /// repositories and its request PR, its catalog entity, cicd.yaml and memory. History is
-    /// kept whole: typical durations fall back to all kinds.
+    /// What the browser needs to derive one service's views: every object that belongs to
+    /// it by the platform's rules ([`hangar::belongs_to`]: its XR and composed objects, its
+    /// CI/CD and environment namespaces, its Argo CD Applications), the PRs of its
+    /// repositories and its request PRs, its catalog entity, cicd.yaml and memory. History
+    /// is kept whole: typical durations fall back to all kinds.
     pub fn for_service(&self, service: &str) -> Snapshot {
-        let mine = |o: &Object| {
-            let in_namespace = o.namespace().is_some_and(|ns| {
-                ns == format!("infra-{service}-cicd")
-                    || ns
-                        .strip_prefix("app-")
-                        .and_then(|rest| rest.strip_prefix(service))
-                        .and_then(|rest| rest.strip_prefix('-'))
-                        .is_some_and(|env| !env.is_empty() && !env.contains('-'))
-            });
-            let app_of_service = o.kind == "Application"
-                && o.name()
-                    .strip_prefix(service)
-                    .is_some_and(|rest| rest.starts_with('-'));
-            in_namespace
-                || app_of_service
-                || o.name() == service
-                || o.label("crossplane.io/composite") == Some(service)
-        };
-        let repos = [
-            service.to_owned(),
-            format!("gitops-{service}"),
-            format!("gitops-infra-{service}"),
-        ];
+        let repos = hangar::repos(service, None);
         Snapshot {
             now: self.now,
             control_plane_cluster: self.control_plane_cluster.clone(),
@@ -231,7 +210,11 @@ impl Snapshot {
                 .clusters
                 .iter()
                 .map(|(cluster, objects)| {
-                    let objects = objects.iter().filter(|o| mine(o)).cloned().collect();
+                    let objects = objects
+                        .iter()
+                        .filter(|o| hangar::belongs_to(o, service))
+                        .cloned()
+                        .collect();
                     (cluster.clone(), objects)
                 })
                 .collect(),
@@ -239,7 +222,7 @@ impl Snapshot {
                 prs.iter()
                     .filter(|pr| {
                         repos.iter().any(|r| r == pr.repo_name())
-                            || crate::provisioning::parse_request_title(&pr.title)
+                            || hangar::parse_request_title(&pr.title)
                                 .is_some_and(|t| t.name == service)
                     })
                     .cloned()
@@ -319,9 +302,10 @@ mod tests {
                 {"kind": "PipelineRun", "metadata": {"name": "b", "namespace": "app-shop-cicd"}},
                 {"kind": "Rollout", "metadata": {"name": "shop", "namespace": "app-shop-dev"}},
                 {"kind": "Repository", "metadata": {"name": "shop-gitops", "labels": {"crossplane.io/composite": "shop"}}},
-                {"kind": "Application", "metadata": {"name": "shop-cicd", "namespace": "argocd"}},
+                {"apiVersion": "argoproj.io/v1alpha1", "kind": "Application", "metadata": {"name": "shop-cicd", "namespace": "argocd"}},
                 {"kind": "PipelineRun", "metadata": {"name": "c", "namespace": "app-shop-v2-cicd"}},
-                {"kind": "Application", "metadata": {"name": "shopfront-cicd", "namespace": "argocd"}},
+                {"apiVersion": "argoproj.io/v1alpha1", "kind": "Application", "metadata": {"name": "shopfront-cicd", "namespace": "argocd"}},
+                {"apiVersion": "argoproj.io/v1alpha1", "kind": "Application", "metadata": {"name": "shop-v2-cicd", "namespace": "argocd"}},
                 {"kind": "NodeJS", "metadata": {"name": "shop-v2"}}
             ]}, "pullRequests": [
                 {"repo": "acme/gitops-shop", "number": 1, "title": "Onboarding: re-sync", "state": "open"},

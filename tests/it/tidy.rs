@@ -200,3 +200,47 @@ fn only_the_frontends_api_module_names_backend_routes() {
         ["1: let r = Request::get(\"/api/fleet\");"]
     );
 }
+
+/// One list of watched kinds: every Hangar XR kind is in it, and the simulator serves each
+/// with the same group, version and plural — so a kind cannot be added to one place and
+/// forgotten in another.
+#[test]
+fn watched_kinds_match_the_xr_kinds_and_the_simulators_resources() {
+    use tower_shared::hangar::{ServiceKind, WATCHED_KINDS, XR_GROUP};
+    for kind in ServiceKind::ALL {
+        assert!(
+            WATCHED_KINDS
+                .iter()
+                .any(|w| w.group == XR_GROUP && w.kind == kind.as_str()),
+            "the XR kind {} is not watched",
+            kind.as_str()
+        );
+    }
+    let xr_kinds: Vec<&str> = WATCHED_KINDS
+        .iter()
+        .filter(|w| w.group == XR_GROUP)
+        .map(|w| w.kind)
+        .collect();
+    for kind in &xr_kinds {
+        assert!(
+            ServiceKind::from_kind(kind).is_some(),
+            "{kind} is watched in {XR_GROUP} but is not a ServiceKind"
+        );
+    }
+    for watched in WATCHED_KINDS {
+        let served =
+            hangar_sim::resources::by_plural(watched.group, watched.version, watched.plural);
+        assert_eq!(
+            served.map(|r| r.kind),
+            Some(watched.kind),
+            "the simulator does not serve {watched:?}"
+        );
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for watched in WATCHED_KINDS {
+        assert!(
+            seen.insert((watched.group, watched.kind)),
+            "{watched:?} is listed twice"
+        );
+    }
+}

@@ -20,98 +20,17 @@ use kube::runtime::utils::Backoff;
 use kube::runtime::{watcher, WatchStreamExt as _};
 use serde::Serialize;
 use tokio::sync::{broadcast, watch};
+use tower_shared::hangar::{WatchedKind, WATCHED_KINDS};
 use tower_shared::kube::Object;
 
 use crate::config::Config;
 
-/// A resource type Tower watches.
-#[derive(Clone, Copy, Debug)]
-pub struct Watched {
-    pub group: &'static str,
-    pub version: &'static str,
-    pub kind: &'static str,
-    pub plural: &'static str,
-}
-
-const fn w(
-    group: &'static str,
-    version: &'static str,
-    kind: &'static str,
-    plural: &'static str,
-) -> Watched {
-    Watched {
-        group,
-        version,
-        kind,
-        plural,
-    }
-}
-
-/// Every type a derivation reads (pods are read on demand, not cached).
-pub const WATCHED: &[Watched] = &[
-    w("", "v1", "Namespace", "namespaces"),
-    w("catalog.hangar.io", "v1alpha1", "NodeJS", "nodejs"),
-    w("catalog.hangar.io", "v1alpha1", "SpringBoot", "springboots"),
-    w("catalog.hangar.io", "v1alpha1", "Python", "pythons"),
-    w("catalog.hangar.io", "v1alpha1", "Go", "goes"),
-    w(
-        "catalog.hangar.io",
-        "v1alpha1",
-        "LambdaFunction",
-        "lambdafunctions",
-    ),
-    w(
-        "catalog.hangar.io",
-        "v1alpha1",
-        "AzureFunction",
-        "azurefunctions",
-    ),
-    w(
-        "catalog.hangar.io",
-        "v1alpha1",
-        "InfraService",
-        "infraservices",
-    ),
-    w("platform.hangar.io", "v1alpha1", "AppCicd", "appcicds"),
-    w(
-        "secrets.hangar.io",
-        "v1alpha1",
-        "SecretStore",
-        "secretstores",
-    ),
-    w(
-        "projects.project.infisical.m.hangar.io",
-        "v1alpha1",
-        "Project",
-        "projects",
-    ),
-    w(
-        "repo.github.m.upbound.io",
-        "v1alpha1",
-        "Repository",
-        "repositories",
-    ),
-    w(
-        "repo.github.m.upbound.io",
-        "v1alpha1",
-        "RepositoryFile",
-        "repositoryfiles",
-    ),
-    w("tekton.dev", "v1", "PipelineRun", "pipelineruns"),
-    w("tekton.dev", "v1", "TaskRun", "taskruns"),
-    w("argoproj.io", "v1alpha1", "Rollout", "rollouts"),
-    w("argoproj.io", "v1alpha1", "AnalysisRun", "analysisruns"),
-    w("argoproj.io", "v1alpha1", "Application", "applications"),
-    w("apps", "v1", "ReplicaSet", "replicasets"),
-];
-
-impl Watched {
-    fn api_resource(&self) -> ApiResource {
-        ApiResource::from_gvk_with_plural(
-            &GroupVersionKind::gvk(self.group, self.version, self.kind),
-            self.plural,
-        )
-    }
+/// The API resource for a watched kind, for kube-rs' dynamic API.
+fn api_resource(watched: &WatchedKind) -> ApiResource {
+    ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk(watched.group, watched.version, watched.kind),
+        watched.plural,
+    )
 }
 
 /// A change a watcher saw, as `/api/events` sends it.
@@ -255,7 +174,7 @@ impl Clusters {
             .iter()
             .map(|(name, _)| {
                 let cache = ClusterCache {
-                    types: WATCHED.iter().map(|_| TypeCache::default()).collect(),
+                    types: WATCHED_KINDS.iter().map(|_| TypeCache::default()).collect(),
                     last_ok: None,
                 };
                 (name.clone(), Mutex::new(cache))
@@ -267,7 +186,7 @@ impl Clusters {
             generation: watch::channel(0).0,
         });
         for (name, client) in clients {
-            for (index, watched) in WATCHED.iter().enumerate() {
+            for (index, watched) in WATCHED_KINDS.iter().enumerate() {
                 tokio::spawn(run_watcher(
                     Arc::downgrade(&shared),
                     name.clone(),
@@ -360,7 +279,7 @@ fn record(shared: &Shared, cluster: &str, f: impl FnOnce(&mut ClusterCache) -> O
     }
 }
 
-fn to_object(object: DynamicObject, watched: &Watched) -> Option<(Key, Object)> {
+fn to_object(object: DynamicObject, watched: &WatchedKind) -> Option<(Key, Object)> {
     let mut value = serde_json::to_value(object).ok()?;
     if let Some(map) = value.as_object_mut() {
         let api_version = if watched.group.is_empty() {
@@ -386,9 +305,9 @@ async fn run_watcher(
     cluster: String,
     client: kube::Client,
     index: usize,
-    watched: Watched,
+    watched: WatchedKind,
 ) {
-    let api: kube::Api<DynamicObject> = kube::Api::all_with(client, &watched.api_resource());
+    let api: kube::Api<DynamicObject> = kube::Api::all_with(client, &api_resource(&watched));
     let mut stream = watcher(api, watcher::Config::default())
         .backoff(Retry(Duration::from_millis(250)))
         .boxed();

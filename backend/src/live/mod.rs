@@ -19,7 +19,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use serde_json::value::RawValue;
 use tokio::sync::{mpsc, watch};
-use tower_shared::kube::Object;
+use tower_shared::hangar;
 use tower_shared::provisioning::{
     derive, record_of, remember, Group, Provisioning, ServiceKind, StepId, StepStatus, World,
 };
@@ -431,10 +431,11 @@ impl Live {
                     .iter()
                     .any(|s| s.id == StepId::OnboardingPrs && s.status == StepStatus::Done);
                 if !kind.is_infra() && !onboarding_done {
-                    repos.push(format!("{}/{}", github.owner(), service.name));
-                    if !kind.is_function() {
-                        repos.push(format!("{}/gitops-{}", github.owner(), service.name));
-                    }
+                    repos.extend(
+                        hangar::repos(&service.name, Some(kind))
+                            .into_iter()
+                            .map(|repo| format!("{}/{repo}", github.owner())),
+                    );
                 }
             }
             let mut changed = false;
@@ -459,9 +460,7 @@ impl Live {
             }
             for service in cicd_wanted {
                 let snapshot = Arc::clone(&derived.snapshot);
-                let Some((repo, path)) = cicd_location(&snapshot, github.owner(), &service) else {
-                    continue;
-                };
+                let (repo, path) = hangar::cicd_location(&snapshot, github.owner(), &service);
                 match github.file(&repo, &path).await {
                     Ok(Some(text)) => {
                         self.remote().cicd.insert(service, text);
@@ -534,44 +533,6 @@ impl Live {
             }
         }
     }
-}
-
-/// Where a service's `cicd.yaml` lives: the repo and path its scaffold `RepositoryFile`
-/// writes (on the control plane), else `glidepath/cicd.yaml` in `gitops-<name>`.
-pub fn cicd_location(snapshot: &Snapshot, owner: &str, service: &str) -> Option<(String, String)> {
-    let scaffolded = snapshot
-        .cluster(&snapshot.control_plane_cluster)
-        .iter()
-        .filter(|o| o.kind == "RepositoryFile")
-        .filter(|o| {
-            o.metadata
-                .labels
-                .get("crossplane.io/composite")
-                .map(String::as_str)
-                == Some(service)
-        })
-        .find_map(|o| repository_file_target(o, owner));
-    scaffolded.or_else(|| {
-        Some((
-            format!("{owner}/gitops-{service}"),
-            "glidepath/cicd.yaml".to_owned(),
-        ))
-    })
-}
-
-fn repository_file_target(object: &Object, owner: &str) -> Option<(String, String)> {
-    let provider = object.spec.get("forProvider")?;
-    let file = provider.get("file")?.as_str()?;
-    if !file.ends_with("cicd.yaml") {
-        return None;
-    }
-    let repo = provider.get("repository")?.as_str()?;
-    let repo = if repo.contains('/') {
-        repo.to_owned()
-    } else {
-        format!("{owner}/{repo}")
-    };
-    Some((repo, file.to_owned()))
 }
 
 /// Why some of what an answer shows may be old or missing, flattened into the answers the

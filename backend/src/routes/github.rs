@@ -6,9 +6,8 @@ use axum::Json;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::Value;
-use tower_shared::provisioning::{
-    first_environment, parse_request_title, FirstEnvironment, PENDING_MERGED_WINDOW,
-};
+use tower_shared::hangar::{self, parse_request_title};
+use tower_shared::provisioning::{first_environment, FirstEnvironment};
 use tower_shared::snapshot::PullRequest;
 
 use super::params::{self, Query};
@@ -103,12 +102,7 @@ pub async fn pending_requests(
     let requests = pulls_of(&state, &repo)
         .await?
         .iter()
-        .filter(|pr| {
-            pr.is_open()
-                || pr
-                    .merged_at
-                    .is_some_and(|at| at <= now && now - at <= PENDING_MERGED_WINDOW)
-        })
+        .filter(|pr| hangar::is_pending_request(pr, now))
         .filter_map(request_of)
         .collect();
     Ok(Json(Pending {
@@ -128,13 +122,7 @@ pub async fn request_pr(
     let kind = params::kind(&query, "kind")?;
     let name = params::dns_label(&query, "name")?;
     let pulls = pulls_of(&state, &repo).await?;
-    pulls
-        .iter()
-        .filter(|pr| {
-            parse_request_title(&pr.title)
-                .is_some_and(|t| t.name == name && t.kind.is_none_or(|k| k == kind))
-        })
-        .min_by_key(|pr| (!pr.is_merged(), !pr.is_open(), std::cmp::Reverse(pr.number)))
+    hangar::request_pr(&pulls, name, Some(kind))
         .and_then(request_of)
         .map(Json)
         .ok_or_else(|| ApiError::Unknown {
@@ -162,12 +150,7 @@ pub async fn cicd(State(state): State<AppState>, query: Query) -> Result<Json<Ci
     let app = params::dns_label(&query, "app")?;
     let github = github(&state)?;
     let snapshot = state.source.snapshot();
-    let Some((repo, path)) = crate::live::cicd_location(&snapshot, github.owner(), app) else {
-        return Err(ApiError::Unknown {
-            field: "app",
-            message: format!("Tower cannot tell where {app}'s cicd.yaml lives"),
-        });
-    };
+    let (repo, path) = hangar::cicd_location(&snapshot, github.owner(), app);
     let text = github
         .file(&repo, &path)
         .await

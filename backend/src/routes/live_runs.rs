@@ -5,8 +5,8 @@
 use axum::extract::State;
 use axum::Json;
 use serde::Serialize;
+use tower_shared::hangar::{self, ServiceKind};
 use tower_shared::kube::Object;
-use tower_shared::provisioning::XR_GROUP;
 
 use super::params::{self, Query};
 use super::ApiError;
@@ -34,11 +34,10 @@ pub async fn get(State(state): State<AppState>, query: Query) -> Result<Json<Ans
     let objects = snapshot.cluster(&cluster);
     let xr = objects
         .iter()
-        .find(|o| o.group() == XR_GROUP && o.metadata.name == app);
+        .find(|o| hangar::is_xr(o) && o.metadata.name == app);
     let namespace = match given {
         Some(ns) => ns.to_owned(),
-        None if xr.is_some_and(|o| o.kind == "InfraService") => format!("infra-{app}-cicd"),
-        None => format!("app-{app}-cicd"),
+        None => hangar::cicd_namespace(app, xr.and_then(|o| ServiceKind::from_kind(&o.kind))),
     };
     let runs = |kind: &str| -> Vec<Object> {
         let mut runs: Vec<Object> = objects

@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 
-use tower_shared::provisioning::{is_dns_label, ServiceKind};
+use tower_shared::hangar::{is_dns_label, ServiceKind};
 
 use super::ApiError;
 use crate::config::is_github_name;

@@ -11,10 +11,9 @@ use crate::tekton::{PipelineRun, TaskRun};
 
 use super::model::ServiceKind;
 use super::records::{Application, Composed, Rollout, Xr};
-use super::request::{parse_request_title, RequestTitle};
 use super::steps::Prepared;
 use super::typical::Typicals;
-use super::XR_GROUP;
+use crate::hangar::{self, parse_request_title, RequestTitle};
 
 /// Tekton objects of one namespace.
 #[derive(Debug, Default)]
@@ -102,10 +101,7 @@ impl<'a> World<'a> {
         xrs.dedup_by(|a, b| a.name() == b.name());
         world.xr_names = xrs.iter().map(Xr::name).collect();
         for entity in snapshot.catalog.iter().flatten() {
-            let declared = entity
-                .metadata
-                .annotations
-                .get(crate::cloud::DEPLOY_TARGET_KEY);
+            let declared = entity.metadata.annotations.get(hangar::DEPLOY_TARGET_KEY);
             if let Some(target) = declared.and_then(|id| CloudTarget::from_id(id)) {
                 world
                     .catalog_targets
@@ -170,13 +166,13 @@ impl<'a> World<'a> {
                     .push(Application::new(cluster, object));
             }
             _ if !on_control_plane => {}
-            kind if group == XR_GROUP && ServiceKind::from_kind(kind).is_some() => {
+            kind if group == hangar::XR_GROUP && ServiceKind::from_kind(kind).is_some() => {
                 if let Some(kind) = ServiceKind::from_kind(kind) {
                     xrs.push(Xr::new(object, kind));
                 }
             }
             "Project" if group.contains("infisical") => {
-                let composite = object.label("crossplane.io/composite");
+                let composite = object.label(hangar::COMPOSITE_LABEL);
                 for key in std::iter::once(object.name()).chain(composite) {
                     self.infisical_projects.entry(key).or_default().push(object);
                 }
@@ -190,7 +186,7 @@ impl<'a> World<'a> {
                 }
             }
             "Repository" | "RepositoryFile" if group.starts_with("repo.github.") => {
-                if let Some(composite) = object.label("crossplane.io/composite") {
+                if let Some(composite) = object.label(hangar::COMPOSITE_LABEL) {
                     self.repo_objects
                         .entry(composite)
                         .or_default()

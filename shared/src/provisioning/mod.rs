@@ -10,14 +10,13 @@
 //!
 //! Module map: [`model`] (output types), `index` ([`World`]: the snapshot filed for lookups),
 //! `records` (compact per-object facts), `steps`
-//! (one function per step), `request` (request PR titles), `cicd` (the first environment),
+//! (one function per step), `cicd` (the first environment),
 //! `typical` (typical durations).
 
 mod cicd;
 mod index;
 pub mod model;
 mod records;
-mod request;
 mod steps;
 mod typical;
 
@@ -29,13 +28,9 @@ use crate::snapshot::{Observation, RecordedRun, Snapshot};
 
 pub use cicd::{first_environment, FirstEnvironment};
 pub use model::*;
-pub use request::{is_dns_label, parse_request_title, RequestTitle};
 
 pub use index::World;
 pub use typical::{Typicals, MIN_SAMPLES, NEWEST_RUNS};
-
-/// The API group of the Hangar XRs.
-pub const XR_GROUP: &str = "catalog.hangar.io";
 
 /// An XR older than this is no longer tracked.
 pub const TRACKED_FOR: Duration = Duration::hours(24);
@@ -44,8 +39,6 @@ pub const TRACKED_FOR: Duration = Duration::hours(24);
 pub const STALLED_AFTER: Duration = Duration::hours(4);
 /// A finished service stays on the strip this long.
 pub const FINISHED_SHOWN_FOR: Duration = Duration::minutes(15);
-/// Merged request PRs stay pending this long while the XR does not exist.
-pub const PENDING_MERGED_WINDOW: Duration = Duration::minutes(30);
 /// A built app with no Rollout after this long gets a "what is missing" hint.
 pub const ROLLOUT_HINT_AFTER: Duration = Duration::minutes(5);
 

@@ -7,6 +7,8 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+pub use crate::hangar::ServiceKind;
+
 /// The derived provisioning state of every service Tower is tracking.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Provisioning {
@@ -45,55 +47,6 @@ pub enum Group {
     Stalled,
     /// Every step done; shown for 15 minutes after the last one.
     Finished,
-}
-
-/// The Hangar XR kinds (group `catalog.hangar.io`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub enum ServiceKind {
-    NodeJS,
-    SpringBoot,
-    Python,
-    Go,
-    LambdaFunction,
-    AzureFunction,
-    InfraService,
-}
-
-impl ServiceKind {
-    pub const ALL: [Self; 7] = [
-        Self::NodeJS,
-        Self::SpringBoot,
-        Self::Python,
-        Self::Go,
-        Self::LambdaFunction,
-        Self::AzureFunction,
-        Self::InfraService,
-    ];
-
-    /// Reads an XR kind as Kubernetes spells it.
-    pub fn from_kind(kind: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|k| k.as_str() == kind)
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::NodeJS => "NodeJS",
-            Self::SpringBoot => "SpringBoot",
-            Self::Python => "Python",
-            Self::Go => "Go",
-            Self::LambdaFunction => "LambdaFunction",
-            Self::AzureFunction => "AzureFunction",
-            Self::InfraService => "InfraService",
-        }
-    }
-
-    pub fn is_function(self) -> bool {
-        matches!(self, Self::LambdaFunction | Self::AzureFunction)
-    }
-
-    pub fn is_infra(self) -> bool {
-        self == Self::InfraService
-    }
 }
 
 /// The steps, by stable id.

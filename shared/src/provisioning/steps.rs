@@ -7,6 +7,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 
 use crate::cloud::{self, CloudDeploys, CloudTarget};
+use crate::hangar::{self, ARGOCD_NAMESPACE};
 use crate::snapshot::{Observation, PullRequest};
 use crate::tekton::{PipelineRun, RunStatus, TaskRun};
 
@@ -15,9 +16,7 @@ use super::index::World;
 use super::model::*;
 use super::records::{Application, Composed, Rollout, Xr};
 use super::typical::Typicals;
-use super::{
-    FINISHED_SHOWN_FOR, PENDING_MERGED_WINDOW, ROLLOUT_HINT_AFTER, STALLED_AFTER, TRACKED_FOR,
-};
+use super::{FINISHED_SHOWN_FOR, ROLLOUT_HINT_AFTER, STALLED_AFTER, TRACKED_FOR};
 
 /// A step before its duration and typical are filled in.
 #[derive(Debug)]
@@ -89,11 +88,6 @@ impl Draft {
 }
 
 /// Seconds from `from` to `to`; `None` when either is unknown or `to` is earlier.
-fn starts_with_ignoring_case(text: &str, prefix: &str) -> bool {
-    text.get(..prefix.len())
-        .is_some_and(|head| head.eq_ignore_ascii_case(prefix))
-}
-
 fn seconds(from: Option<DateTime<Utc>>, to: Option<DateTime<Utc>>) -> Option<u64> {
     u64::try_from((to? - from?).num_seconds()).ok()
 }
@@ -188,21 +182,15 @@ impl<'a> Facts<'a> {
         let snapshot = index.snapshot;
         let kind = xr.kind;
         let name = xr.name();
-        let cicd_namespace = if kind.is_infra() {
-            format!("infra-{name}-cicd")
-        } else {
-            cloud::cicd_namespace(name)
-        };
+        let cicd_namespace = hangar::cicd_namespace(name, Some(kind));
         let runs = index.runs(&cicd_namespace);
         let (pipeline_runs, task_runs) = runs.map_or((&[][..], &[][..]), |r| {
             (r.pipeline_runs.as_slice(), r.task_runs.as_slice())
         });
         let first_build = pipeline_runs
             .iter()
-            .filter(|run| run.pipeline() == Some("build"))
-            .filter(|run| {
-                !run.name().contains("onboarding-resync") && !run.name().contains("values-check")
-            })
+            .filter(|run| run.pipeline() == Some(hangar::BUILD_PIPELINE))
+            .filter(|run| !hangar::is_glidepath_run(run.name()))
             .min_by_key(|run| (run.started_at(), run.name()))
             .copied();
         let build_tasks = first_build.map_or_else(Vec::new, |build| {
@@ -245,10 +233,14 @@ impl<'a> Facts<'a> {
                 .is_infra()
                 .then(|| {
                     index
-                        .applications(&format!("{name}-dev"))
+                        .applications(&hangar::env_application(name, "dev"))
                         .iter()
                         .min_by_key(|app| {
-                            (app.namespace != Some("argocd"), app.cluster, app.namespace)
+                            (
+                                app.namespace != Some(ARGOCD_NAMESPACE),
+                                app.cluster,
+                                app.namespace,
+                            )
                         })
                         .copied()
                 })
@@ -265,21 +257,10 @@ impl Facts<'_> {
     }
 }
 
-/// The request PR for the XR `name` of `kind`: merged first, then the newest.
+/// The request PR for the XR `name` of `kind` ([`hangar::request_pr`]).
 fn request_pr<'a>(index: &World<'a>, name: &str, kind: ServiceKind) -> Option<&'a PullRequest> {
     let candidates = index.request_prs.get(name)?;
-    candidates
-        .iter()
-        .filter(|(_, title)| title.kind.is_none_or(|k| k == kind))
-        .map(|(pr, _)| *pr)
-        .min_by_key(|pr| {
-            (
-                pr.merged_at.is_none(),
-                pr.is_abandoned(),
-                std::cmp::Reverse(pr.created_at),
-                pr.number,
-            )
-        })
+    hangar::request_pr(candidates.iter().map(|(pr, _)| *pr), name, Some(kind))
 }
 
 /// What a step function reads: the world and the service's facts.
@@ -386,7 +367,7 @@ fn first_env_rollouts<'a>(
         .cluster
         .as_deref()
         .unwrap_or(&index.snapshot.control_plane_cluster);
-    let namespace = format!("app-{name}-{}", env.name);
+    let namespace = hangar::env_namespace(name, &env.name);
     let mut rollouts = index.rollouts(cluster, &namespace).to_vec();
     rollouts.sort_by_key(|r| (r.name != name, r.name));
     rollouts
@@ -580,13 +561,13 @@ fn dev_cluster(ctx: &Ctx<'_, '_>) -> Draft {
 }
 
 fn cicd_onboarded(ctx: &Ctx<'_, '_>) -> Draft {
-    let app_name = format!("{}-cicd", ctx.name);
+    let app_name = hangar::cicd_application(ctx.name);
     let control_plane = ctx.index.snapshot.control_plane_cluster.as_str();
     let app = ctx
         .index
         .applications(&app_name)
         .iter()
-        .filter(|app| app.cluster == control_plane && app.namespace == Some("argocd"))
+        .filter(|app| app.cluster == control_plane && app.namespace == Some(ARGOCD_NAMESPACE))
         .min_by_key(|app| app.uid);
     match ctx.xr.cicd_onboarded {
         Some(c) if c.is_true() => match app {
@@ -652,10 +633,10 @@ fn repositories(ctx: &Ctx<'_, '_>) -> Draft {
         for o in objects.iter().filter(|o| o.kind() == "Repository") {
             if let Some(url) = o.html_url {
                 let repo = url.rsplit('/').next().unwrap_or_default();
-                let title = if repo.starts_with("gitops-") {
-                    "GitOps repo"
-                } else {
+                let title = if repo == hangar::source_repo(ctx.name) {
                     "Source repo"
+                } else {
+                    "GitOps repo"
                 };
                 draft = draft.link(title, Some(url));
             }
@@ -702,19 +683,14 @@ fn catalog(ctx: &Ctx<'_, '_>) -> Draft {
 }
 
 fn onboarding_prs(ctx: &Ctx<'_, '_>) -> Draft {
-    let gitops = format!("gitops-{}", ctx.name);
-    let repos: Vec<&str> = if ctx.kind.is_function() {
-        vec![ctx.name]
-    } else {
-        vec![ctx.name, gitops.as_str()]
-    };
+    let repos = hangar::repos(ctx.name, Some(ctx.kind));
     let mut prs: Vec<&PullRequest> = repos
         .iter()
         .filter_map(|repo| {
             ctx.index
                 .prs_in_repo(repo)
                 .iter()
-                .filter(|pr| starts_with_ignoring_case(&pr.title, "onboarding:"))
+                .filter(|pr| hangar::is_onboarding_pr(&pr.title))
                 .min_by_key(|pr| (pr.is_abandoned(), pr.merged_at.is_none(), pr.number))
                 .copied()
         })
@@ -859,7 +835,7 @@ fn first_build_step(ctx: &Ctx<'_, '_>) -> Draft {
 
 fn running_healthy(ctx: &Ctx<'_, '_>) -> Draft {
     let env = &ctx.env;
-    let namespace = format!("app-{}-{}", ctx.name, env.name);
+    let namespace = hangar::env_namespace(ctx.name, &env.name);
     let built_at = ctx.build_succeeded_at();
     if let Some(rollout) = ctx.rollouts.first() {
         if rollout.is_healthy() {
@@ -894,7 +870,7 @@ fn running_healthy(ctx: &Ctx<'_, '_>) -> Draft {
     let hint = if env.flight {
         let release = ctx
             .index
-            .prs_in_repo(&format!("gitops-{}", ctx.name))
+            .prs_in_repo(&hangar::gitops_repo(ctx.name, Some(ctx.kind)))
             .iter()
             .filter(|pr| pr.is_open() && pr.title.to_ascii_lowercase().contains("release"))
             .min_by_key(|pr| pr.number)
@@ -916,10 +892,14 @@ fn running_healthy(ctx: &Ctx<'_, '_>) -> Draft {
         )
     } else {
         format!(
-            "No Rollout in {namespace} yet: check that glidepath/envs/{}.yaml exists in gitops-{}{}",
-            env.name,
-            ctx.name,
-            if env.has_deploy_stage.is_none() { " and cicd.yaml has a deploy stage" } else { "" }
+            "No Rollout in {namespace} yet: check that {} exists in {}{}",
+            hangar::env_file(&env.name),
+            hangar::gitops_repo(ctx.name, Some(ctx.kind)),
+            if env.has_deploy_stage.is_none() {
+                " and cicd.yaml has a deploy stage"
+            } else {
+                ""
+            }
         )
     };
     let mut draft = Draft::running(
@@ -973,12 +953,13 @@ fn first_environment_up(
         return Draft::running(
             after,
             format!(
-                "Create glidepath/envs/dev.yaml in gitops-infra-{} (Configure › Environments › dev › Values), then add the component",
-                ctx.name
+                "Create {} in {} (Configure › Environments › dev › Values), then add the component",
+                hangar::env_file("dev"),
+                hangar::gitops_repo(ctx.name, Some(ctx.kind))
             ),
         );
     };
-    let app_name = format!("{}-dev", ctx.name);
+    let app_name = hangar::env_application(ctx.name, "dev");
     match (app.sync, app.health) {
         ("Synced", "Healthy") => Draft::done(after, app.health_since),
         (_, "Degraded") => Draft::failed(
@@ -1047,19 +1028,15 @@ pub fn pending_requests(index: &World<'_>, now: DateTime<Utc>) -> Vec<ServicePro
         if index.has_xr(name) {
             continue;
         }
-        let pr = prs
+        let pending_prs = prs
             .iter()
-            .filter(|(pr, _)| {
-                pr.is_open()
-                    || pr
-                        .merged_at
-                        .is_some_and(|m| now - m <= PENDING_MERGED_WINDOW)
-            })
-            .min_by_key(|(pr, _)| (!pr.is_open(), std::cmp::Reverse(pr.created_at), pr.number));
-        let Some(&(pr, title)) = pr else {
+            .map(|(pr, _)| *pr)
+            .filter(|pr| hangar::is_pending_request(pr, now));
+        let Some(pr) = hangar::request_pr(pending_prs, name, None) else {
             continue;
         };
-        pending.push(pending_service(index, now, pr, title.kind, name));
+        let kind = hangar::parse_request_title(&pr.title).and_then(|t| t.kind);
+        pending.push(pending_service(index, now, pr, kind, name));
     }
     pending
 }

@@ -1,0 +1,613 @@
+//! Hangar's platform rules, in one place: how the platform names namespaces, repositories,
+//! Argo CD Applications and labels; which XR kinds it has; which pull request asks for a
+//! service and whether that request is still pending; which Kubernetes kinds Tower watches.
+//!
+//! Every other module asks here instead of spelling a rule inline (`format!("app-{s}-cicd")`
+//! in two places drifts apart: it did). The rules follow `provisioning.md`:
+//! - an application's CI/CD objects live in `app-<service>-cicd`, an InfraService's in
+//!   `infra-<service>-cicd`; each environment's in `app-<service>-<env>` (every kind), where
+//!   an environment name is one word;
+//! - an application's repositories are `<service>` (source) and `gitops-<service>`; a function
+//!   has no GitOps repo; an InfraService has only `gitops-infra-<service>`;
+//! - Argo CD Applications are `<service>-cicd` (the platform's CI/CD app) and
+//!   `<service>-<env>` (one per environment, labelled `hangar.io/app` and
+//!   `hangar.io/environment`), in namespace `argocd`;
+//! - a request PR is titled `Create <Kind> <name>`, `Create <Kind> Resource <name>` or
+//!   `Create Resource <name>` in the cluster's tenants repo.
+
+use chrono::{DateTime, Duration, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::kube::Object;
+use crate::snapshot::{PullRequest, Snapshot};
+
+/// The API group of the Hangar XRs.
+pub const XR_GROUP: &str = "catalog.hangar.io";
+/// The namespace of the Argo CD Applications Tower reads.
+pub const ARGOCD_NAMESPACE: &str = "argocd";
+/// The label Hangar's ApplicationSets put on each Application: the app it deploys.
+pub const APP_LABEL: &str = "hangar.io/app";
+/// The label naming an Application's environment.
+pub const ENVIRONMENT_LABEL: &str = "hangar.io/environment";
+/// The label Crossplane puts on every composed resource: its XR's name.
+pub const COMPOSITE_LABEL: &str = "crossplane.io/composite";
+/// The annotation (or label) on a service's XR or catalog entity naming its deploy target.
+pub const DEPLOY_TARGET_KEY: &str = "hangar.io/deploy-target";
+/// The Tekton pipeline that builds an application (`tekton.dev/pipeline=build`).
+pub const BUILD_PIPELINE: &str = "build";
+/// Where `cicd.yaml` lives in the GitOps repo when no scaffold file says otherwise.
+pub const DEFAULT_CICD_PATH: &str = "glidepath/cicd.yaml";
+/// Merged request PRs stay pending this long while the XR does not exist.
+pub const PENDING_MERGED_WINDOW: Duration = Duration::minutes(30);
+
+/// The Hangar XR kinds (group `catalog.hangar.io`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum ServiceKind {
+    NodeJS,
+    SpringBoot,
+    Python,
+    Go,
+    LambdaFunction,
+    AzureFunction,
+    InfraService,
+}
+
+impl ServiceKind {
+    pub const ALL: [Self; 7] = [
+        Self::NodeJS,
+        Self::SpringBoot,
+        Self::Python,
+        Self::Go,
+        Self::LambdaFunction,
+        Self::AzureFunction,
+        Self::InfraService,
+    ];
+
+    /// Reads an XR kind as Kubernetes spells it.
+    pub fn from_kind(kind: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.as_str() == kind)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::NodeJS => "NodeJS",
+            Self::SpringBoot => "SpringBoot",
+            Self::Python => "Python",
+            Self::Go => "Go",
+            Self::LambdaFunction => "LambdaFunction",
+            Self::AzureFunction => "AzureFunction",
+            Self::InfraService => "InfraService",
+        }
+    }
+
+    pub fn is_function(self) -> bool {
+        matches!(self, Self::LambdaFunction | Self::AzureFunction)
+    }
+
+    pub fn is_infra(self) -> bool {
+        self == Self::InfraService
+    }
+}
+
+/// A Kubernetes object name as Hangar services use them (RFC 1123 label).
+pub fn is_dns_label(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 63
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !name.starts_with('-')
+        && !name.ends_with('-')
+}
+
+/// Whether `object` is a Hangar XR (any of [`ServiceKind`]).
+pub fn is_xr(object: &Object) -> bool {
+    object.group() == XR_GROUP && ServiceKind::from_kind(&object.kind).is_some()
+}
+
+/// The namespace of a service's CI/CD objects (Tekton runs, SecretStore):
+/// `infra-<s>-cicd` for an InfraService, `app-<s>-cicd` for everything else (and when the
+/// kind is not known).
+pub fn cicd_namespace(service: &str, kind: Option<ServiceKind>) -> String {
+    if kind.is_some_and(ServiceKind::is_infra) {
+        format!("infra-{service}-cicd")
+    } else {
+        format!("app-{service}-cicd")
+    }
+}
+
+/// The namespace a service runs in in environment `env`: `app-<s>-<env>` (every kind).
+pub fn env_namespace(service: &str, env: &str) -> String {
+    format!("app-{service}-{env}")
+}
+
+/// The service a namespace belongs to, and what it holds: `app-<s>-cicd` /
+/// `infra-<s>-cicd` → CI/CD, `app-<s>-<env>` → that environment (one word).
+pub fn namespace_owner(namespace: &str) -> Option<(&str, NamespaceRole<'_>)> {
+    if let Some(service) = namespace
+        .strip_prefix("infra-")
+        .and_then(|rest| rest.strip_suffix("-cicd"))
+    {
+        return is_dns_label(service).then_some((service, NamespaceRole::Cicd));
+    }
+    let (service, env) = namespace.strip_prefix("app-")?.rsplit_once('-')?;
+    if !is_dns_label(service) || env.is_empty() {
+        return None;
+    }
+    Some(match env {
+        "cicd" => (service, NamespaceRole::Cicd),
+        env => (service, NamespaceRole::Environment(env)),
+    })
+}
+
+/// What a service's namespace holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NamespaceRole<'a> {
+    Cicd,
+    Environment(&'a str),
+}
+
+/// The platform's own Argo CD Application for a service's CI/CD: `<s>-cicd`.
+pub fn cicd_application(service: &str) -> String {
+    format!("{service}-cicd")
+}
+
+/// The Argo CD Application deploying a service to `env`: `<s>-<env>`.
+pub fn env_application(service: &str, env: &str) -> String {
+    format!("{service}-{env}")
+}
+
+/// The service an object belongs to, by the platform's rules, in this order: an XR is the
+/// service; a composed resource names it in `crossplane.io/composite`; an Application in
+/// `hangar.io/app` or, unlabelled, by its name `<s>-<env>`; anything else by its namespace.
+/// `None` for objects of no service (the platform's own).
+pub fn service_of(object: &Object) -> Option<&str> {
+    if is_xr(object) {
+        return Some(object.name());
+    }
+    if let Some(composite) = object.label(COMPOSITE_LABEL) {
+        return Some(composite);
+    }
+    if is_application(object) {
+        return application_service(object);
+    }
+    namespace_service(object)
+}
+
+/// Whether `object` belongs to `service` by any of [`service_of`]'s rules, or is named
+/// after it (e.g. an Infisical Project or the CI/CD child XR).
+pub fn belongs_to(object: &Object, service: &str) -> bool {
+    object.name() == service
+        || object.label(COMPOSITE_LABEL) == Some(service)
+        || namespace_service(object) == Some(service)
+        || (is_application(object) && application_service(object) == Some(service))
+}
+
+fn is_application(object: &Object) -> bool {
+    object.kind == "Application" && object.group() == "argoproj.io"
+}
+
+/// An Application's service: its `hangar.io/app` label, else its name without the last
+/// word (`<s>-cicd`, `<s>-<env>`).
+fn application_service(object: &Object) -> Option<&str> {
+    object.label(APP_LABEL).or_else(|| {
+        object
+            .name()
+            .rsplit_once('-')
+            .map(|(service, _)| service)
+            .filter(|s| is_dns_label(s))
+    })
+}
+
+fn namespace_service(object: &Object) -> Option<&str> {
+    object
+        .namespace()
+        .and_then(namespace_owner)
+        .map(|(service, _)| service)
+}
+
+/// The source repository's name (without owner): the service's own name.
+pub fn source_repo(service: &str) -> &str {
+    service
+}
+
+/// The GitOps repository's name: `gitops-infra-<s>` for an InfraService, else `gitops-<s>`.
+pub fn gitops_repo(service: &str, kind: Option<ServiceKind>) -> String {
+    if kind.is_some_and(ServiceKind::is_infra) {
+        format!("gitops-infra-{service}")
+    } else {
+        format!("gitops-{service}")
+    }
+}
+
+/// The repositories (names without owner) a service of `kind` has: an application's source
+/// and GitOps repos, a function's source repo, an InfraService's GitOps repo. With the kind
+/// unknown, every name it could have.
+pub fn repos(service: &str, kind: Option<ServiceKind>) -> Vec<String> {
+    match kind {
+        Some(k) if k.is_infra() => vec![gitops_repo(service, kind)],
+        Some(k) if k.is_function() => vec![source_repo(service).to_owned()],
+        Some(_) => vec![source_repo(service).to_owned(), gitops_repo(service, kind)],
+        None => vec![
+            source_repo(service).to_owned(),
+            gitops_repo(service, None),
+            gitops_repo(service, Some(ServiceKind::InfraService)),
+        ],
+    }
+}
+
+/// The service a repository (name without owner) belongs to: `gitops-infra-<s>` and
+/// `gitops-<s>` are `<s>`'s, any other is a source repo named after its service.
+pub fn service_of_repo(repo_name: &str) -> Option<&str> {
+    let service = repo_name
+        .strip_prefix("gitops-infra-")
+        .or_else(|| repo_name.strip_prefix("gitops-"))
+        .unwrap_or(repo_name);
+    is_dns_label(service).then_some(service)
+}
+
+/// An environment's values file in the GitOps repo.
+pub fn env_file(env: &str) -> String {
+    format!("glidepath/envs/{env}.yaml")
+}
+
+/// Whether a PR title is one of Glidepath's "Onboarding: re-sync …" PRs.
+pub fn is_onboarding_pr(title: &str) -> bool {
+    const PREFIX: &str = "onboarding:";
+    title
+        .get(..PREFIX.len())
+        .is_some_and(|head| head.eq_ignore_ascii_case(PREFIX))
+}
+
+/// Whether a PipelineRun is one of Glidepath's own runs in the CI/CD namespace
+/// (`onboarding-resync`, `values-check`): they finish before any build exists and say
+/// nothing about the app's build.
+pub fn is_glidepath_run(name: &str) -> bool {
+    name.contains("onboarding-resync") || name.contains("values-check")
+}
+
+/// What a request PR's title asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RequestTitle<'a> {
+    /// The kind, when the title names one.
+    pub kind: Option<ServiceKind>,
+    pub name: &'a str,
+}
+
+/// Reads a request PR title; `None` for any other title.
+pub fn parse_request_title(title: &str) -> Option<RequestTitle<'_>> {
+    let words: Vec<&str> = title.split_whitespace().collect();
+    let (&first, rest) = words.split_first()?;
+    let (&name, middle) = rest.split_last()?;
+    if first != "Create" || middle.is_empty() || middle.len() > 2 || !is_dns_label(name) {
+        return None;
+    }
+    let mut kind = None;
+    for (i, word) in middle.iter().enumerate() {
+        match (ServiceKind::from_kind(word), *word) {
+            (Some(k), _) if i == 0 && kind.is_none() => kind = Some(k),
+            (None, "Resource") if i == middle.len() - 1 => {}
+            _ => return None,
+        }
+    }
+    Some(RequestTitle { kind, name })
+}
+
+/// Whether a request PR still counts as pending while its XR does not exist: open, or
+/// merged no more than [`PENDING_MERGED_WINDOW`] before `now` (a merge stamped slightly
+/// after `now`, by a clock ahead of Tower's, counts as just merged).
+pub fn is_pending_request(pr: &PullRequest, now: DateTime<Utc>) -> bool {
+    pr.is_open()
+        || pr
+            .merged_at
+            .is_some_and(|merged| now - merged <= PENDING_MERGED_WINDOW)
+}
+
+/// The request PR for service `name` among `prs` (any titles): titled for `name` with a
+/// kind matching `kind` (a title without a kind matches any); a merged one first, then an
+/// open one, then the newest (by creation, then number). The same choice everywhere.
+pub fn request_pr<'p>(
+    prs: impl IntoIterator<Item = &'p PullRequest>,
+    name: &str,
+    kind: Option<ServiceKind>,
+) -> Option<&'p PullRequest> {
+    prs.into_iter()
+        .filter(|pr| {
+            parse_request_title(&pr.title).is_some_and(|t| {
+                t.name == name && (t.kind.is_none() || kind.is_none() || t.kind == kind)
+            })
+        })
+        .min_by_key(|pr| {
+            (
+                !pr.is_merged(),
+                !pr.is_open(),
+                std::cmp::Reverse(pr.created_at),
+                std::cmp::Reverse(pr.number),
+            )
+        })
+}
+
+/// Where a service's `cicd.yaml` lives, as `(owner/repo, path)`: the repo and file its
+/// scaffold `RepositoryFile` writes (on the control plane), else [`DEFAULT_CICD_PATH`] in
+/// its GitOps repo.
+pub fn cicd_location(snapshot: &Snapshot, owner: &str, service: &str) -> (String, String) {
+    let scaffolded = snapshot
+        .cluster(&snapshot.control_plane_cluster)
+        .iter()
+        .filter(|o| o.kind == "RepositoryFile" && o.label(COMPOSITE_LABEL) == Some(service))
+        .filter_map(|o| repository_file_target(o, owner))
+        .min();
+    scaffolded.unwrap_or_else(|| {
+        (
+            format!("{owner}/{}", gitops_repo(service, None)),
+            DEFAULT_CICD_PATH.to_owned(),
+        )
+    })
+}
+
+fn repository_file_target(object: &Object, owner: &str) -> Option<(String, String)> {
+    let provider = object.spec.get("forProvider")?;
+    let file = provider.get("file")?.as_str()?;
+    if !file.ends_with("cicd.yaml") {
+        return None;
+    }
+    let repo = provider.get("repository")?.as_str()?;
+    let repo = if repo.contains('/') {
+        repo.to_owned()
+    } else {
+        format!("{owner}/{repo}")
+    };
+    Some((repo, file.to_owned()))
+}
+
+/// A Kubernetes resource type Tower reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WatchedKind {
+    /// Empty for the core group.
+    pub group: &'static str,
+    pub version: &'static str,
+    pub kind: &'static str,
+    pub plural: &'static str,
+}
+
+const fn watched(
+    group: &'static str,
+    version: &'static str,
+    kind: &'static str,
+    plural: &'static str,
+) -> WatchedKind {
+    WatchedKind {
+        group,
+        version,
+        kind,
+        plural,
+    }
+}
+
+/// Every type a derivation reads, watched on every cluster. Adding a kind here is the one
+/// step that makes Tower read it; `tests/it/tidy.rs` checks the list against
+/// [`ServiceKind`] and the simulator's resource table. Pods are read on demand, not watched.
+pub const WATCHED_KINDS: &[WatchedKind] = &[
+    watched("", "v1", "Namespace", "namespaces"),
+    watched(XR_GROUP, "v1alpha1", "NodeJS", "nodejs"),
+    watched(XR_GROUP, "v1alpha1", "SpringBoot", "springboots"),
+    watched(XR_GROUP, "v1alpha1", "Python", "pythons"),
+    watched(XR_GROUP, "v1alpha1", "Go", "goes"),
+    watched(XR_GROUP, "v1alpha1", "LambdaFunction", "lambdafunctions"),
+    watched(XR_GROUP, "v1alpha1", "AzureFunction", "azurefunctions"),
+    watched(XR_GROUP, "v1alpha1", "InfraService", "infraservices"),
+    watched("platform.hangar.io", "v1alpha1", "AppCicd", "appcicds"),
+    watched(
+        "secrets.hangar.io",
+        "v1alpha1",
+        "SecretStore",
+        "secretstores",
+    ),
+    watched(
+        "projects.project.infisical.m.hangar.io",
+        "v1alpha1",
+        "Project",
+        "projects",
+    ),
+    watched(
+        "repo.github.m.upbound.io",
+        "v1alpha1",
+        "Repository",
+        "repositories",
+    ),
+    watched(
+        "repo.github.m.upbound.io",
+        "v1alpha1",
+        "RepositoryFile",
+        "repositoryfiles",
+    ),
+    watched("tekton.dev", "v1", "PipelineRun", "pipelineruns"),
+    watched("tekton.dev", "v1", "TaskRun", "taskruns"),
+    watched("argoproj.io", "v1alpha1", "Rollout", "rollouts"),
+    watched("argoproj.io", "v1alpha1", "AnalysisRun", "analysisruns"),
+    watched("argoproj.io", "v1alpha1", "Application", "applications"),
+    watched("apps", "v1", "ReplicaSet", "replicasets"),
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn object(value: serde_json::Value) -> Object {
+        Object::from_value(value).unwrap()
+    }
+
+    fn pr(number: u64, title: &str, created_min: i64, merged_min: Option<i64>) -> PullRequest {
+        let at = |m: i64| {
+            "2026-11-30T10:00:00Z".parse::<DateTime<Utc>>().unwrap() + Duration::minutes(m)
+        };
+        PullRequest {
+            repo: "acme/hangar-tenants".to_owned(),
+            number,
+            title: title.to_owned(),
+            state: if merged_min.is_some() {
+                "closed"
+            } else {
+                "open"
+            }
+            .to_owned(),
+            created_at: Some(at(created_min)),
+            merged_at: merged_min.map(at),
+            closed_at: merged_min.map(at),
+            html_url: None,
+            user: None,
+        }
+    }
+
+    #[test]
+    fn namespaces_and_applications() {
+        assert_eq!(
+            cicd_namespace("shop", Some(ServiceKind::NodeJS)),
+            "app-shop-cicd"
+        );
+        assert_eq!(cicd_namespace("shop", None), "app-shop-cicd");
+        assert_eq!(
+            cicd_namespace("bus", Some(ServiceKind::InfraService)),
+            "infra-bus-cicd"
+        );
+        assert_eq!(env_namespace("shop", "prod"), "app-shop-prod");
+        assert_eq!(cicd_application("shop"), "shop-cicd");
+        assert_eq!(env_application("shop", "dev"), "shop-dev");
+        assert_eq!(
+            namespace_owner("app-shop-v2-cicd"),
+            Some(("shop-v2", NamespaceRole::Cicd))
+        );
+        assert_eq!(
+            namespace_owner("app-shop-prod"),
+            Some(("shop", NamespaceRole::Environment("prod")))
+        );
+        assert_eq!(
+            namespace_owner("infra-events-bus-cicd"),
+            Some(("events-bus", NamespaceRole::Cicd))
+        );
+        assert_eq!(namespace_owner("argocd"), None);
+        assert_eq!(namespace_owner("app-"), None);
+        assert_eq!(namespace_owner("app-shop"), None);
+    }
+
+    #[test]
+    fn repositories() {
+        assert_eq!(
+            repos("shop", Some(ServiceKind::NodeJS)),
+            ["shop", "gitops-shop"]
+        );
+        assert_eq!(repos("thumb", Some(ServiceKind::LambdaFunction)), ["thumb"]);
+        assert_eq!(
+            repos("bus", Some(ServiceKind::InfraService)),
+            ["gitops-infra-bus"]
+        );
+        assert_eq!(repos("x", None), ["x", "gitops-x", "gitops-infra-x"]);
+        assert_eq!(service_of_repo("gitops-infra-bus"), Some("bus"));
+        assert_eq!(service_of_repo("gitops-shop"), Some("shop"));
+        assert_eq!(service_of_repo("shop"), Some("shop"));
+        assert_eq!(service_of_repo("Hangar_Tenants"), None);
+        assert_eq!(env_file("staging"), "glidepath/envs/staging.yaml");
+    }
+
+    #[test]
+    fn objects_belong_to_their_service() {
+        let xr = object(
+            json!({"apiVersion": "catalog.hangar.io/v1alpha1", "kind": "NodeJS",
+            "metadata": {"name": "shop"}}),
+        );
+        let run = object(json!({"apiVersion": "tekton.dev/v1", "kind": "PipelineRun",
+            "metadata": {"name": "b-1", "namespace": "app-shop-v2-cicd"}}));
+        let labelled = object(
+            json!({"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
+            "metadata": {"name": "whatever", "namespace": "argocd",
+                         "labels": {"hangar.io/app": "pay"}}}),
+        );
+        let named = object(
+            json!({"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
+            "metadata": {"name": "shop-v2-cicd", "namespace": "argocd"}}),
+        );
+        let composed = object(json!({"apiVersion": "repo.github.m.upbound.io/v1alpha1",
+            "kind": "Repository", "metadata": {"name": "shop-gitops",
+            "labels": {"crossplane.io/composite": "shop"}}}));
+        let platform = object(json!({"apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": "argocd"}}));
+        assert_eq!(service_of(&xr), Some("shop"));
+        assert_eq!(service_of(&run), Some("shop-v2"));
+        assert_eq!(service_of(&labelled), Some("pay"));
+        assert_eq!(service_of(&named), Some("shop-v2"));
+        assert_eq!(service_of(&composed), Some("shop"));
+        assert_eq!(service_of(&platform), None);
+        assert!(belongs_to(&run, "shop-v2") && !belongs_to(&run, "shop"));
+    }
+
+    #[test]
+    fn request_titles() {
+        let parse = |t| parse_request_title(t).map(|r| (r.kind, r.name));
+        assert_eq!(
+            parse("Create NodeJS shop"),
+            Some((Some(ServiceKind::NodeJS), "shop"))
+        );
+        assert_eq!(
+            parse("Create InfraService Resource rabbit"),
+            Some((Some(ServiceKind::InfraService), "rabbit"))
+        );
+        assert_eq!(parse("Create Resource ledger-2"), Some((None, "ledger-2")));
+        assert_eq!(parse("Create shop"), None);
+        assert_eq!(parse("Create new thing"), None);
+        assert_eq!(parse("Create Resource NodeJS shop"), None);
+        assert_eq!(parse("Create NodeJS Shop"), None);
+        assert_eq!(parse("Onboarding: re-sync shop"), None);
+        assert_eq!(parse(""), None);
+        assert!(is_onboarding_pr("ONBOARDING: re-sync shop"));
+        assert!(!is_onboarding_pr("Onboard shop"));
+    }
+
+    #[test]
+    fn the_request_pr_is_merged_then_open_then_newest() {
+        let prs = [
+            pr(1, "Create NodeJS shop", 0, None),
+            pr(2, "Create NodeJS shop", 5, Some(20)),
+            pr(3, "Create Resource shop", 10, None),
+            pr(4, "Create Go shop", 30, Some(40)),
+            pr(5, "Create NodeJS shopfront", 30, Some(40)),
+        ];
+        let chosen = |kind| request_pr(&prs, "shop", kind).map(|p| p.number);
+        // The Go request is for another kind; the merged NodeJS one wins over open ones.
+        assert_eq!(chosen(Some(ServiceKind::NodeJS)), Some(2));
+        // Kind not known (a pending request): every title for the name counts.
+        assert_eq!(chosen(None), Some(4));
+        let open = [prs[0].clone(), prs[2].clone()];
+        assert_eq!(
+            request_pr(&open, "shop", Some(ServiceKind::NodeJS)).map(|p| p.number),
+            Some(3)
+        );
+        assert_eq!(request_pr(&prs, "ledger", None), None);
+    }
+
+    #[test]
+    fn pending_means_open_or_merged_in_the_last_half_hour() {
+        let now = "2026-11-30T11:00:00Z".parse::<DateTime<Utc>>().unwrap();
+        assert!(is_pending_request(&pr(1, "Create Go a", 0, None), now));
+        // Merged at 10:30: exactly 30 minutes ago still counts; 10:29 does not.
+        assert!(is_pending_request(&pr(2, "Create Go a", 0, Some(30)), now));
+        assert!(!is_pending_request(&pr(3, "Create Go a", 0, Some(29)), now));
+        // A merge stamped after `now` (another clock) is a fresh merge.
+        assert!(is_pending_request(&pr(4, "Create Go a", 0, Some(61)), now));
+        let mut closed = pr(5, "Create Go a", 0, None);
+        closed.state = "closed".to_owned();
+        assert!(!is_pending_request(&closed, now));
+    }
+
+    #[test]
+    fn every_service_kind_is_watched() {
+        for kind in ServiceKind::ALL {
+            assert!(
+                WATCHED_KINDS
+                    .iter()
+                    .any(|w| w.group == XR_GROUP && w.kind == kind.as_str()),
+                "{kind:?} is not watched"
+            );
+        }
+    }
+}
