@@ -1,28 +1,38 @@
-//! `cargo bench -p tower-backend --bench api_load`: `GET /api/provisioning` under load.
+//! `cargo bench -p tower-backend --bench api_load`: the views under load, and what it costs
+//! the clusters.
 //!
 //! Starts a simulated platform with 1,000 services at every point of a provision (world
 //! time running at real speed), Tower's live source reading it through kube-rs and
-//! octocrab, and Tower's HTTP server — then load comes from a second process (this binary
-//! again, with `--load`), which keeps 32 connections busy for 15 s and reports latency
-//! percentiles. The parent also reports how many requests Tower sent each simulated
-//! Kubernetes API per minute meanwhile (the goal: no LIST after start-up).
+//! octocrab, and Tower's HTTP server. Load then comes from a second process (this binary
+//! again, with `--load`), 32 connections back to back, as a browser asks (`Accept-Encoding:
+//! br, gzip`, signed in with a Backstage guest token), in three phases of `--seconds` each:
+//! 1. `GET /api/summary` (what every page reads), full answers;
+//! 2. `GET /api/summary` with `If-None-Match` (a page checking again): `304` round trips —
+//!    an answer that changed in between comes back whole and is counted apart;
+//! 3. `GET /api/provisioning` (every service with durations, for tools).
 //!
-//! Options (after `--`): `--services N` (default 1000), `--seconds S` (15),
-//! `--connections C` (32).
+//! Meanwhile the parent counts the requests Tower sends each simulated Kubernetes API, over
+//! an observation window of `--observe` seconds from when Tower is ready (long enough to see
+//! kube-rs re-open its watches, which the API server ends every 290 s).
+//!
+//! Options (after `--`): `--services N` (1000), `--seconds S` (15), `--connections C` (32),
+//! `--observe S` (300).
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use tokio::io::AsyncBufReadExt as _;
-use tower_backend::{app, assets, demo, live};
+use tower_backend::{app, assets, demo, live, state};
 
 #[derive(Debug)]
 struct Options {
     services: usize,
     seconds: u64,
     connections: usize,
+    observe: u64,
     load: Option<String>,
+    conditional: bool,
 }
 
 fn options() -> anyhow::Result<Options> {
@@ -30,7 +40,9 @@ fn options() -> anyhow::Result<Options> {
         services: 1_000,
         seconds: 15,
         connections: 32,
+        observe: 300,
         load: None,
+        conditional: false,
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -39,7 +51,9 @@ fn options() -> anyhow::Result<Options> {
             "--services" => options.services = value()?.parse()?,
             "--seconds" => options.seconds = value()?.parse()?,
             "--connections" => options.connections = value()?.parse()?,
+            "--observe" => options.observe = value()?.parse()?,
             "--load" => options.load = Some(value()?),
+            "--conditional" => options.conditional = true,
             // cargo bench passes `--bench`; libtest filters are not ours.
             _ => {}
         }
@@ -56,8 +70,27 @@ fn main() -> anyhow::Result<()> {
     }
 }
 
-/// The load process: `connections` workers GET `url` back to back for `seconds`; prints
-/// one JSON line with the count and latency percentiles in microseconds.
+/// What one worker saw.
+#[derive(Debug, Default)]
+struct Seen {
+    /// Full answers: latency and bytes on the wire.
+    full: Vec<(Duration, usize)>,
+    not_modified: Vec<Duration>,
+    failures: u64,
+}
+
+fn percentile(sorted: &[Duration], q: f64) -> u128 {
+    #[allow(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        clippy::cast_precision_loss
+    )]
+    let index = ((sorted.len() as f64 - 1.0) * q).round() as usize;
+    sorted.get(index).map_or(0, Duration::as_micros)
+}
+
+/// The load process: `connections` workers GET `url` back to back for `seconds`; prints one
+/// JSON line with counts and latency percentiles (µs) of full and `304` answers.
 async fn load(url: &str, options: &Options) -> anyhow::Result<()> {
     // The parent signs in as the simulated Backstage's guest and hands the token over.
     let mut headers = reqwest::header::HeaderMap::new();
@@ -67,52 +100,133 @@ async fn load(url: &str, options: &Options) -> anyhow::Result<()> {
             reqwest::header::HeaderValue::from_str(&format!("Bearer {token}"))?,
         );
     }
+    headers.insert(
+        reqwest::header::ACCEPT_ENCODING,
+        reqwest::header::HeaderValue::from_static("br, gzip"),
+    );
     let client = reqwest::Client::builder()
         .pool_max_idle_per_host(options.connections)
         .default_headers(headers)
         .build()?;
     let until = Instant::now() + Duration::from_secs(options.seconds);
+    let conditional = options.conditional;
     let workers = (0..options.connections).map(|_| {
         let client = client.clone();
         let url = url.to_owned();
         tokio::spawn(async move {
-            let mut latencies = Vec::new();
-            let mut failures = 0_u64;
+            let mut seen = Seen::default();
+            let mut etag: Option<String> = None;
             while Instant::now() < until {
+                let mut request = client.get(&url);
+                if let (true, Some(etag)) = (conditional, &etag) {
+                    request = request.header(reqwest::header::IF_NONE_MATCH, etag);
+                }
                 let started = Instant::now();
-                match client.get(&url).send().await {
-                    Ok(response) if response.status().is_success() => {
-                        if response.bytes().await.is_ok() {
-                            latencies.push(started.elapsed());
-                        } else {
-                            failures += 1;
-                        }
+                let Ok(response) = request.send().await else {
+                    seen.failures += 1;
+                    continue;
+                };
+                let status = response.status();
+                let tag = response
+                    .headers()
+                    .get(reqwest::header::ETAG)
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned);
+                match (status.as_u16(), response.bytes().await) {
+                    (304, Ok(_)) => seen.not_modified.push(started.elapsed()),
+                    (200, Ok(body)) => {
+                        seen.full.push((started.elapsed(), body.len()));
+                        etag = tag;
                     }
-                    _ => failures += 1,
+                    _ => seen.failures += 1,
                 }
             }
-            (latencies, failures)
+            seen
         })
     });
-    let mut latencies = Vec::new();
+    let mut full: Vec<(Duration, usize)> = Vec::new();
+    let mut not_modified = Vec::new();
     let mut failures = 0;
     for worker in futures::future::join_all(workers).await {
-        let (mine, failed) = worker?;
-        latencies.extend(mine);
-        failures += failed;
+        let seen = worker?;
+        full.extend(seen.full);
+        not_modified.extend(seen.not_modified);
+        failures += seen.failures;
     }
-    latencies.sort_unstable();
-    let at = |q: f64| {
-        latencies
-            .get(((latencies.len() as f64 - 1.0) * q).round() as usize)
-            .map_or(0, |d| d.as_micros())
-    };
+    let bytes = full.iter().map(|(_, b)| *b).sum::<usize>() / full.len().max(1);
+    let mut full: Vec<Duration> = full.into_iter().map(|(d, _)| d).collect();
+    full.sort_unstable();
+    not_modified.sort_unstable();
     println!(
         "{}",
-        serde_json::json!({"requests": latencies.len(), "failures": failures,
-            "p50_us": at(0.50), "p90_us": at(0.90), "p99_us": at(0.99), "max_us": at(1.0)})
+        serde_json::json!({
+            "full": full.len(), "notModified": not_modified.len(), "failures": failures,
+            "bytesPerFullAnswer": bytes,
+            "full_p50_us": percentile(&full, 0.50), "full_p90_us": percentile(&full, 0.90),
+            "full_p99_us": percentile(&full, 0.99), "full_max_us": percentile(&full, 1.0),
+            "nm_p50_us": percentile(&not_modified, 0.50), "nm_p90_us": percentile(&not_modified, 0.90),
+            "nm_p99_us": percentile(&not_modified, 0.99), "nm_max_us": percentile(&not_modified, 1.0),
+        })
     );
     Ok(())
+}
+
+/// Runs one load phase from a second process; its report.
+async fn phase(
+    url: &str,
+    conditional: bool,
+    token: &str,
+    options: &Options,
+) -> anyhow::Result<serde_json::Value> {
+    let mut command = tokio::process::Command::new(std::env::current_exe()?);
+    command
+        .args(["--load", url])
+        .args(["--seconds", &options.seconds.to_string()])
+        .args(["--connections", &options.connections.to_string()])
+        .env("TOWER_BENCH_TOKEN", token)
+        .stdout(Stdio::piped());
+    if conditional {
+        command.arg("--conditional");
+    }
+    let mut child = command.spawn().context("starting the load process")?;
+    let stdout = child.stdout.take().context("no stdout")?;
+    let line = tokio::io::BufReader::new(stdout)
+        .lines()
+        .next_line()
+        .await?
+        .context("the load process printed nothing")?;
+    child.wait().await?;
+    Ok(serde_json::from_str(&line)?)
+}
+
+fn print_phase(what: &str, report: &serde_json::Value, seconds: u64) {
+    let ms = |key: &str| report[key].as_f64().unwrap_or(f64::NAN) / 1000.0;
+    let count = |key: &str| report[key].as_u64().unwrap_or(0);
+    #[allow(clippy::cast_precision_loss)]
+    let rate = |n: u64| n as f64 / seconds as f64;
+    println!("{what}");
+    println!(
+        "  full answers: {} ({:.0}/s), {} bytes each on the wire; p50 {:.2} ms, p90 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
+        count("full"),
+        rate(count("full")),
+        count("bytesPerFullAnswer"),
+        ms("full_p50_us"),
+        ms("full_p90_us"),
+        ms("full_p99_us"),
+        ms("full_max_us"),
+    );
+    if count("notModified") > 0 {
+        println!(
+            "  304 answers: {} ({:.0}/s); p50 {:.2} ms, p90 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
+            count("notModified"),
+            rate(count("notModified")),
+            ms("nm_p50_us"),
+            ms("nm_p90_us"),
+            ms("nm_p99_us"),
+            ms("nm_max_us"),
+        );
+    }
+    println!("  failed: {}", count("failures"));
 }
 
 async fn serve_and_measure(options: &Options) -> anyhow::Result<()> {
@@ -126,7 +240,7 @@ async fn serve_and_measure(options: &Options) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
 
-    let start = chrono::Utc::now();
+    let start = tower_backend::clock::wall();
     let world = demo::World::Custom {
         start,
         stories: hangar_sim::stories::crowd(start, options.services),
@@ -143,9 +257,11 @@ async fn serve_and_measure(options: &Options) -> anyhow::Result<()> {
         "Tower did not read the platform within 5 minutes"
     );
     let ready_after = started.elapsed();
-    let services = live.derived().provisioning.services.len();
-    let body_bytes = live.derived().services_json.get().len();
-    let router = app::router(app::AppState::live(live), &assets::Dist::open(&dist)?);
+    let derived = live.derived();
+    let services = derived.provisioning.services.len();
+    let summary_bytes = derived.views.summary.json().len();
+    let provisioning_bytes = derived.views.provisioning.json().len();
+    let router = app::router(state::AppState::live(live), &assets::Dist::open(&dist)?);
     let server = tokio::spawn(async move { axum::serve(listener, router).await });
 
     let guest: serde_json::Value = reqwest::get(format!(
@@ -161,51 +277,53 @@ async fn serve_and_measure(options: &Options) -> anyhow::Result<()> {
         .to_owned();
     let before = world.served.api_requests();
     let window = Instant::now();
-    let mut child = tokio::process::Command::new(std::env::current_exe()?)
-        .args(["--load", &format!("http://{addr}/api/provisioning")])
-        .args(["--seconds", &options.seconds.to_string()])
-        .args(["--connections", &options.connections.to_string()])
-        .env("TOWER_BENCH_TOKEN", &token)
-        .stdout(Stdio::piped())
-        .spawn()
-        .context("starting the load process")?;
-    let stdout = child.stdout.take().context("no stdout")?;
-    let line = tokio::io::BufReader::new(stdout)
-        .lines()
-        .next_line()
-        .await?
-        .context("the load process printed nothing")?;
-    child.wait().await?;
+    let summary = format!("http://{addr}/api/summary");
+    let provisioning = format!("http://{addr}/api/provisioning");
+    let reports = [
+        (
+            "GET /api/summary",
+            phase(&summary, false, &token, options).await?,
+        ),
+        (
+            "GET /api/summary with If-None-Match",
+            phase(&summary, true, &token, options).await?,
+        ),
+        (
+            "GET /api/provisioning",
+            phase(&provisioning, false, &token, options).await?,
+        ),
+    ];
+    let observe = Duration::from_secs(options.observe);
+    if let Some(rest) = observe.checked_sub(window.elapsed()) {
+        eprintln!(
+            "observing the Kubernetes API requests for {} s more…",
+            rest.as_secs()
+        );
+        tokio::time::sleep(rest).await;
+    }
     let minutes = window.elapsed().as_secs_f64() / 60.0;
     let after = world.served.api_requests();
     server.abort();
 
-    let report: serde_json::Value = serde_json::from_str(&line)?;
-    let ms = |key: &str| report[key].as_f64().unwrap_or(f64::NAN) / 1000.0;
-    let requests = report["requests"].as_f64().unwrap_or(0.0);
     println!(
-        "GET /api/provisioning — {services} services derived ({:.1} MB of JSON), {} connections from a second process, {} s",
-        body_bytes as f64 / 1e6,
+        "{services} services derived; /api/summary {:.2} MB of JSON, /api/provisioning {:.2} MB; {} connections from a second process, {} s per phase",
+        summary_bytes as f64 / 1e6,
+        provisioning_bytes as f64 / 1e6,
         options.connections,
         options.seconds
     );
+    for (what, report) in &reports {
+        print_phase(what, report, options.seconds);
+    }
     println!(
-        "  {requests} requests ({:.0}/s), {} failed; latency p50 {:.2} ms, p90 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
-        requests / options.seconds as f64,
-        report["failures"],
-        ms("p50_us"),
-        ms("p90_us"),
-        ms("p99_us"),
-        ms("max_us"),
-    );
-    println!(
-        "  Tower had read the platform {:.1} s after start",
+        "Tower had read the platform {:.1} s after start",
         ready_after.as_secs_f64()
     );
     for (cluster, now) in &after {
         let then = before.get(cluster).copied().unwrap_or_default();
         println!(
-            "  Kubernetes API requests per minute meanwhile, cluster {cluster}: LIST {:.1}, WATCH {:.1}, GET {:.1}, other {:.1}",
+            "Kubernetes API requests per minute over {:.1} min from ready, cluster {cluster}: LIST {:.1}, WATCH {:.1}, GET {:.1}, other {:.1}",
+            minutes,
             (now.list - then.list) as f64 / minutes,
             (now.watch - then.watch) as f64 / minutes,
             (now.get - then.get) as f64 / minutes,

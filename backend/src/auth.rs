@@ -124,7 +124,7 @@ impl Verifier {
 
     /// [`Verifier::verify`], for a caller that has the token's [`digest`] already.
     async fn verify_digested(&self, token: &str, digest: Digest) -> Result<User, AuthError> {
-        let now = chrono::Utc::now().timestamp();
+        let now = crate::clock::wall().timestamp();
         if let Some((user, exp)) = self.verified_lock().get(&digest) {
             if now < *exp {
                 return Ok(user.clone());
@@ -391,7 +391,11 @@ pub const PUBLIC: &[&str] = &["/readyz", "/auth/config", "/auth/guest"];
 
 fn refuse(status: http::StatusCode, message: String) -> axum::response::Response {
     use axum::response::IntoResponse as _;
-    let body = serde_json::json!({ "error": message, "field": "authorization" });
+    let body = tower_shared::api::ErrorBody {
+        error: message,
+        field: Some("authorization".to_owned()),
+        path: None,
+    };
     (status, axum::Json(body)).into_response()
 }
 
@@ -467,13 +471,13 @@ pub async fn require_caller(
     let writes = is_write(&method);
     if writes {
         if let Err(wait) = gate.take_write(&caller.subject) {
-            use axum::response::IntoResponse as _;
-            let body = serde_json::json!({
-                "error": format!("too many writes from {}; try again in {wait} s", caller.subject),
-                "field": "authorization",
-            });
-            let mut response =
-                (http::StatusCode::TOO_MANY_REQUESTS, axum::Json(body)).into_response();
+            let mut response = refuse(
+                http::StatusCode::TOO_MANY_REQUESTS,
+                format!(
+                    "too many writes from {}; try again in {wait} s",
+                    caller.subject
+                ),
+            );
             response
                 .headers_mut()
                 .insert(http::header::RETRY_AFTER, http::HeaderValue::from(wait));

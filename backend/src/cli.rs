@@ -7,9 +7,12 @@ use std::sync::Arc;
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 
-use crate::app::AppState;
+use crate::clock::Clock;
 use crate::config::Config;
+use crate::state::AppState;
+use crate::views::View;
 use crate::{assets, demo, live, offline, server, source};
+use tower_shared::fleet::Fleet;
 use tower_shared::snapshot::Snapshot;
 
 /// Tower: the delivery console for the Hangar platform.
@@ -145,7 +148,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             let world = match &args.scenario {
                 Some(path) => demo::World::Scenario(demo::read_scenario(path)?),
                 None => demo::World::Stories {
-                    start: chrono::Utc::now(),
+                    start: crate::clock::wall(),
                     seed: args.seed,
                 },
             };
@@ -172,7 +175,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                 None => Config::from_env(env)?,
             };
             let listen = args.listen.unwrap_or(config.listen);
-            let fleet = match &args.fleet_file {
+            let fleet: Option<Fleet> = match &args.fleet_file {
                 Some(path) => {
                     let text = std::fs::read_to_string(path)
                         .with_context(|| format!("reading {}", path.display()))?;
@@ -184,20 +187,18 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             };
             block_on(async move {
                 if !config.clusters.is_empty() {
-                    let mut state =
-                        AppState::live(live::connect(config, live::system_clock()).await?);
-                    state.fleet = fleet.map(Arc::new);
+                    let mut state = AppState::live(live::connect(config, Clock::system()).await?);
+                    state.fleet_file = fleet.map(|f| Arc::new(View::ready(&f)));
                     return server::serve(server::bind(listen).await?, state, dist).await;
                 }
                 let snapshot = match &args.snapshot_file {
                     Some(path) => offline::read_snapshot(path)?,
-                    None => Snapshot::empty(chrono::Utc::now()),
+                    None => Snapshot::empty(crate::clock::wall()),
                 };
-                let source: Arc<dyn source::SnapshotSource> =
-                    Arc::new(source::Fixed(Arc::new(snapshot)));
+                let source: Arc<dyn source::Source> = Arc::new(source::Fixed::new(snapshot, fleet));
                 let history = live::open_history(&config).await?;
-                let gate = crate::auth::Gate::from_config(&config, crate::app::http_client());
-                let state = AppState::fixed(fleet, source, history, gate);
+                let gate = crate::auth::Gate::from_config(&config, crate::outbound::http_client());
+                let state = AppState::fixed(None, source, history, gate);
                 server::serve(server::bind(listen).await?, state, dist).await
             })
         }

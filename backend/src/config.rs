@@ -15,6 +15,7 @@
 //!   apiUrl: https://api.github.com
 //!   owner: acme
 //!   token: ghp_…                            # or app: {appId, installationId, privateKeyFile}
+//!   webhookSecret: …                        # optional: POST /webhooks/github, signed with it
 //! argocd: {url: https://argocd-apps.example.com, token: …}
 //! backstage: {url: https://backstage.example.com, token: …}  # appUrl: when pages live elsewhere
 //! databaseUrl: sqlite:///var/lib/tower/history.db
@@ -26,7 +27,8 @@
 //! ```
 //!
 //! Environment overrides (they win over the file): `TOWER_LISTEN`, `DATABASE_URL`,
-//! `TOWER_DATA_DIR`, `TOWER_GITHUB_TOKEN`, `TOWER_GITHUB_API_URL`, `TOWER_ARGOCD_URL`,
+//! `TOWER_DATA_DIR`, `TOWER_GITHUB_TOKEN`, `TOWER_GITHUB_API_URL`,
+//! `TOWER_GITHUB_WEBHOOK_SECRET`, `TOWER_ARGOCD_URL`,
 //! `TOWER_ARGOCD_TOKEN`, `TOWER_BACKSTAGE_URL`, `TOWER_BACKSTAGE_TOKEN`, `TOWER_FRAME_ANCESTORS`
 //! (comma-separated). Secrets are never printed: `Debug` redacts them.
 
@@ -192,6 +194,11 @@ pub struct GitHubConfig {
     pub token: Option<Secret>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub app: Option<GitHubApp>,
+    /// The secret GitHub signs its webhooks with; set it (and point the organisation's
+    /// webhook at `/webhooks/github`, events "Pull requests" and "Pushes") and pages follow
+    /// PRs within seconds rather than at the next 45 s poll.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub webhook_secret: Option<Secret>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -344,6 +351,9 @@ impl Config {
         }
         if let Some(url) = env("TOWER_GITHUB_API_URL") {
             self.github_mut()?.api_url = url;
+        }
+        if let Some(secret) = env("TOWER_GITHUB_WEBHOOK_SECRET") {
+            self.github_mut()?.webhook_secret = Some(Secret(secret));
         }
         for (service, url_var, token_var) in [
             (&mut self.argocd, "TOWER_ARGOCD_URL", "TOWER_ARGOCD_TOKEN"),

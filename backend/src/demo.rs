@@ -40,12 +40,17 @@ pub struct Demo {
 }
 
 impl Demo {
-    /// The world's clock, as Tower's idea of "now" (so durations move with world time).
-    pub fn clock(&self) -> crate::live::Clock {
+    /// The world's clock as Tower's clock (so durations move with world time), at the speed
+    /// the world runs now.
+    pub fn clock(&self) -> crate::clock::Clock {
         let platform = std::sync::Arc::clone(&self.platform);
-        std::sync::Arc::new(move || platform.clock().now())
+        let speed = self.platform.clock().speed();
+        crate::clock::Clock::new(move || platform.clock().now(), speed)
     }
 }
+
+/// The secret the simulated GitHub signs its webhooks to the demo's Tower with.
+pub const WEBHOOK_SECRET: &str = "demo-webhook-secret";
 
 /// The tenants repo of the simulated platform.
 pub const TENANTS_REPO: &str = "acme/hangar-tenants";
@@ -92,6 +97,11 @@ pub async fn start_world(
     let kubeconfig = kubeconfig.unwrap_or_else(|| dir.join("kubeconfig"));
     served.write_kubeconfig(&kubeconfig)?;
     let config = config_for(&served, &kubeconfig, dir, listen);
+    // GitHub tells Tower when a pull request changes, as an organisation webhook would.
+    platform.set_github_webhook(Some(hangar_sim::platform::Webhook {
+        url: format!("http://{listen}/webhooks/github"),
+        secret: WEBHOOK_SECRET.to_owned(),
+    }));
     let config_path = dir.join("tower.yaml");
     std::fs::write(&config_path, config.to_yaml())
         .with_context(|| format!("writing {}", config_path.display()))?;
@@ -180,6 +190,7 @@ pub fn config_for(
             owner: "acme".to_owned(),
             token: Some(Secret("demo-token".to_owned())),
             app: None,
+            webhook_secret: Some(Secret(WEBHOOK_SECRET.to_owned())),
         }),
         argocd: Some(HttpService {
             url: format!("http://{}", served.argocd),

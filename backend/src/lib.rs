@@ -1,21 +1,26 @@
 //! Tower's backend: a thin axum service that serves the built frontend and the JSON API.
 //!
-//! Module map:
-//! - [`auth`] — Backstage user tokens verified against the Backstage JWKS.
+//! Module map (arrows point down: `app` → `routes` → `state` → `live`/`source` → …):
 //! - [`cli`] — the `tower` command line (clap): `demo`, `serve`, `provisioning`, `cloud-deploys`.
-//! - [`config`] — `tower.yaml` and its environment overrides.
-//! - [`live`] — the live source: kube-rs watch caches per cluster ([`live::kube`]), GitHub
-//!   through octocrab ([`live::github`]), and the deriver thread.
+//! - [`server`] — binding, the "running at" line, graceful shutdown.
+//! - [`app`] — [`app::router`] builds the whole HTTP surface from a [`state::AppState`];
+//!   tests call it directly.
+//! - [`routes`] — one module per JSON endpoint; answers are `tower_shared::api` types.
+//! - [`auth`] — who is calling: Backstage user tokens, tool tokens, an authenticating proxy.
+//! - [`state`] — [`state::AppState`], what the routes read.
+//! - [`source`] — where derivations come from: a snapshot file, or [`live`].
+//! - [`live`] — the live source: kube-rs watch caches per cluster, GitHub through octocrab,
+//!   Backstage's catalog, and the deriver thread that keeps every view ready.
+//! - [`derived`] — a derivation and its views; [`views`] — a view as bytes (ETag, brotli,
+//!   gzip, 304).
 //! - [`history`] — provisioning history in SQLite or PostgreSQL (sqlx).
 //! - [`metrics`] — `/metrics`.
-//! - [`app`] — [`app::router`] builds the whole HTTP surface from an [`app::AppState`];
-//!   tests call it directly.
-//! - [`routes`] — one module per JSON endpoint.
+//! - [`config`] — `tower.yaml` and its environment overrides.
+//! - [`clock`] — Tower's clock, the one place time is read; [`outbound`] — the HTTP client
+//!   for Argo CD and Backstage.
 //! - [`assets`] — the built frontend: content types, precompressed files, cache headers.
 //! - [`offline`] — `tower provisioning` and `tower cloud-deploys`: snapshot file in, JSON out.
 //! - [`demo`] — `tower demo`: starts the simulated platform and writes Tower's config for it.
-//! - [`server`] — binding, the "running at" line, graceful shutdown.
-//! - [`source`] — where the views' objects come from (a snapshot file, or live).
 //!
 //! Invariant: Tower never writes to a cluster. Every change it makes is a Git commit or a
 //! pull request.
@@ -24,12 +29,17 @@ pub mod app;
 pub mod assets;
 pub mod auth;
 pub mod cli;
+pub mod clock;
 pub mod config;
 pub mod demo;
+pub mod derived;
 pub mod history;
 pub mod live;
 pub mod metrics;
 pub mod offline;
+pub mod outbound;
 pub mod routes;
 pub mod server;
 pub mod source;
+pub mod state;
+pub mod views;

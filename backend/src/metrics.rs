@@ -12,7 +12,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
-use crate::app::AppState;
+use crate::live::Live;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RouteLabels {
@@ -97,11 +97,11 @@ impl Default for Metrics {
 }
 
 impl Metrics {
-    /// The text exposition, after reading the live state's gauges.
-    pub fn render(&self, state: &AppState) -> String {
-        if let Some(live) = &state.live {
+    /// The text exposition, after reading the live source's gauges (when there is one).
+    pub fn render(&self, live: Option<&Live>) -> String {
+        if let Some(live) = live {
             let counts = live.clusters().object_counts();
-            for status in live.clusters().status(chrono::Utc::now()) {
+            for status in live.clusters().status() {
                 let labels = ClusterLabels {
                     cluster: status.name.clone(),
                 };
@@ -119,7 +119,7 @@ impl Metrics {
             self.provisioning_services
                 .set(i64::try_from(live.derived().provisioning.services.len()).unwrap_or(i64::MAX));
         }
-        if let Some(github) = &state.github {
+        if let Some(github) = live.and_then(Live::github) {
             let counters = github.counters();
             self.github_requests
                 .set(i64::try_from(counters.requests).unwrap_or(i64::MAX));

@@ -5,8 +5,9 @@ use std::net::SocketAddr;
 
 use anyhow::Context;
 
-use crate::app::{self, AppState};
+use crate::app;
 use crate::assets::Dist;
+use crate::state::AppState;
 
 /// Serves Tower on `addr` until Ctrl-C or SIGTERM, after printing
 /// `Tower is running at http://ADDR/` on stdout (the port is the real one when `addr` asks

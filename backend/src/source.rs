@@ -1,39 +1,85 @@
-//! Where the views' objects come from: a snapshot file ([`Fixed`], `tower serve
-//! --snapshot-file`) or the live clusters and GitHub ([`crate::live::Live`]).
+//! Where the views come from: a snapshot file ([`Fixed`], `tower serve --snapshot-file`) or
+//! the live clusters and GitHub ([`crate::live::Live`]). Either way a [`Derived`] is ready
+//! before anyone asks, so routes only pick bytes.
 
 use std::sync::Arc;
 
-use chrono::{DateTime, Utc};
+use tower_shared::api::Health;
+use tower_shared::fleet::Fleet;
+use tower_shared::provisioning::derive_provisioning;
 use tower_shared::snapshot::Snapshot;
 
-/// Something that can say what Tower knows right now.
-pub trait SnapshotSource: Send + Sync + std::fmt::Debug {
-    /// Everything known (its `now` is when it was taken).
-    fn snapshot(&self) -> Arc<Snapshot>;
-    /// The moment derivations should describe.
-    fn now(&self) -> DateTime<Utc>;
+use crate::clock::Clock;
+use crate::derived::{Derived, Inputs, ServiceViews};
+use crate::views::View;
+
+/// Something that can say what Tower knows right now, derived.
+pub trait Source: Send + Sync + std::fmt::Debug {
+    /// The clock the derivations describe.
+    fn clock(&self) -> &Clock;
+    /// The latest derivation.
+    fn derived(&self) -> Arc<Derived>;
+    /// One service's snapshot view; `None` when nothing of it is known.
+    fn service_snapshot(&self, service: &str) -> Option<Arc<View>>;
 }
 
-/// A snapshot read once from a file; time stands still at its `now`.
+/// A snapshot read once from a file, derived once; time stands still at its `now`.
 #[derive(Debug)]
-pub struct Fixed(pub Arc<Snapshot>);
+pub struct Fixed {
+    clock: Clock,
+    derived: Arc<Derived>,
+    services: ServiceViews,
+}
 
-impl SnapshotSource for Fixed {
-    fn snapshot(&self) -> Arc<Snapshot> {
-        Arc::clone(&self.0)
-    }
-
-    fn now(&self) -> DateTime<Utc> {
-        self.0.now
+impl Fixed {
+    /// Derives `snapshot` at its `now` (with `fleet` instead of the derived fleet, if given).
+    pub fn new(snapshot: Snapshot, fleet: Option<Fleet>) -> Self {
+        let now = snapshot.now;
+        let provisioning = derive_provisioning(&snapshot);
+        let derived = Derived::next(
+            None,
+            Inputs {
+                snapshot: Arc::new(snapshot),
+                provisioning,
+                now,
+                health: Health::default(),
+                fleet_file: fleet.map(Arc::new),
+                generation: 0,
+                github_answered: false,
+            },
+        );
+        Self {
+            clock: Clock::stopped(now),
+            derived: Arc::new(derived),
+            services: ServiceViews::default(),
+        }
     }
 }
 
-impl SnapshotSource for crate::live::Live {
-    fn snapshot(&self) -> Arc<Snapshot> {
-        Arc::clone(&self.derived().snapshot)
+impl Source for Fixed {
+    fn clock(&self) -> &Clock {
+        &self.clock
     }
 
-    fn now(&self) -> DateTime<Utc> {
-        crate::live::Live::now(self)
+    fn derived(&self) -> Arc<Derived> {
+        Arc::clone(&self.derived)
+    }
+
+    fn service_snapshot(&self, service: &str) -> Option<Arc<View>> {
+        self.services.get(&self.derived, service)
+    }
+}
+
+impl Source for crate::live::Live {
+    fn clock(&self) -> &Clock {
+        crate::live::Live::clock(self)
+    }
+
+    fn derived(&self) -> Arc<Derived> {
+        crate::live::Live::derived(self)
+    }
+
+    fn service_snapshot(&self, service: &str) -> Option<Arc<View>> {
+        crate::live::Live::service_snapshot(self, service)
     }
 }

@@ -1,13 +1,22 @@
-//! Requests to Tower's backend. Paths are relative to the page's origin.
+//! Requests to Tower's backend: the only module that knows its URLs. Answers are the
+//! `tower_shared::api` types the backend serialises. Every answer's clock header is handed
+//! to [`crate::clock`]; views are asked for with `If-None-Match`, so an unchanged one costs a
+//! `304` and no body.
 
-use gloo_net::http::Request;
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+use gloo_net::http::{Request, RequestBuilder, Response};
 use serde::de::DeserializeOwned;
+use tower_shared::api::{
+    AuthConfig, CatalogRefresh, ClockReading, ErrorBody, GuestToken, RecordedRuns, SnapshotAnswer,
+    Summary, CLOCK_HEADER,
+};
 use tower_shared::fleet::Fleet;
-use tower_shared::snapshot::Snapshot;
 
 /// Why a request to the backend gave no data. Each variant reads differently on the page:
 /// "cannot reach Tower" is not "Tower answered with an error".
-#[derive(Clone, Debug, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum ApiError {
     #[error("cannot reach Tower's backend: {0}")]
     Unreachable(String),
@@ -17,68 +26,90 @@ pub enum ApiError {
     Decode(String),
 }
 
-/// `GET /api/events`: Server-Sent Events saying when to fetch again (read by
-/// [`crate::live`] with `fetch`, so it can carry the token).
+/// `GET /api/events`: Server-Sent Events saying what changed (read by [`crate::live`] with
+/// `fetch`, so it can carry the token).
 pub const EVENTS: &str = "/api/events";
 
+/// How many views' last answers are kept for `If-None-Match`.
+const KEPT: usize = 32;
+
+thread_local! {
+    /// The last answer of each view asked for: its ETag and text.
+    static LAST: RefCell<HashMap<String, (String, String)>> = RefCell::new(HashMap::new());
+}
+
 /// Adds the signed-in user's token (see [`crate::signin`]).
-fn with_token(request: gloo_net::http::RequestBuilder) -> gloo_net::http::RequestBuilder {
+pub fn with_token(request: RequestBuilder) -> RequestBuilder {
     match crate::signin::token() {
         Some(token) => request.header("Authorization", &format!("Bearer {token}")),
         None => request,
     }
 }
 
+/// Reads the clock header of an answer.
+fn read_clock(response: &Response) {
+    if let Some(reading) = response
+        .headers()
+        .get(CLOCK_HEADER)
+        .and_then(|h| ClockReading::parse_header(&h))
+    {
+        crate::clock::sync(reading);
+    }
+}
+
+/// The error an answer that is not a success stands for: the backend's sentence, not its JSON.
+async fn refusal(response: Response) -> ApiError {
+    let status = response.status();
+    let body = response.text().await.unwrap_or_default();
+    let message = serde_json::from_str::<ErrorBody>(&body)
+        .map(|e| e.error)
+        .unwrap_or(body);
+    ApiError::Status { status, message }
+}
+
 async fn get_json<T: DeserializeOwned>(path: &str) -> Result<T, ApiError> {
-    let response = with_token(Request::get(path).header("Accept", "application/json"))
+    let last = LAST.with(|l| l.borrow().get(path).cloned());
+    let mut request = with_token(Request::get(path).header("Accept", "application/json"));
+    if let Some((etag, _)) = &last {
+        request = request.header("If-None-Match", etag);
+    }
+    let response = request
         .send()
         .await
         .map_err(|e| ApiError::Unreachable(e.to_string()))?;
-    if !response.ok() {
-        // API errors are `{"error": "..."}`; show the sentence, not the JSON.
-        let body = response.text().await.unwrap_or_default();
-        let message = serde_json::from_str::<serde_json::Value>(&body)
-            .ok()
-            .and_then(|v| v.get("error")?.as_str().map(str::to_owned))
-            .unwrap_or(body);
-        return Err(ApiError::Status {
-            status: response.status(),
-            message,
-        });
-    }
-    response
-        .json()
-        .await
-        .map_err(|e| ApiError::Decode(e.to_string()))
+    read_clock(&response);
+    let text = match (response.status(), last) {
+        (304, Some((_, text))) => text,
+        (status, _) if (200..300).contains(&status) => {
+            let etag = response.headers().get("etag");
+            let text = response
+                .text()
+                .await
+                .map_err(|e| ApiError::Decode(e.to_string()))?;
+            if let Some(etag) = etag {
+                LAST.with(|l| {
+                    let mut last = l.borrow_mut();
+                    if last.len() >= KEPT {
+                        last.clear();
+                    }
+                    last.insert(path.to_owned(), (etag, text.clone()));
+                });
+            }
+            text
+        }
+        _ => return Err(refusal(response).await),
+    };
+    serde_json::from_str(&text).map_err(|e| ApiError::Decode(e.to_string()))
 }
 
 /// `GET /auth/config`: how this page signs in.
-#[derive(Clone, Debug, serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct AuthConfig {
-    /// The Backstage origin allowed to hand the page its token by `postMessage`.
-    pub backstage_origin: Option<String>,
-    /// A page opened on its own signs in as Backstage's guest.
-    pub guest_sign_in: bool,
-    /// No token needed at all (a local file).
-    #[serde(default)]
-    pub open: bool,
-    /// Who the authenticating proxy in front of Tower says the user is.
-    #[serde(default)]
-    pub proxy_user: Option<String>,
-}
-
 pub async fn auth_config() -> Result<AuthConfig, ApiError> {
     get_json("/auth/config").await
 }
 
 /// `GET /auth/guest`: Backstage's guest user token (when the backend allows guests).
 pub async fn guest_token() -> Result<String, ApiError> {
-    #[derive(serde::Deserialize)]
-    struct Guest {
-        token: String,
-    }
-    let guest: Guest = get_json("/auth/guest").await?;
+    let guest: GuestToken = get_json("/auth/guest").await?;
     Ok(guest.token)
 }
 
@@ -87,71 +118,19 @@ pub async fn fleet() -> Result<Fleet, ApiError> {
     get_json("/api/fleet").await
 }
 
-/// A cluster whose data is the last known (it could not be reached).
-#[derive(Clone, Debug, PartialEq, serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct StaleCluster {
-    pub name: String,
-    #[serde(default)]
-    pub last_seen_at: Option<chrono::DateTime<chrono::Utc>>,
-}
-
-/// Why GitHub's part of an answer may be old or missing.
-#[derive(Clone, Debug, PartialEq, serde::Deserialize)]
-#[serde(rename_all = "camelCase", tag = "state")]
-pub enum GitHubTrouble {
-    RateLimited {
-        until: chrono::DateTime<chrono::Utc>,
-    },
-    Failing {
-        error: String,
-    },
-}
-
-/// What in an answer is old or missing: clusters that cannot be reached, GitHub's trouble.
-#[derive(Clone, Debug, Default, PartialEq, serde::Deserialize)]
-pub struct Health {
-    #[serde(default)]
-    pub stale: Vec<StaleCluster>,
-    #[serde(default)]
-    pub github: Option<GitHubTrouble>,
-}
-
-/// `GET /api/provisioning`: every service's progress, derived on the server at `now`.
-#[derive(Clone, Debug, PartialEq, serde::Deserialize)]
-pub struct Provisioning {
-    pub now: chrono::DateTime<chrono::Utc>,
-    pub services: Vec<tower_shared::provisioning::ServiceProgress>,
-    #[serde(flatten)]
-    pub health: Health,
-}
-
-pub async fn provisioning() -> Result<Provisioning, ApiError> {
-    get_json("/api/provisioning").await
-}
-
-/// A snapshot with what could not be read fresh when it was taken.
-#[derive(Clone, Debug, PartialEq, serde::Deserialize)]
-pub struct ServiceSnapshot {
-    #[serde(flatten)]
-    pub snapshot: Snapshot,
-    #[serde(flatten)]
-    pub health: Health,
+/// `GET /api/summary`: the strip, the badge and the health notices.
+pub async fn summary() -> Result<Summary, ApiError> {
+    get_json("/api/summary").await
 }
 
 /// `GET /api/snapshot?service=…`, with its health.
-pub async fn service_snapshot(service: String) -> Result<ServiceSnapshot, ApiError> {
+pub async fn service_snapshot(service: String) -> Result<SnapshotAnswer, ApiError> {
     let service = String::from(js_sys::encode_uri_component(&service));
     get_json(&format!("/api/snapshot?service={service}")).await
 }
 
-#[derive(Clone, Debug, PartialEq, serde::Deserialize)]
-pub struct Runs {
-    pub runs: Vec<tower_shared::snapshot::RecordedRun>,
-}
-
 /// `GET /provisioning-history/runs?limit=10`: the newest recorded provisions.
-pub async fn recent_runs() -> Result<Runs, ApiError> {
+pub async fn recent_runs() -> Result<RecordedRuns, ApiError> {
     get_json("/provisioning-history/runs?limit=10").await
 }
 
@@ -165,23 +144,13 @@ pub async fn refresh_catalog() -> Result<String, ApiError> {
             .send()
             .await
             .map_err(|e| ApiError::Unreachable(e.to_string()))?;
-    let status = response.status();
-    let body: serde_json::Value = response
+    read_clock(&response);
+    if !response.ok() {
+        return Err(refusal(response).await);
+    }
+    let answer: CatalogRefresh = response
         .json()
         .await
         .map_err(|e| ApiError::Decode(e.to_string()))?;
-    let text = |key: &str| {
-        body.get(key)
-            .and_then(|v| v.as_str())
-            .unwrap_or_default()
-            .to_owned()
-    };
-    if (200..300).contains(&status) {
-        Ok(text("message"))
-    } else {
-        Err(ApiError::Status {
-            status,
-            message: text("error"),
-        })
-    }
+    Ok(answer.message)
 }

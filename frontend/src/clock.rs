@@ -1,22 +1,71 @@
-//! The browser's clock, read in one place and handed to derivations as `now`.
+//! Time on the page is Tower's time: the server's clock (the simulated world's in the demo,
+//! which may run faster or stand still), read from the clock header every answer carries
+//! and carried forward between answers at the rate the server says. This is the only module
+//! that reads the browser's clock; every page takes `now` from [`ticking_now`].
 
+use std::cell::Cell;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use leptos::prelude::*;
+use tower_shared::api::ClockReading;
 
 /// The browser's clock now.
-pub fn browser_now() -> DateTime<Utc> {
+fn browser_now() -> DateTime<Utc> {
     // `Date.now()` is milliseconds since the epoch as an f64; it fits i64 for any real date.
     #[allow(clippy::cast_possible_truncation)]
     let millis = js_sys::Date::now() as i64;
     DateTime::from_timestamp_millis(millis).unwrap_or_default()
 }
 
-/// A signal holding the current time, updated once a second until the owner is dropped.
+/// The last reading of the server's clock, and when (on the browser's clock) it was taken.
+#[derive(Clone, Copy, Debug)]
+struct Sync {
+    reading: ClockReading,
+    at: DateTime<Utc>,
+}
+
+thread_local! {
+    static SYNC: Cell<Option<Sync>> = const { Cell::new(None) };
+}
+
+/// Takes a reading of the server's clock (from an answer's clock header).
+pub fn sync(reading: ClockReading) {
+    SYNC.with(|s| {
+        s.set(Some(Sync {
+            reading,
+            at: browser_now(),
+        }));
+    });
+}
+
+/// The server's clock now: its last reading moved on by the browser's clock times the rate
+/// (the browser's own clock until the first answer).
+pub fn server_now() -> DateTime<Utc> {
+    let browser = browser_now();
+    match SYNC.with(Cell::get) {
+        Some(Sync { reading, at }) => {
+            let real_ms = (browser - at).num_milliseconds().max(0) as f64;
+            #[allow(clippy::cast_possible_truncation)]
+            let world_ms = (real_ms * reading.rate) as i64;
+            reading.now + chrono::Duration::milliseconds(world_ms)
+        }
+        None => browser,
+    }
+}
+
+/// A signal holding the server's time, moving each time a second of server time has passed
+/// — once a real second normally, up to ten times a real second when the server's clock runs
+/// fast, never while it stands still — until the owner is dropped.
 pub fn ticking_now() -> ReadSignal<DateTime<Utc>> {
-    let (now, set_now) = signal(browser_now());
-    match set_interval_with_handle(move || set_now.set(browser_now()), Duration::from_secs(1)) {
+    let (now, set_now) = signal(server_now());
+    let update = move || {
+        let next = server_now();
+        if (next - now.get_untracked()).abs() >= chrono::Duration::seconds(1) {
+            set_now.set(next);
+        }
+    };
+    match set_interval_with_handle(update, Duration::from_millis(100)) {
         Ok(handle) => on_cleanup(move || handle.clear()),
         Err(err) => leptos::logging::warn!("the clock will not tick: {err:?}"),
     }

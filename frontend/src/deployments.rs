@@ -6,7 +6,7 @@ use tower_shared::cloud::{derive_cloud_deploys, Capability, DeployRun, BLIND_SPO
 use tower_shared::snapshot::Snapshot;
 use tower_shared::time::age;
 
-use crate::service::tab_href;
+use crate::nav::{tab_href, Tab};
 use crate::ui::{header_row, run_duration, run_status_label};
 
 fn when(time: Option<DateTime<Utc>>, now: ReadSignal<DateTime<Utc>>) -> impl IntoView {
@@ -44,7 +44,7 @@ pub fn DeploymentsTab(
                 run: DeployRun,
                 note: Option<&'static str>| {
         let (status_class, status) = run_status_label(run.status);
-        let href = tab_href("pipelines", &service, Some(&run.run));
+        let href = tab_href(Tab::Pipelines, &service, Some(&run.run));
         let duration = move || run_duration(run.started_at, run.finished_at, now.get());
         view! {
             <article class=format!("card {class}")>
@@ -95,7 +95,7 @@ pub fn DeploymentsTab(
         .iter()
         .map(|run| {
             let (status_class, status) = run_status_label(run.status);
-            let href = tab_href("pipelines", &service, Some(&run.run));
+            let href = tab_href(Tab::Pipelines, &service, Some(&run.run));
             let (started, finished) = (run.started_at, run.finished_at);
             view! {
                 <tr>

@@ -19,13 +19,14 @@ struct Filters {
     shown: RwSignal<usize>,
 }
 
-/// Loads `/api/fleet` (again whenever a watched object changes) and shows it, with distinct
-/// loading and error states.
+/// Loads `/api/fleet` (again whenever a Kubernetes object or a cluster's health changes)
+/// and shows it, with distinct loading and error states.
 #[component]
-pub fn FleetOverview(now: ReadSignal<DateTime<Utc>>) -> impl IntoView {
-    let feed = expect_context::<crate::Feed>();
+pub fn FleetOverview() -> impl IntoView {
+    let feed = crate::feed::feed();
+    let now = feed.now;
     let fleet = LocalResource::new(move || {
-        feed.refresh.kubernetes.track();
+        feed.refresh.fleet.track();
         api::fleet()
     });
     let filters = Filters {
@@ -36,13 +37,8 @@ pub fn FleetOverview(now: ReadSignal<DateTime<Utc>>) -> impl IntoView {
     view! {
         <section class="fleet" aria-labelledby="fleet-title">
             <h2 id="fleet-title">"Fleet"</h2>
-            // The clusters' freshness comes with the provisioning answer every page shares.
-            {move || {
-                feed.provisioning
-                    .get()
-                    .and_then(Result::ok)
-                    .map(|p| view! { <crate::provisioning::HealthNotice health=p.health now=p.now /> })
-            }}
+            // The clusters' freshness comes with the summary every page shares.
+            <crate::ui::SharedHealthNotice />
             <Transition fallback=|| view! { <p class="state loading">"Loading the fleet…"</p> }>
                 {move || {
                     fleet
@@ -59,6 +55,7 @@ pub fn FleetOverview(now: ReadSignal<DateTime<Utc>>) -> impl IntoView {
 
 #[component]
 fn FleetMatrix(fleet: Fleet, now: ReadSignal<DateTime<Utc>>, filters: Filters) -> impl IntoView {
+    let streaming = crate::feed::feed().refresh.streaming;
     let Fleet {
         generated_at,
         environments,
@@ -111,7 +108,10 @@ fn FleetMatrix(fleet: Fleet, now: ReadSignal<DateTime<Utc>>, filters: Filters) -
                 />
                 " Needs attention only"
             </label>
-            <span class="updated">"Updated " {move || age(generated_at, now.get())}</span>
+            <span class="updated" title=generated_at.to_rfc3339()>
+                "Updated " {move || age(generated_at, now.get())}
+                {move || if streaming.get() { " · following changes live" } else { " · checking every 6 s" }}
+            </span>
         </div>
         <table class="matrix">
             <thead>

@@ -1,42 +1,137 @@
-//! Knowing when to fetch again: `/api/events` (Server-Sent Events) says when a watched object
-//! changed (at most one refetch a second however many changes); without it (the stream
-//! failed or is closed) the page polls at the spec's cadences instead. Pages read [`Refresh::kubernetes`] (every change, or every 6 s) and
-//! [`Refresh::github`] (every 45 s).
+//! Knowing when to fetch again: `/api/events` (Server-Sent Events) says what changed —
+//! a Kubernetes object, a pull request, a catalog entity, a history record, a cluster's or
+//! GitHub's health — and for which service, after the views showing it are ready. Pages
+//! fetch again only what shows it, at most four times a second however many changes come.
+//! Without the stream (it failed, or is closed) the page polls every 6 s instead.
 
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 use leptos::prelude::*;
+use tower_shared::api::{event, Change, ChangeSource};
 use wasm_bindgen::JsCast as _;
 
-/// Counters that move when data should be fetched again.
+/// Which services a batch of changes touched.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Touched {
+    /// Moves with every batch.
+    pub generation: u64,
+    pub names: BTreeSet<String>,
+    /// Something changed that any service may show (a resync, the health, the history).
+    pub all: bool,
+}
+
+/// Signals that move when data should be fetched again.
 #[derive(Clone, Copy, Debug)]
 pub struct Refresh {
-    pub kubernetes: ReadSignal<u64>,
-    pub github: ReadSignal<u64>,
+    /// Anything changed: the summary (strip, badge, health notices).
+    pub any: ReadSignal<u64>,
+    /// A Kubernetes object or a cluster's health changed: the fleet.
+    pub fleet: ReadSignal<u64>,
+    /// A provision was recorded: the history table.
+    pub history: ReadSignal<u64>,
+    /// Which services the last batch touched: each service's tabs.
+    pub services: ReadSignal<Touched>,
     /// Whether the event stream is connected (else Tower polls).
     pub streaming: ReadSignal<bool>,
 }
 
-/// Opens the event stream once signed in, and starts the fallback timers; lives as long
-/// as its owner.
+impl Refresh {
+    /// Moves when a batch touches `service` (or every service).
+    pub fn service(&self, service: String) -> Memo<u64> {
+        let services = self.services;
+        Memo::new(move |previous: Option<&u64>| {
+            services.with(|t| match previous {
+                Some(&seen) if !t.all && !t.names.contains(&service) => seen,
+                _ => t.generation,
+            })
+        })
+    }
+}
+
+/// What the stream said since the last flush.
+#[derive(Debug, Default)]
+struct Pending {
+    any: bool,
+    fleet: bool,
+    history: bool,
+    all: bool,
+    names: BTreeSet<String>,
+}
+
+impl Pending {
+    /// Everything may have changed (the stream connected, fell behind, or polling).
+    fn everything(&mut self) {
+        self.any = true;
+        self.fleet = true;
+        self.history = true;
+        self.all = true;
+    }
+
+    fn read(&mut self, name: &str, data: &str) {
+        match name {
+            event::CHANGE => {
+                let Ok(change) = serde_json::from_str::<Change>(data) else {
+                    self.everything();
+                    return;
+                };
+                self.any = true;
+                match change.source {
+                    ChangeSource::Kubernetes => self.fleet = true,
+                    ChangeSource::History => {
+                        // Typical durations move for everyone.
+                        self.history = true;
+                        self.all = true;
+                    }
+                    ChangeSource::GitHub | ChangeSource::Catalog => {}
+                }
+                match change.service {
+                    Some(service) => {
+                        self.names.insert(service);
+                    }
+                    None => self.all = true,
+                }
+            }
+            event::STALE | event::FRESH | event::GITHUB => {
+                self.any = true;
+                self.fleet = true;
+                self.all = true;
+            }
+            // `hello` (connected: what changed while away is unknown), `resync`, and any
+            // event a newer backend sends.
+            _ => self.everything(),
+        }
+    }
+}
+
+/// Opens the event stream once signed in, and starts the fallback timer; lives as long as
+/// its owner.
 pub fn start(signin: ReadSignal<crate::signin::SignIn>) -> Refresh {
-    let (kubernetes, set_kubernetes) = signal(0_u64);
-    let (github, set_github) = signal(0_u64);
+    let (any, set_any) = signal(0_u64);
+    let (fleet, set_fleet) = signal(0_u64);
+    let (history, set_history) = signal(0_u64);
+    let (services, set_services) = signal(Touched::default());
     let (streaming, set_streaming) = signal(false);
-    // Changes come in bursts; pages fetch again at most once a second.
-    let dirty = StoredValue::new(false);
+    let pending = StoredValue::new(Pending::default());
     // The stream needs the Authorization header, which EventSource cannot send: read it
-    // with fetch, reconnecting 5 s after it ends.
+    // with fetch as soon as the page is signed in, reconnecting 5 s after it ends.
     leptos::task::spawn_local(async move {
         loop {
             // Signed in with a token, behind a proxy, or open: the stream answers all three.
-            if signin.get_untracked() == crate::signin::SignIn::SignedIn {
-                let result = stream(|| dirty.set_value(true), set_streaming).await;
-                if let Err(err) = result {
-                    leptos::logging::warn!("event stream: {err:?}; polling until it is back");
-                }
-                set_streaming.set(false);
+            if signin.get_untracked() != crate::signin::SignIn::SignedIn {
+                sleep(Duration::from_millis(100)).await;
+                continue;
             }
+            let result = stream(
+                |name, data| pending.update_value(|p| p.read(name, data)),
+                set_streaming,
+            )
+            .await;
+            if let Err(err) = result {
+                leptos::logging::warn!("event stream: {err:?}; polling until it is back");
+            }
+            set_streaming.set(false);
+            mark_live(false);
             sleep(Duration::from_secs(5)).await;
         }
     });
@@ -46,11 +141,25 @@ pub fn start(signin: ReadSignal<crate::signin::SignIn>) -> Refresh {
         Err(err) => leptos::logging::warn!("no refresh timer: {err:?}"),
     };
     every(
-        Duration::from_secs(1),
+        Duration::from_millis(250),
         Box::new(move || {
-            if dirty.get_value() {
-                dirty.set_value(false);
-                set_kubernetes.update(|g| *g += 1);
+            let batch = pending.try_update_value(std::mem::take).unwrap_or_default();
+            let bump = |set: WriteSignal<u64>| set.update(|g| *g += 1);
+            if batch.any {
+                bump(set_any);
+            }
+            if batch.fleet {
+                bump(set_fleet);
+            }
+            if batch.history {
+                bump(set_history);
+            }
+            if batch.all || !batch.names.is_empty() {
+                set_services.update(|t| {
+                    t.generation += 1;
+                    t.names = batch.names;
+                    t.all = batch.all;
+                });
             }
         }),
     );
@@ -58,24 +167,22 @@ pub fn start(signin: ReadSignal<crate::signin::SignIn>) -> Refresh {
         Duration::from_secs(6),
         Box::new(move || {
             if !streaming.get_untracked() {
-                set_kubernetes.update(|g| *g += 1);
+                pending.update_value(Pending::everything);
             }
         }),
     );
-    every(
-        Duration::from_secs(45),
-        Box::new(move || set_github.update(|g| *g += 1)),
-    );
     Refresh {
-        kubernetes,
-        github,
+        any,
+        fleet,
+        history,
+        services,
         streaming,
     }
 }
 
-/// Reads `/api/events` until it ends; each chunk means something changed.
+/// Reads `/api/events` until it ends, handing each event's name and data to `on_event`.
 async fn stream(
-    on_change: impl Fn(),
+    on_event: impl Fn(&str, &str),
     set_streaming: WriteSignal<bool>,
 ) -> Result<(), wasm_bindgen::JsValue> {
     use wasm_bindgen_futures::JsFuture;
@@ -97,7 +204,10 @@ async fn stream(
     }
     let body = response.body().ok_or("no body")?;
     let reader: web_sys::ReadableStreamDefaultReader = body.get_reader().dyn_into()?;
+    let decoder = web_sys::TextDecoder::new()?;
     set_streaming.set(true);
+    mark_live(true);
+    let mut buffer = String::new();
     loop {
         let chunk = JsFuture::from(reader.read()).await?;
         let done = js_sys::Reflect::get(&chunk, &"done".into())?
@@ -106,8 +216,60 @@ async fn stream(
         if done {
             return Ok(());
         }
-        on_change();
+        let bytes: js_sys::Uint8Array =
+            js_sys::Reflect::get(&chunk, &"value".into())?.dyn_into()?;
+        let options = web_sys::TextDecodeOptions::new();
+        options.set_stream(true);
+        buffer.push_str(&decoder.decode_with_buffer_source_and_options(&bytes, &options)?);
+        while let Some((message, rest)) = split_message(&buffer) {
+            if let Some((name, data)) = parse_message(&message) {
+                on_event(&name, &data);
+            }
+            buffer = rest;
+        }
     }
+}
+
+/// Marks the page's root `data-live` while the event stream is connected (for people who
+/// inspect the page, and for tests to wait on).
+fn mark_live(live: bool) {
+    if let Some(root) = web_sys::window()
+        .and_then(|w| w.document())
+        .and_then(|d| d.document_element())
+    {
+        let _ = if live {
+            root.set_attribute("data-live", "")
+        } else {
+            root.remove_attribute("data-live")
+        };
+    }
+}
+
+/// The first complete message (ended by a blank line) and what follows it.
+fn split_message(buffer: &str) -> Option<(String, String)> {
+    let normalised = buffer.replace("\r\n", "\n");
+    let (message, rest) = normalised.split_once("\n\n")?;
+    Some((message.to_owned(), rest.to_owned()))
+}
+
+/// An event's name (`message` when unnamed) and data; `None` for a comment-only message.
+fn parse_message(message: &str) -> Option<(String, String)> {
+    let mut name = None;
+    let mut data: Vec<&str> = Vec::new();
+    for line in message.lines() {
+        if let Some(value) = line.strip_prefix("event:") {
+            name = Some(value.trim().to_owned());
+        } else if let Some(value) = line.strip_prefix("data:") {
+            data.push(value.strip_prefix(' ').unwrap_or(value));
+        }
+    }
+    if name.is_none() && data.is_empty() {
+        return None;
+    }
+    Some((
+        name.unwrap_or_else(|| "message".to_owned()),
+        data.join("\n"),
+    ))
 }
 
 /// Waits without blocking the page.

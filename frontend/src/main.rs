@@ -2,22 +2,29 @@
 //!
 //! Module map:
 //! - [`api`] — every request to Tower's backend, and its error type. No other module knows a URL.
-//! - [`clock`] — the browser's `now` as a signal that ticks once a second.
+//! - [`clock`] — Tower's time on the page (the server's clock, carried forward); the only
+//!   module that reads the browser's clock.
+//! - [`feed`] — what every page shares: time, sign-in, when to refetch, the summary.
+//! - [`live`] — when to fetch again: `/api/events` (SSE) says what changed, for which
+//!   service; polling is the fallback.
+//! - [`nav`] — the pages and tabs ([`nav::Tab`]) and the links to them.
 //! - [`fleet`] — the fleet overview: apps × environments, trouble first.
-//! - [`service`] — the tabs chosen by `/tower?view=…[&service=…]`: `services` (the list),
-//!   and one service's `provisioning`, [`deployments`] (the cloud variant) and [`pipelines`].
-//! - [`live`] — when to fetch again: `/api/events` (SSE), with polling as the fallback.
+//! - [`service`] — `/tower?view=…`: the Services tab, or one service's tabs.
 //! - [`provisioning`] — the Services tab (in-flight strip) and one service's Provisioning tab.
+//! - [`deployments`] (the cloud variant) and [`pipelines`] — one service's other tabs.
 //! - [`signin`] — the Backstage user token: from the Backstage parent page, or guest.
-//! - [`ui`] — view helpers the tabs share (status labels, durations, table headers).
+//! - [`ui`] — view helpers the tabs share (status labels, durations, health notices).
 //!
-//! All derivations come from `tower_shared`; this crate only fetches and draws.
+//! All derivations and answer types come from `tower_shared`; this crate only fetches and
+//! draws.
 
 mod api;
 mod clock;
 mod deployments;
+mod feed;
 mod fleet;
 mod live;
+mod nav;
 mod pipelines;
 mod provisioning;
 mod service;
@@ -31,23 +38,6 @@ use leptos_router::path;
 fn main() {
     console_error_panic_hook::set_once();
     leptos::mount::mount_to_body(App);
-}
-
-/// What every page shares: when to fetch again, and the server's provisioning (the Services
-/// tab and the badge in the masthead read the same answer).
-#[derive(Clone, Copy)]
-pub struct Feed {
-    pub refresh: live::Refresh,
-    pub signin: ReadSignal<signin::SignIn>,
-    pub provisioning: LocalResource<Result<api::Provisioning, api::ApiError>>,
-}
-
-impl std::fmt::Debug for Feed {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Feed")
-            .field("refresh", &self.refresh)
-            .finish_non_exhaustive()
-    }
 }
 
 /// `?embed=1` (inside a Backstage page: no own masthead) and `?theme=dark|light`, read once
@@ -68,19 +58,8 @@ fn page_options() -> (bool, &'static str) {
 
 #[component]
 fn App() -> impl IntoView {
-    let now = clock::ticking_now();
-    let signin = signin::start();
-    let refresh = live::start(signin);
-    let provisioning = LocalResource::new(move || {
-        refresh.kubernetes.track();
-        signin.track();
-        api::provisioning()
-    });
-    provide_context(Feed {
-        refresh,
-        signin,
-        provisioning,
-    });
+    let feed = feed::provide();
+    let signin = feed.signin;
     let (embed, theme) = page_options();
     if let Some(root) = web_sys::window()
         .and_then(|w| w.document())
@@ -89,12 +68,10 @@ fn App() -> impl IntoView {
         root.set_class_name(theme);
     }
     let in_flight = move || {
-        provisioning.get().and_then(Result::ok).map(|p| {
-            p.services
-                .iter()
-                .filter(|s| s.group == tower_shared::provisioning::Group::InFlight)
-                .count()
-        })
+        feed.summary
+            .get()
+            .and_then(Result::ok)
+            .map(|s| s.counts.in_flight)
     };
     view! {
         <Router>
@@ -105,7 +82,7 @@ fn App() -> impl IntoView {
                     </h1>
                     <nav class="sections" aria-label="Sections">
                         <A href="/">"Fleet"</A>
-                        <a href="/tower?view=services">
+                        <a href=nav::SERVICES_HREF>
                             "Services"
                             {move || in_flight().map(|n| view! {
                                 <span class="badge" aria-label=format!("{n} in flight")>{n}</span>
@@ -119,8 +96,8 @@ fn App() -> impl IntoView {
                 {move || match signin.get() {
                     signin::SignIn::SignedIn => view! {
                         <Routes fallback=|| view! { <p class="state error">"No such page."</p> }>
-                            <Route path=path!("/") view=move || view! { <fleet::FleetOverview now=now /> } />
-                            <Route path=path!("/tower") view=move || view! { <service::ServicePage now=now /> } />
+                            <Route path=path!("/") view=fleet::FleetOverview />
+                            <Route path=path!("/tower") view=service::ServicePage />
                         </Routes>
                     }
                     .into_any(),

@@ -7,7 +7,7 @@ use tower_shared::snapshot::Snapshot;
 use tower_shared::tekton::{PipelineRun, TaskRun};
 use tower_shared::time::age;
 
-use crate::service::tab_href;
+use crate::nav::{tab_href, Tab};
 use crate::ui::{header_row, run_duration, run_status_label};
 
 #[component]
@@ -88,7 +88,7 @@ pub fn PipelinesTab(
             let current = (run.as_deref() == Some(r.name())).then_some("true");
             view! {
                 <tr aria-current=current>
-                    <td><a href=tab_href("pipelines", &service, Some(r.name()))>{r.name().to_owned()}</a></td>
+                    <td><a href=tab_href(Tab::Pipelines, &service, Some(r.name()))>{r.name().to_owned()}</a></td>
                     <td>{r.pipeline().unwrap_or("unknown").to_owned()}</td>
                     <td class=class>{status}</td>
                     <td>{move || started.map_or_else(|| "unknown".to_owned(), |t| age(t, now.get()))}</td>

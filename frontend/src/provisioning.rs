@@ -2,21 +2,23 @@
 //! services) and one service's Provisioning tab (every step against its typical duration,
 //! the live events log, what gets created, the catalog refresh, recently provisioned).
 //!
-//! The Services tab reads the server's derivation (`/api/provisioning`); the Provisioning
-//! tab derives in the browser from the service's snapshot, so its durations tick every
-//! second. Both read time as the server's clock: the browser's `now` plus the offset seen
-//! at the last fetch (the demo's world clock runs fast; real clocks drift).
+//! The Services tab reads the server's summary (`/api/summary`); the Provisioning tab
+//! derives in the browser from the service's snapshot. Both tell time on Tower's clock
+//! ([`crate::clock`]): the derivation is redone only when the snapshot changes or a step's
+//! state does, and durations and time left tick on their own.
 
 use chrono::{DateTime, Utc};
 use leptos::prelude::*;
+use tower_shared::api::{ServiceSummary, SnapshotAnswer};
 use tower_shared::provisioning::{
-    derive_provisioning, Group, ResourceState, ServiceProgress, Step, StepId, StepStatus,
-    TypicalSource,
+    derive_provisioning, remaining_sec, summary_remaining_sec, Group, ResourceState,
+    ServiceProgress, Step, StepId, StepStatus, TypicalSource,
 };
 use tower_shared::time::compact_duration;
 
-use crate::api::{self, ApiError, GitHubTrouble, Health};
-use crate::service::tab_href;
+use crate::api::{self, ApiError};
+use crate::nav::{tab_href, Tab};
+use crate::ui::HealthNotice;
 
 /// "✔ Done" — status as icon and word, never colour alone.
 fn step_label(status: StepStatus) -> (&'static str, &'static str) {
@@ -28,104 +30,56 @@ fn step_label(status: StepStatus) -> (&'static str, &'static str) {
     }
 }
 
-/// Seconds still to go, from typical durations: a running step's typical minus its time so
-/// far (at least a minute while it runs over), plus every waiting step's typical. `None`
-/// when a step failed.
-pub fn remaining_sec(service: &ServiceProgress) -> Option<u64> {
-    let mut total = 0;
-    for step in &service.steps {
-        match step.status {
-            StepStatus::Done => {}
-            StepStatus::Failed => return None,
-            StepStatus::Running => {
-                let spent = step.duration_sec.unwrap_or(0);
-                total += step.typical_sec.saturating_sub(spent).max(60);
-            }
-            StepStatus::Waiting => total += step.typical_sec,
-        }
-    }
-    Some(total)
-}
-
-/// The step a service is at: the first one not done.
-fn current_step(service: &ServiceProgress) -> Option<&Step> {
-    service.steps.iter().find(|s| s.status != StepStatus::Done)
-}
-
-/// What in the page is old or missing, in words: "Cluster dev unreachable: data from 3 min
-/// ago", "GitHub rate limited: pull requests and files as last read; Tower asks again in
-/// 12 min". Nothing when all is well.
-#[component]
-pub fn HealthNotice(health: Health, now: DateTime<Utc>) -> impl IntoView {
-    let since = |at: DateTime<Utc>| compact_duration((now - at).num_seconds().max(0));
-    let mut lines: Vec<String> = health
-        .stale
-        .iter()
-        .map(|c| {
-            let age = c.last_seen_at.map_or_else(
-                || "of unknown age".to_owned(),
-                |at| format!("from {} ago", since(at)),
-            );
-            format!("Cluster {} unreachable: data {age}", c.name)
-        })
-        .collect();
-    match &health.github {
-        Some(GitHubTrouble::RateLimited { until }) => lines.push(format!(
-            "GitHub rate limited: pull requests and files as last read; Tower asks again in {}",
-            compact_duration((*until - now).num_seconds().max(1))
-        )),
-        Some(GitHubTrouble::Failing { error }) => lines.push(format!(
-            "GitHub not answering ({error}): pull requests and files as last read"
-        )),
-        None => {}
-    }
-    (!lines.is_empty()).then(|| {
-        let lines = lines
-            .into_iter()
-            .map(|line| view! { <li>{line}</li> })
-            .collect_view();
-        view! {
-            <div class="state stale" role="status">
-                <strong>"⚠ Showing last known data"</strong>
-                <ul>{lines}</ul>
-            </div>
-        }
-    })
-}
-
-/// One row of the strip: name, segmented bar, current step, time remaining.
-fn strip_row(service: &ServiceProgress) -> impl IntoView {
-    let href = tab_href("provisioning", &service.name, None);
-    let segments = service
-        .steps
-        .iter()
-        .map(|step| {
-            let (class, word) = step_label(step.status);
-            let label = format!("{}: {word}", step.title);
-            view! { <span class=format!("segment {class}") title=label.clone() aria-label=label></span> }
-        })
-        .collect_view();
-    let current = current_step(service).map_or_else(
-        || "All steps done".to_owned(),
-        |s| format!("{} — {}", s.title, step_label(s.status).1),
-    );
-    let remaining = match remaining_sec(service) {
+/// "about 12m 00s left", "finishing", or why there is no end in sight.
+fn time_left(remaining: Option<u64>) -> String {
+    match remaining {
         Some(0) => "finishing".to_owned(),
         Some(sec) => format!(
             "about {} left",
             compact_duration(i64::try_from(sec).unwrap_or(i64::MAX))
         ),
         None => "stopped: a step failed".to_owned(),
-    };
+    }
+}
+
+/// One row of the strip: name, segmented bar, current step, time remaining (ticking).
+fn strip_row(service: &ServiceSummary, now: ReadSignal<DateTime<Utc>>) -> impl IntoView {
+    let href = tab_href(Tab::Provisioning, &service.name, None);
+    let done = service
+        .steps
+        .iter()
+        .filter(|s| s.status == StepStatus::Done)
+        .count();
+    let segments = service
+        .steps
+        .iter()
+        .map(|step| {
+            let (class, word) = step_label(step.status);
+            let label = format!("{}: {word}", step.title);
+            let hidden = label.clone();
+            view! { <li class=format!("segment {class}") title=label><span class="visually-hidden">{hidden}</span></li> }
+        })
+        .collect_view();
+    let current = service
+        .steps
+        .iter()
+        .find(|s| s.status != StepStatus::Done)
+        .map_or_else(
+            || "All steps done".to_owned(),
+            |s| format!("{} — {}", s.title, step_label(s.status).1),
+        );
     let kind = service.kind.map_or("kind unknown", |k| k.as_str());
+    let remaining = {
+        let service = service.clone();
+        move || time_left(summary_remaining_sec(&service, now.get()))
+    };
     view! {
         <li class="strip-row">
-            <a href=href class="strip-name">{service.name.to_string()}</a>
+            <a href=href class="strip-name">{service.name.clone()}</a>
             <span class="tag">{kind}</span>
-            <span class="segments" role="img" aria-label=format!("{} of {} steps done",
-                service.steps.iter().filter(|s| s.status == StepStatus::Done).count(), service.steps.len())>
+            <ol class="segments" aria-label=format!("{done} of {} steps done", service.steps.len())>
                 {segments}
-            </span>
+            </ol>
             <span class="current">{current}</span>
             <span class="remaining">{remaining}</span>
         </li>
@@ -135,10 +89,11 @@ fn strip_row(service: &ServiceProgress) -> impl IntoView {
 fn group_list(
     title: &'static str,
     class: &'static str,
-    services: Vec<&ServiceProgress>,
+    services: Vec<&ServiceSummary>,
     empty: &'static str,
+    now: ReadSignal<DateTime<Utc>>,
 ) -> impl IntoView {
-    let rows = services.iter().map(|s| strip_row(s)).collect_view();
+    let rows = services.iter().map(|s| strip_row(s, now)).collect_view();
     let count = services.len();
     view! {
         <section class=format!("group {class}") aria-label=title>
@@ -154,12 +109,13 @@ fn group_list(
 
 /// The Services tab.
 #[component]
-pub fn ServicesTab(now: ReadSignal<DateTime<Utc>>) -> impl IntoView {
-    let feed = expect_context::<crate::Feed>();
+pub fn ServicesTab() -> impl IntoView {
+    let feed = crate::feed::feed();
+    let now = feed.now;
     move || {
-        feed.provisioning.get().map(|result| match result {
+        feed.summary.get().map(|result| match result {
             Ok(answer) => {
-                let by = |group: Group| -> Vec<&ServiceProgress> {
+                let by = |group: Group| -> Vec<&ServiceSummary> {
                     answer
                         .services
                         .iter()
@@ -171,23 +127,31 @@ pub fn ServicesTab(now: ReadSignal<DateTime<Utc>>) -> impl IntoView {
                     "in-flight",
                     by(Group::InFlight),
                     "Nothing is being provisioned right now.",
+                    now,
                 );
                 let pending = group_list(
                     "Requested",
                     "pending",
                     by(Group::Pending),
                     "No open requests.",
+                    now,
                 );
-                let stalled =
-                    group_list("Stalled", "stalled", by(Group::Stalled), "Nothing stalled.");
+                let stalled = group_list(
+                    "Stalled",
+                    "stalled",
+                    by(Group::Stalled),
+                    "Nothing stalled.",
+                    now,
+                );
                 let finished = group_list(
                     "Finished in the last 15 minutes",
                     "finished",
                     by(Group::Finished),
                     "Nothing finished recently.",
+                    now,
                 );
                 view! {
-                    <HealthNotice health=answer.health.clone() now=now.get_untracked() />
+                    <HealthNotice health=answer.health.clone() now=now />
                     {in_flight}
                     {pending}
                     {stalled}
@@ -200,35 +164,54 @@ pub fn ServicesTab(now: ReadSignal<DateTime<Utc>>) -> impl IntoView {
     }
 }
 
-/// One step of the Provisioning tab.
-fn step_item(step: &Step) -> impl IntoView {
+/// How long a step took, or has been running (ticking with `now`): its derived duration,
+/// or for a running step `now` − its start.
+fn step_seconds(step: &Step, now: DateTime<Utc>) -> Option<u64> {
+    match (step.status, step.started_at) {
+        (StepStatus::Running, Some(start)) => u64::try_from((now - start).num_seconds()).ok(),
+        _ => step.duration_sec,
+    }
+}
+
+/// One step of the Provisioning tab; a running step's time ticks.
+fn step_item(step: &Step, now: ReadSignal<DateTime<Utc>>) -> impl IntoView {
     let (class, word) = step_label(step.status);
-    let took = match (step.status, step.duration_sec) {
-        (_, None) => "duration unknown".to_owned(),
-        (StepStatus::Running, Some(sec)) => format!("{} so far", compact_duration(sec as i64)),
-        (_, Some(sec)) => format!("took {}", compact_duration(sec as i64)),
-    };
     let typical = format!(
         "typical {}{}",
-        compact_duration(step.typical_sec as i64),
+        compact_duration(i64::try_from(step.typical_sec).unwrap_or(i64::MAX)),
         match step.typical_source {
             TypicalSource::Measured => "",
             TypicalSource::Estimate => " (estimate)",
         }
     );
-    // The bar: this step's time against its typical (capped at twice the typical).
-    let percent = step.duration_sec.map(|sec| {
-        let typical = step.typical_sec.max(1) as f64;
-        ((sec as f64 / typical) * 50.0).min(100.0)
-    });
-    let bar = percent.map(|p| {
-        view! {
-            <span class="bar" aria-hidden="true">
-                <span class="bar-fill" style=format!("width: {p:.0}%")></span>
-                <span class="bar-typical"></span>
-            </span>
+    let timed = step.clone();
+    let took = move || match (timed.status, step_seconds(&timed, now.get())) {
+        (_, None) => "duration unknown".to_owned(),
+        (StepStatus::Running, Some(sec)) => {
+            format!(
+                "{} so far",
+                compact_duration(i64::try_from(sec).unwrap_or(i64::MAX))
+            )
         }
-    });
+        (_, Some(sec)) => format!(
+            "took {}",
+            compact_duration(i64::try_from(sec).unwrap_or(i64::MAX))
+        ),
+    };
+    // The bar: this step's time against its typical (capped at twice the typical).
+    let barred = step.clone();
+    let bar = move || {
+        step_seconds(&barred, now.get()).map(|sec| {
+            let typical = barred.typical_sec.max(1) as f64;
+            let p = ((sec as f64 / typical) * 50.0).min(100.0);
+            view! {
+                <span class="bar" aria-hidden="true">
+                    <span class="bar-fill" style=format!("width: {p:.0}%")></span>
+                    <span class="bar-typical"></span>
+                </span>
+            }
+        })
+    };
     let links = step
         .links
         .iter()
@@ -251,25 +234,43 @@ fn event_time(sec: u64) -> String {
     format!("[{}:{:02}]", sec / 60, sec % 60)
 }
 
+/// One service's progress as derived at `now`, without the durations of running steps
+/// (they tick on the page): equal from one tick to the next unless a step or the group
+/// changes, so the list is drawn again only then.
+fn settled_progress(
+    answer: &SnapshotAnswer,
+    service: &str,
+    now: DateTime<Utc>,
+) -> Option<ServiceProgress> {
+    let mut at_now = answer.snapshot.clone();
+    at_now.now = now;
+    let mut found = derive_provisioning(&at_now)
+        .services
+        .into_iter()
+        .find(|s| *s.name == *service)?;
+    for step in &mut found.steps {
+        if step.status == StepStatus::Running {
+            step.duration_sec = None;
+        }
+    }
+    Some(found)
+}
+
 /// The Provisioning tab of one service.
 #[component]
-pub fn ProvisioningTab(service: String, now: ReadSignal<DateTime<Utc>>) -> impl IntoView {
-    let feed = expect_context::<crate::Feed>();
+pub fn ProvisioningTab(service: String) -> impl IntoView {
+    let feed = crate::feed::feed();
+    let now = feed.now;
+    let changed = feed.refresh.service(service.clone());
     let snapshot = LocalResource::new({
         let service = service.clone();
         move || {
-            feed.refresh.kubernetes.track();
-            let service = service.clone();
-            async move {
-                let fetched_at = crate::clock::browser_now();
-                api::service_snapshot(service)
-                    .await
-                    .map(|s| (s, fetched_at))
-            }
+            changed.track();
+            api::service_snapshot(service.clone())
         }
     });
     let recent = LocalResource::new(move || {
-        feed.refresh.github.track();
+        feed.refresh.history.track();
         api::recent_runs()
     });
     let (refresh_answer, set_refresh_answer) = signal(None::<Result<String, ApiError>>);
@@ -279,21 +280,14 @@ pub fn ProvisioningTab(service: String, now: ReadSignal<DateTime<Utc>>) -> impl 
         });
     };
 
-    let progress = move || {
+    let progress = Memo::new(move |_| {
         snapshot.get().map(|result| {
-            result.map(|(answer, fetched_at)| {
-                // The server's clock now: its `now` when fetched, moved on by the browser's.
-                let offset = answer.snapshot.now - fetched_at;
-                let mut at_now = answer.snapshot.clone();
-                at_now.now = now.get() + offset;
-                let found = derive_provisioning(&at_now)
-                    .services
-                    .into_iter()
-                    .find(|s| *s.name == *service);
-                (found, answer.health, at_now.now)
+            result.map(|answer| {
+                let found = settled_progress(&answer, &service, now.get());
+                (found, answer.health)
             })
         })
-    };
+    });
     let history = move || {
         recent.get().map(|result| match result {
             Ok(runs) if runs.runs.is_empty() => view! {
@@ -308,7 +302,7 @@ pub fn ProvisioningTab(service: String, now: ReadSignal<DateTime<Utc>>) -> impl 
                         let took = compact_duration((r.finished_at - r.started_at).num_seconds());
                         view! {
                             <tr>
-                                <td><a href=tab_href("provisioning", &r.service, None)>{r.service.clone()}</a></td>
+                                <td><a href=tab_href(Tab::Provisioning, &r.service, None)>{r.service.clone()}</a></td>
                                 <td>{r.kind.clone()}</td>
                                 <td>{took}</td>
                                 <td>{r.finished_at.format("%Y-%m-%d %H:%M UTC").to_string()}</td>
@@ -331,16 +325,17 @@ pub fn ProvisioningTab(service: String, now: ReadSignal<DateTime<Utc>>) -> impl 
     view! {
         <Transition fallback=|| view! { <p class="state loading">"Loading…"</p> }>
             {move || {
-                progress()
+                progress
+                    .get()
                     .map(|result| match result {
                         Err(err) => crate::ui::error_alert(&err),
-                        Ok((None, _, _)) => view! {
+                        Ok((None, _)) => view! {
                             <p class="state empty">
                                 "Tower is not tracking a provision of this service: it finished more than 15 minutes ago, or is older than a day."
                             </p>
                         }
                         .into_any(),
-                        Ok((Some(progress), health, server_now)) => {
+                        Ok((Some(progress), health)) => {
                             let measured = progress
                                 .steps
                                 .iter()
@@ -378,15 +373,27 @@ pub fn ProvisioningTab(service: String, now: ReadSignal<DateTime<Utc>>) -> impl 
                                 Group::Stalled => "Stalled",
                                 Group::Finished => "Finished",
                             };
-                            let remaining = remaining_sec(&progress);
-                            let steps = progress.steps.iter().map(step_item).collect_view();
+                            let in_flight = progress.group == Group::InFlight;
+                            let timed = progress.steps.clone();
+                            let remaining = move || {
+                                let now = now.get();
+                                in_flight
+                                    .then(|| {
+                                        remaining_sec(timed.iter().map(|s| {
+                                            (s.status, s.typical_sec, step_seconds(s, now))
+                                        }))
+                                    })
+                                    .flatten()
+                                    .map(|sec| format!(" · {}", time_left(Some(sec))))
+                            };
+                            let steps = progress.steps.iter().map(|s| step_item(s, now)).collect_view();
                             view! {
-                                <HealthNotice health=health now=server_now />
+                                <HealthNotice health=health now=now />
                                 <p class="summary">
                                     <span class="group">{group}</span>
                                     " · "
                                     {progress.kind.map_or("kind unknown", |k| k.as_str())}
-                                    {remaining.filter(|_| progress.group == Group::InFlight).map(|sec| format!(" · about {} left", compact_duration(sec as i64)))}
+                                    {remaining}
                                 </p>
                                 <p class="legend">{legend}</p>
                                 <ol class="steps">{steps}</ol>

@@ -2,6 +2,7 @@
 
 use chrono::{DateTime, Utc};
 use leptos::prelude::*;
+use tower_shared::api::{GitHubTrouble, Health};
 use tower_shared::tekton::RunStatus;
 use tower_shared::time::compact_duration;
 
@@ -38,5 +39,61 @@ pub fn header_row(columns: &'static [&'static str]) -> impl IntoView {
         <thead>
             <tr>{columns.iter().map(|c| view! { <th scope="col">{*c}</th> }).collect_view()}</tr>
         </thead>
+    }
+}
+
+/// What in the page is old or missing, in words: "Cluster dev unreachable: data from 3m 20s
+/// ago", "GitHub rate limited: pull requests and files as last read; Tower asks again in
+/// 12m 00s". Nothing when all is well. Ages tick with Tower's clock.
+#[component]
+pub fn HealthNotice(health: Health, now: ReadSignal<DateTime<Utc>>) -> impl IntoView {
+    (!health.is_clear()).then(move || {
+        let lines = move || {
+            let now = now.get();
+            let since = |at: DateTime<Utc>| compact_duration((now - at).num_seconds().max(0));
+            let mut lines: Vec<String> = health
+                .stale
+                .iter()
+                .map(|c| {
+                    let age = c.last_seen_at.map_or_else(
+                        || "of unknown age".to_owned(),
+                        |at| format!("from {} ago", since(at)),
+                    );
+                    format!("Cluster {} unreachable: data {age}", c.name)
+                })
+                .collect();
+            match &health.github {
+                Some(GitHubTrouble::RateLimited { until }) => lines.push(format!(
+                    "GitHub rate limited: pull requests and files as last read; Tower asks again in {}",
+                    compact_duration((*until - now).num_seconds().max(1))
+                )),
+                Some(GitHubTrouble::Failing { error }) => lines.push(format!(
+                    "GitHub not answering ({error}): pull requests and files as last read"
+                )),
+                None => {}
+            }
+            lines
+                .into_iter()
+                .map(|line| view! { <li>{line}</li> })
+                .collect_view()
+        };
+        view! {
+            <div class="state stale" role="status">
+                <strong>"⚠ Showing last known data"</strong>
+                <ul>{lines}</ul>
+            </div>
+        }
+    })
+}
+
+/// The health notice of the summary every page shares (nothing until it has arrived).
+#[component]
+pub fn SharedHealthNotice() -> impl IntoView {
+    let feed = crate::feed::feed();
+    move || {
+        feed.summary
+            .get()
+            .and_then(Result::ok)
+            .map(|s| view! { <HealthNotice health=s.health now=feed.now /> })
     }
 }

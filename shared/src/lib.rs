@@ -7,6 +7,7 @@
 //! - builds for `wasm32-unknown-unknown` and native alike.
 //!
 //! Module map:
+//! - [`api`] — every JSON answer of Tower's HTTP API and the events of `/api/events`.
 //! - [`cloud`] — cloud deploys (ECS, Lambda, Container Apps) from Tekton deploy runs.
 //! - [`fleet`] — the fleet overview: every app in every environment, and which cells
 //!   need someone's attention.
@@ -18,6 +19,7 @@
 //! - [`tekton`] — PipelineRuns and TaskRuns: status, times, results, params.
 //! - [`time`] — human wording for ages and durations, given `now`.
 
+pub mod api;
 pub mod cloud;
 pub mod fleet;
 pub mod hangar;

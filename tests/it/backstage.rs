@@ -10,7 +10,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
-use tower_backend::{app, assets, config, history, source};
+use tower_backend::{app, assets, config, history};
 
 use crate::support::{dist, eventually, guest_token};
 
@@ -169,9 +169,9 @@ async fn refresh_and_lookup_against_a_real_backstage() {
         app_url: None,
     });
     let gate = tower_backend::auth::Gate::from_config(&config, reqwest::Client::new());
-    let mut state = app::AppState::fixed(
+    let mut state = tower_backend::state::AppState::fixed(
         None,
-        Arc::new(source::Fixed(Arc::new(snapshot))),
+        Arc::new(tower_backend::source::Fixed::new(snapshot, None)),
         history,
         gate,
     );

@@ -523,7 +523,7 @@ async fn a_hostile_parent_cannot_frame_tower_but_an_allowed_one_can() {
         drop(listener);
         addr
     };
-    let mut state = tower_backend::app::AppState::live(tower.live.clone());
+    let mut state = tower_backend::state::AppState::live(tower.live.clone());
     state.frame_ancestors = std::sync::Arc::from(vec![
         "'self'".to_owned(),
         format!("http://{allowed_parent}"),

@@ -175,7 +175,7 @@ async fn a_github_rate_limit_is_reported_with_the_data_not_instead_of_it() {
     )
     .await
     .unwrap_or_else(|| panic!("no github event: {seen}"));
-    assert_eq!(event["state"], "rateLimited", "{event}");
+    assert_eq!(event["trouble"]["state"], "rateLimited", "{event}");
     // … and every answer the pages read carries it beside the last known data.
     let (_, during) = tower.get("/api/provisioning").await.unwrap();
     assert_eq!(during["github"]["state"], "rateLimited", "{during}");

@@ -9,7 +9,7 @@ use http::{Request, StatusCode};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 use tower::ServiceExt as _;
-use tower_backend::{app, assets, config, history, source};
+use tower_backend::{app, assets, config, history};
 use tower_shared::provisioning::{derive_provisioning, first_environment};
 use tower_shared::snapshot::Snapshot;
 
@@ -108,9 +108,9 @@ fn tower() -> &'static (tokio::runtime::Runtime, axum::Router, tempfile::TempDir
         let url = format!("sqlite://{}?mode=rwc", dir.path().join("h.db").display());
         let history = runtime.block_on(history::History::connect(&url)).unwrap();
         let snapshot = Snapshot::empty(chrono::Utc::now());
-        let state = app::AppState::fixed(
+        let state = tower_backend::state::AppState::fixed(
             None,
-            Arc::new(source::Fixed(Arc::new(snapshot))),
+            Arc::new(tower_backend::source::Fixed::new(snapshot, None)),
             history,
             tower_backend::auth::Gate::open(),
         );

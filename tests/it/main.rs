@@ -15,12 +15,15 @@
 //! - [`cloud_deploys`] — the cloud deploy derivation over `fixtures/cloud-deploys/`.
 //! - [`cli`] — the `tower` command line and its errors.
 //! - [`browser`] — the app in headless Chromium, driven through chromedriver.
+//! - [`change_to_screen`] — a PR merge and Kubernetes changes reaching an open page, and the
+//!   page telling Tower's time like the API at 20×.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
 mod auth;
 mod backstage;
 mod browser;
+mod change_to_screen;
 mod cli;
 mod cloud_deploys;
 mod faults;

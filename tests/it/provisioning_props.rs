@@ -9,20 +9,61 @@ use tower_shared::snapshot::Snapshot;
 
 use crate::support::root;
 
+/// The snapshot files in `fixtures/<dir>`, by name.
+fn read_fixtures(dir: &str) -> Vec<(String, Value)> {
+    let dir = root().join("fixtures").join(dir);
+    let mut paths: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    paths.sort();
+    paths
+        .iter()
+        .map(|p| {
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            let value = serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap();
+            (name, value)
+        })
+        .collect()
+}
+
 fn fixtures() -> &'static [Value] {
     static FIXTURES: OnceLock<Vec<Value>> = OnceLock::new();
     FIXTURES.get_or_init(|| {
-        let dir = root().join("fixtures/provisioning");
-        let mut paths: Vec<_> = std::fs::read_dir(dir)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .collect();
-        paths.sort();
-        paths
-            .iter()
-            .map(|p| serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap())
+        read_fixtures("provisioning")
+            .into_iter()
+            .map(|(_, v)| v)
             .collect()
     })
+}
+
+/// Every snapshot fixture, provisioning and cloud deploys alike.
+fn every_fixture() -> &'static [(String, Value)] {
+    static EVERY: OnceLock<Vec<(String, Value)>> = OnceLock::new();
+    EVERY.get_or_init(|| {
+        let mut all = read_fixtures("provisioning");
+        all.extend(read_fixtures("cloud-deploys"));
+        all
+    })
+}
+
+/// The browser derives one service from `/api/snapshot?service=X`
+/// ([`Snapshot::for_service`]); the strip from everything. Both must say the same of X.
+fn narrowing_agrees(name: &str, snapshot: &Snapshot) -> Result<usize, String> {
+    let full = derive_provisioning(snapshot);
+    for service in &full.services {
+        let narrowed = derive_provisioning(&snapshot.for_service(&service.name));
+        match narrowed.services.as_slice() {
+            [only] if only == service => {}
+            other => {
+                return Err(format!(
+                    "{name}: {} derived from its own snapshot differs from the full derivation:\nfull: {service:#?}\nnarrowed: {other:#?}",
+                    service.name
+                ))
+            }
+        }
+    }
+    Ok(full.services.len())
 }
 
 /// A small deterministic generator, seeded by proptest.
@@ -51,13 +92,14 @@ fn shuffle(items: &mut [Value], rng: &mut Rng) {
 fn shuffled(snapshot: &Value, seed: u64) -> Value {
     let mut rng = Rng(seed | 1);
     let mut s = snapshot.clone();
-    if let Some(clusters) = s["clusters"].as_object_mut() {
+    if let Some(clusters) = s.get_mut("clusters").and_then(Value::as_object_mut) {
         for objects in clusters.values_mut() {
             shuffle(objects.as_array_mut().unwrap(), &mut rng);
         }
     }
     for key in ["pullRequests", "catalog", "history"] {
-        if let Some(list) = s[key].as_array_mut() {
+        // `get_mut`, not indexing: indexing would add the key as `null`.
+        if let Some(list) = s.get_mut(key).and_then(Value::as_array_mut) {
             shuffle(list, &mut rng);
         }
     }
@@ -195,6 +237,31 @@ proptest! {
             if let Err(problem) = check_invariants(&derived, parsed.now) {
                 return Err(TestCaseError::fail(problem));
             }
+        }
+    }
+}
+
+#[test]
+fn every_service_derives_the_same_from_its_own_snapshot() {
+    let mut services = 0;
+    for (name, fixture) in every_fixture() {
+        let snapshot = Snapshot::from_json(&fixture.to_string()).unwrap();
+        services += narrowing_agrees(name, &snapshot).unwrap_or_else(|e| panic!("{e}"));
+    }
+    assert!(services >= 30, "only {services} services in the fixtures");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// The same, whatever the order the objects come in.
+    #[test]
+    fn narrowing_agrees_in_any_order(index in 0usize..64, seed in any::<u64>()) {
+        let every = every_fixture();
+        let (name, fixture) = &every[index % every.len()];
+        let snapshot = Snapshot::from_json(&shuffled(fixture, seed).to_string()).unwrap();
+        if let Err(problem) = narrowing_agrees(name, &snapshot) {
+            return Err(TestCaseError::fail(problem));
         }
     }
 }

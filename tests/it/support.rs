@@ -348,7 +348,7 @@ impl Live {
             "Tower did not read the simulated platform within 30 s"
         );
         let router = app::router(
-            app::AppState::live(live.clone()),
+            tower_backend::state::AppState::live(live.clone()),
             &assets::Dist::open(&dist()?)?,
         );
         let server = tokio::spawn(async move {

@@ -244,3 +244,95 @@ fn watched_kinds_match_the_xr_kinds_and_the_simulators_resources() {
         );
     }
 }
+
+/// A source file's text before its `#[cfg(test)]` module (tests may build JSON by hand).
+fn non_test_code(text: &str) -> &str {
+    text.split("#[cfg(test)]").next().unwrap_or(text)
+}
+
+/// `(file, line: text)` of every line in `dir`'s Rust files (outside tests and comments)
+/// that `matches`, skipping files `allowed` names.
+fn lines_matching(dir: &str, allowed: &[&str], matches: impl Fn(&str) -> bool) -> Vec<String> {
+    let mut files = Vec::new();
+    rust_files(&root().join(dir), &mut files);
+    assert!(!files.is_empty(), "found no sources under {dir}");
+    files
+        .iter()
+        .filter(|f| !allowed.iter().any(|a| f.ends_with(a)))
+        .flat_map(|file| {
+            let text = std::fs::read_to_string(file).expect("reading a source file");
+            non_test_code(&text)
+                .lines()
+                .enumerate()
+                .filter(|(_, line)| !line.trim_start().starts_with("//"))
+                .filter(|(_, line)| matches(line))
+                .map(|(i, line)| format!("{}:{}: {}", file.display(), i + 1, line.trim()))
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// Every route's answer is a `tower_shared::api` type: the backend declares no serialisable
+/// type of its own (but its config file's) and builds no JSON by hand; the frontend
+/// declares no type to deserialise an answer into.
+#[test]
+fn answer_types_are_declared_in_shared_only() {
+    let derives = |trait_name: &'static str| {
+        move |line: &str| {
+            let line = line.trim_start();
+            (line.starts_with("#[derive(") || line.starts_with("#[derive ("))
+                && line.contains(trait_name)
+        }
+    };
+    let backend_types = lines_matching("backend/src", &["config.rs"], derives("Serialize"));
+    assert!(
+        backend_types.is_empty(),
+        "answer types belong in shared/src/api.rs: {backend_types:#?}"
+    );
+    let by_hand = lines_matching("backend/src", &[], |line| line.contains("json!("));
+    assert!(
+        by_hand.is_empty(),
+        "answers are shared::api types, not JSON built by hand: {by_hand:#?}"
+    );
+    let frontend_types = lines_matching("frontend/src", &[], derives("Deserialize"));
+    assert!(
+        frontend_types.is_empty(),
+        "the frontend reads shared::api types: {frontend_types:#?}"
+    );
+    // The check sees what it must.
+    assert!(derives("Serialize")(
+        "    #[derive(Clone, serde::Serialize)]"
+    ));
+    assert!(!derives("Serialize")("use serde::Serialize;"));
+    assert_eq!(
+        non_test_code("fn a() {}\n#[cfg(test)]\nmod tests { json!({}) }"),
+        "fn a() {}\n"
+    );
+}
+
+/// One clock: the backend reads the time only in `backend/src/clock.rs` (Tower's clock, and
+/// the wall clock for other systems' stamps), the browser only in `frontend/src/clock.rs`.
+#[test]
+fn time_is_read_in_the_clock_modules_only() {
+    let reads = |line: &str| {
+        [
+            "Utc::now",
+            "Local::now",
+            "SystemTime::now",
+            "Date::now",
+            "Date::new",
+        ]
+        .iter()
+        .any(|p| line.contains(p))
+    };
+    for (dir, clock) in [
+        ("backend/src", "backend/src/clock.rs"),
+        ("frontend/src", "frontend/src/clock.rs"),
+    ] {
+        let found = lines_matching(dir, &[clock], reads);
+        assert!(
+            found.is_empty(),
+            "read the time through {clock}: {found:#?}"
+        );
+    }
+}

@@ -11,8 +11,10 @@ use http::header::{HeaderMap, HeaderValue, ETAG, IF_NONE_MATCH};
 use http::StatusCode;
 use octocrab::Octocrab;
 use serde_json::Value;
+use tower_shared::api::GitHubTrouble;
 use tower_shared::snapshot::{GitHubUser, PullRequest};
 
+use crate::clock::Clock;
 use crate::config::GitHubConfig;
 
 /// How long an answer is reused before GitHub is asked again.
@@ -27,8 +29,12 @@ pub enum GitHubError {
         path: String,
         message: String,
     },
+    /// `until` on Tower's clock; `retry_after_secs` in real seconds.
     #[error("GitHub rate limit reached; retrying after {until}")]
-    RateLimited { until: DateTime<Utc> },
+    RateLimited {
+        until: DateTime<Utc>,
+        retry_after_secs: u64,
+    },
     #[error("GitHub could not be reached: {0}")]
     Unreachable(String),
     #[error("GitHub sent something unexpected for {path}: {message}")]
@@ -48,6 +54,8 @@ struct Cached {
     /// per cache period, not one per poll).
     value: Option<Arc<Value>>,
     fetched: Instant,
+    /// GitHub said the resource changed (a webhook): ask again whatever its age.
+    expired: bool,
 }
 
 fn answer(path: &str, cached: &Cached) -> Result<Arc<Value>, GitHubError> {
@@ -58,25 +66,35 @@ fn answer(path: &str, cached: &Cached) -> Result<Arc<Value>, GitHubError> {
     })
 }
 
+/// Until when GitHub said not to ask: in real time (how long Tower waits) and on Tower's
+/// clock (what pages show).
+#[derive(Clone, Copy, Debug)]
+struct Limit {
+    until: Instant,
+    shown_until: DateTime<Utc>,
+}
+
+impl Limit {
+    fn error(&self) -> GitHubError {
+        GitHubError::RateLimited {
+            until: self.shown_until,
+            retry_after_secs: self
+                .until
+                .saturating_duration_since(Instant::now())
+                .as_secs()
+                .max(1),
+        }
+    }
+}
+
 #[derive(Debug, Default)]
 struct State {
     cache: HashMap<String, Cached>,
-    limited_until: Option<(Instant, DateTime<Utc>)>,
+    limited_until: Option<Limit>,
     /// The last failure other than a rate limit or 404, until GitHub answers again.
     failing: Option<String>,
     requests: u64,
     not_modified: u64,
-}
-
-/// Why what Tower shows from GitHub may be old or missing: the pages show it instead of
-/// empty data (`"github"` in `/api/provisioning` and `/api/snapshot`).
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "camelCase", tag = "state")]
-pub enum GitHubTrouble {
-    /// GitHub's rate limit is spent: Tower does not ask before `until`.
-    RateLimited { until: DateTime<Utc> },
-    /// GitHub's last answer was a failure (unreachable, 5xx, no access).
-    Failing { error: String },
 }
 
 /// Tower's GitHub client. Cheap to clone.
@@ -84,6 +102,7 @@ pub enum GitHubTrouble {
 pub struct GitHub {
     octocrab: Octocrab,
     owner: String,
+    clock: Clock,
     state: Arc<Mutex<State>>,
 }
 
@@ -95,7 +114,8 @@ pub struct GitHubCounters {
 }
 
 impl GitHub {
-    pub fn new(config: &GitHubConfig) -> anyhow::Result<Self> {
+    /// A client for `config`, stamping rate limits on `clock`.
+    pub fn new(config: &GitHubConfig, clock: Clock) -> anyhow::Result<Self> {
         let mut builder = Octocrab::builder()
             .base_uri(config.api_url.as_str())?
             .set_connect_timeout(Some(Duration::from_secs(5)))
@@ -128,6 +148,7 @@ impl GitHub {
         Ok(Self {
             octocrab,
             owner: config.owner.clone(),
+            clock,
             state: Arc::default(),
         })
     }
@@ -148,13 +169,13 @@ impl GitHub {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// What is wrong with GitHub now, if anything.
+    /// What is wrong with GitHub now, if anything (a rate limit's end on Tower's clock).
     pub fn trouble(&self) -> Option<GitHubTrouble> {
         let state = self.state();
         match (state.limited_until, &state.failing) {
-            (Some((until, at)), _) if Instant::now() < until => {
-                Some(GitHubTrouble::RateLimited { until: at })
-            }
+            (Some(limit), _) if Instant::now() < limit.until => Some(GitHubTrouble::RateLimited {
+                until: limit.shown_until,
+            }),
             (_, Some(error)) => Some(GitHubTrouble::Failing {
                 error: error.clone(),
             }),
@@ -178,15 +199,15 @@ impl GitHub {
             let state = self.state();
             let cached = state.cache.get(path);
             if let Some(cached) = cached {
-                if cached.fetched.elapsed() < max_age {
+                if !cached.expired && cached.fetched.elapsed() < max_age {
                     return answer(path, cached);
                 }
             }
-            if let Some((until, at)) = state.limited_until {
-                if Instant::now() < until {
+            if let Some(limit) = state.limited_until {
+                if Instant::now() < limit.until {
                     return match cached {
                         Some(cached) => answer(path, cached),
-                        None => Err(GitHubError::RateLimited { until: at }),
+                        None => Err(limit.error()),
                     };
                 }
             }
@@ -221,7 +242,10 @@ impl GitHub {
             .await
             .map_err(|err| GitHubError::Unreachable(describe(&err)))?;
         let status = response.status();
-        let limit = rate_limited_until(status, response.headers());
+        let limit = rate_limited_for(status, response.headers()).map(|wait| Limit {
+            until: Instant::now() + wait,
+            shown_until: self.clock.now() + self.clock.span_of_real(wait.as_secs()),
+        });
         let new_etag = response.headers().get(ETAG).cloned();
         if let Some(answer) = self.settle(path, status, limit) {
             return answer;
@@ -236,6 +260,7 @@ impl GitHub {
                 etag: None,
                 value: None,
                 fetched: Instant::now(),
+                expired: false,
             };
             let err = answer(path, &cached);
             self.state().cache.insert(path.to_owned(), cached);
@@ -263,6 +288,7 @@ impl GitHub {
                 etag: new_etag,
                 value: Some(Arc::clone(&value)),
                 fetched: Instant::now(),
+                expired: false,
             },
         );
         Ok(value)
@@ -274,25 +300,38 @@ impl GitHub {
         &self,
         path: &str,
         status: StatusCode,
-        limit: Option<(Instant, DateTime<Utc>)>,
+        limit: Option<Limit>,
     ) -> Option<Result<Arc<Value>, GitHubError>> {
         let mut state = self.state();
         state.requests += 1;
-        if let Some(until) = limit {
-            state.limited_until = Some(until);
+        if let Some(limit) = limit {
+            state.limited_until = Some(limit);
             return Some(match state.cache.get(path) {
                 Some(cached) => answer(path, cached),
-                None => Err(GitHubError::RateLimited { until: until.1 }),
+                None => Err(limit.error()),
             });
         }
         if status == StatusCode::NOT_MODIFIED {
             state.not_modified += 1;
             if let Some(cached) = state.cache.get_mut(path) {
                 cached.fetched = Instant::now();
+                cached.expired = false;
                 return Some(answer(path, cached));
             }
         }
         None
+    }
+
+    /// Makes every cached answer about `repo` (`owner/name`) due, so the next read asks
+    /// GitHub (conditionally: an unchanged answer still costs no rate limit). For when GitHub
+    /// says the repo changed (a webhook).
+    pub fn expire_repo(&self, repo: &str) {
+        let prefix = format!("/repos/{repo}/");
+        for (path, cached) in &mut self.state().cache {
+            if path.starts_with(&prefix) {
+                cached.expired = true;
+            }
+        }
     }
 
     /// Every pull request of `repo` (`owner/name`), newest first (one page of 100).
@@ -364,26 +403,22 @@ fn pull_request(repo: &str, pr: octocrab::models::pulls::PullRequest) -> PullReq
     }
 }
 
-/// When a 403/429 says the rate limit is spent: `retry-after` seconds, else
-/// `x-ratelimit-reset` (epoch seconds) when `x-ratelimit-remaining` is 0.
-fn rate_limited_until(status: StatusCode, headers: &HeaderMap) -> Option<(Instant, DateTime<Utc>)> {
+/// How long a 403/429 says not to ask (real time): `retry-after` seconds, else until
+/// `x-ratelimit-reset` (epoch seconds on GitHub's wall clock) when `x-ratelimit-remaining`
+/// is 0. Between a second and an hour.
+fn rate_limited_for(status: StatusCode, headers: &HeaderMap) -> Option<Duration> {
     if status != StatusCode::FORBIDDEN && status != StatusCode::TOO_MANY_REQUESTS {
         return None;
     }
     let header = |name: &str| -> Option<i64> { headers.get(name)?.to_str().ok()?.parse().ok() };
-    let now = Utc::now();
     let wait = if let Some(seconds) = header("retry-after") {
         seconds
     } else if header("x-ratelimit-remaining") == Some(0) {
-        header("x-ratelimit-reset")? - now.timestamp()
+        header("x-ratelimit-reset")?.saturating_sub(crate::clock::wall().timestamp())
     } else {
         return None;
     };
-    let wait = wait.clamp(1, 3600);
-    Some((
-        Instant::now() + Duration::from_secs(wait.unsigned_abs()),
-        now + chrono::Duration::seconds(wait),
-    ))
+    Some(Duration::from_secs(wait.clamp(1, 3600).unsigned_abs()))
 }
 
 /// An octocrab error in one line, without request headers (which hold the token).
@@ -405,12 +440,16 @@ mod tests {
         let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
         let url = format!("http://{}", closed.local_addr().expect("addr"));
         drop(closed);
-        let github = GitHub::new(&GitHubConfig {
-            api_url: url,
-            owner: "acme".to_owned(),
-            token: None,
-            app: None,
-        })
+        let github = GitHub::new(
+            &GitHubConfig {
+                api_url: url,
+                owner: "acme".to_owned(),
+                token: None,
+                app: None,
+                webhook_secret: None,
+            },
+            Clock::system(),
+        )
         .expect("client");
         assert_eq!(github.trouble(), None);
         let err = github.get("/repos/acme/x/pulls", CACHE_FOR).await;
@@ -427,20 +466,20 @@ mod tests {
     fn rate_limits_are_read_from_either_header() {
         let mut headers = HeaderMap::new();
         headers.insert("retry-after", HeaderValue::from_static("30"));
-        let (_, at) = rate_limited_until(StatusCode::TOO_MANY_REQUESTS, &headers).expect("limited");
-        assert!((at - Utc::now()).num_seconds() > 25);
+        let wait = rate_limited_for(StatusCode::TOO_MANY_REQUESTS, &headers).expect("limited");
+        assert_eq!(wait, Duration::from_secs(30));
 
         let mut headers = HeaderMap::new();
-        let reset = (Utc::now().timestamp() + 600).to_string();
+        let reset = (crate::clock::wall().timestamp() + 600).to_string();
         headers.insert("x-ratelimit-remaining", HeaderValue::from_static("0"));
         headers.insert(
             "x-ratelimit-reset",
             HeaderValue::from_str(&reset).expect("ascii"),
         );
-        let (_, at) = rate_limited_until(StatusCode::FORBIDDEN, &headers).expect("limited");
-        assert!((at - Utc::now()).num_seconds() > 590);
+        let wait = rate_limited_for(StatusCode::FORBIDDEN, &headers).expect("limited");
+        assert!((595..=600).contains(&wait.as_secs()), "{wait:?}");
 
         // A 403 that is not about the rate limit (e.g. no access) is not a limit.
-        assert!(rate_limited_until(StatusCode::FORBIDDEN, &HeaderMap::new()).is_none());
+        assert!(rate_limited_for(StatusCode::FORBIDDEN, &HeaderMap::new()).is_none());
     }
 }

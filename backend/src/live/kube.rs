@@ -18,11 +18,12 @@ use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::runtime::utils::Backoff;
 use kube::runtime::{watcher, WatchStreamExt as _};
-use serde::Serialize;
 use tokio::sync::{broadcast, watch};
-use tower_shared::hangar::{WatchedKind, WATCHED_KINDS};
+use tower_shared::api::{Change, ChangeSource, StaleCluster};
+use tower_shared::hangar::{self, WatchedKind, WATCHED_KINDS};
 use tower_shared::kube::Object;
 
+use crate::clock::Clock;
 use crate::config::Config;
 
 /// The API resource for a watched kind, for kube-rs' dynamic API.
@@ -33,23 +34,8 @@ fn api_resource(watched: &WatchedKind) -> ApiResource {
     )
 }
 
-/// A change a watcher saw, as `/api/events` sends it.
-#[derive(Clone, Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Change {
-    pub cluster: String,
-    pub kind: &'static str,
-    /// `applied`, `deleted`, or `resynced` (a full list replaced the cache).
-    pub action: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub namespace: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub name: Option<String>,
-}
-
-/// How fresh one cluster's cache is.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
+/// How fresh one cluster's cache is (times on Tower's clock).
+#[derive(Clone, Debug, PartialEq)]
 pub struct ClusterStatus {
     pub name: String,
     /// Every served type has been listed once.
@@ -57,14 +43,20 @@ pub struct ClusterStatus {
     /// A watch failed and the API has not answered since: the objects are the last known.
     pub stale: bool,
     /// When the cluster was last known to answer (the failure's start while stale).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub last_seen_at: Option<DateTime<Utc>>,
-    /// Seconds since `lastSeenAt`, while stale.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub stale_for_seconds: Option<i64>,
     /// The last failure, without credentials (kube errors carry none).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+}
+
+impl ClusterStatus {
+    /// The health notice's line for a stale cluster.
+    pub fn as_stale(&self) -> Option<StaleCluster> {
+        self.stale.then(|| StaleCluster {
+            name: self.name.clone(),
+            last_seen_at: self.last_seen_at,
+            error: self.error.clone(),
+        })
+    }
 }
 
 type Key = (Option<String>, String);
@@ -77,27 +69,52 @@ struct TypeCache {
     synced: bool,
     /// The cluster does not serve this type.
     absent: bool,
-    last_error: Option<(DateTime<Utc>, String)>,
+    last_error: Option<Stamp<String>>,
+}
+
+/// Something that happened to a cluster's cache: in which order (a counter, so a clock
+/// that stands still still orders them), when on Tower's clock, and what.
+#[derive(Clone, Debug)]
+struct Stamp<T> {
+    seq: u64,
+    at: DateTime<Utc>,
+    what: T,
 }
 
 #[derive(Debug, Default)]
 struct ClusterCache {
     types: Vec<TypeCache>,
-    last_ok: Option<DateTime<Utc>>,
+    last_ok: Option<Stamp<()>>,
+    seq: u64,
 }
 
 impl ClusterCache {
-    fn failing(&self) -> Option<&(DateTime<Utc>, String)> {
+    /// The newest failure since the cluster last answered, if any.
+    fn failing(&self) -> Option<&Stamp<String>> {
         self.types
             .iter()
             .filter_map(|t| t.last_error.as_ref())
-            .filter(|(at, _)| self.last_ok.is_none_or(|ok| *at >= ok))
-            .max_by_key(|(at, _)| *at)
+            .filter(|e| self.last_ok.as_ref().is_none_or(|ok| e.seq > ok.seq))
+            .max_by_key(|e| e.seq)
+    }
+
+    fn stamp<T>(&mut self, at: DateTime<Utc>, what: T) -> Stamp<T> {
+        self.seq += 1;
+        Stamp {
+            seq: self.seq,
+            at,
+            what,
+        }
+    }
+
+    fn answered(&mut self, at: DateTime<Utc>) {
+        self.last_ok = Some(self.stamp(at, ()));
     }
 }
 
 #[derive(Debug)]
 struct Shared {
+    clock: Clock,
     clusters: BTreeMap<String, Mutex<ClusterCache>>,
     changes: broadcast::Sender<Change>,
     generation: watch::Sender<u64>,
@@ -138,7 +155,7 @@ fn lock(cache: &Mutex<ClusterCache>) -> MutexGuard<'_, ClusterCache> {
 impl Clusters {
     /// Connects to every cluster in `config` and starts watching; returns at once (the
     /// caches fill in the background; see [`Clusters::status`]).
-    pub async fn start(config: &Config) -> anyhow::Result<Self> {
+    pub async fn start(config: &Config, clock: Clock) -> anyhow::Result<Self> {
         let mut clients = Vec::new();
         for cluster in &config.clusters {
             let client_config = match &cluster.context {
@@ -165,22 +182,24 @@ impl Clusters {
             client_config.connect_timeout = Some(Duration::from_secs(5));
             clients.push((cluster.name.clone(), kube::Client::try_from(client_config)?));
         }
-        Ok(Self::watch(clients))
+        Ok(Self::watch(clients, clock))
     }
 
-    /// Starts the watchers for already-built clients.
-    pub fn watch(clients: Vec<(String, kube::Client)>) -> Self {
+    /// Starts the watchers for already-built clients, stamping on `clock`.
+    pub fn watch(clients: Vec<(String, kube::Client)>, clock: Clock) -> Self {
         let clusters = clients
             .iter()
             .map(|(name, _)| {
                 let cache = ClusterCache {
                     types: WATCHED_KINDS.iter().map(|_| TypeCache::default()).collect(),
                     last_ok: None,
+                    seq: 0,
                 };
                 (name.clone(), Mutex::new(cache))
             })
             .collect();
         let shared = Arc::new(Shared {
+            clock,
             clusters,
             changes: broadcast::channel(1024).0,
             generation: watch::channel(0).0,
@@ -229,8 +248,8 @@ impl Clusters {
             .collect()
     }
 
-    /// How fresh each cluster's cache is, at `now` (real time).
-    pub fn status(&self, now: DateTime<Utc>) -> Vec<ClusterStatus> {
+    /// How fresh each cluster's cache is.
+    pub fn status(&self) -> Vec<ClusterStatus> {
         self.shared
             .clusters
             .iter()
@@ -239,24 +258,21 @@ impl Clusters {
                 let failing = cache.failing();
                 let synced = cache.types.iter().all(|t| t.synced || t.absent);
                 let last_seen_at = match failing {
-                    Some((at, _)) => cache.last_ok.or(Some(*at)),
-                    None => cache.last_ok,
+                    Some(failure) => Some(cache.last_ok.as_ref().map_or(failure.at, |ok| ok.at)),
+                    None => cache.last_ok.as_ref().map(|ok| ok.at),
                 };
                 ClusterStatus {
                     name: name.clone(),
                     synced,
                     stale: failing.is_some(),
-                    stale_for_seconds: failing
-                        .and(last_seen_at)
-                        .map(|at| (now - at).num_seconds().max(0)),
                     last_seen_at,
-                    error: failing.map(|(_, message)| message.clone()),
+                    error: failing.map(|failure| failure.what.clone()),
                 }
             })
             .collect()
     }
 
-    /// Changes as they happen (for `/api/events`).
+    /// Object changes as the watchers see them (stale and fresh only bump the generation).
     pub fn changes(&self) -> broadcast::Receiver<Change> {
         self.shared.changes.subscribe()
     }
@@ -267,15 +283,47 @@ impl Clusters {
     }
 }
 
-fn record(shared: &Shared, cluster: &str, f: impl FnOnce(&mut ClusterCache) -> Option<Change>) {
+/// What a cache update means for the rest of Tower.
+enum Update {
+    /// Nothing anyone needs to hear about.
+    Quiet,
+    /// The cluster's freshness changed.
+    Freshness,
+    /// An object (or a whole type) changed.
+    Object(Change),
+}
+
+fn record(shared: &Shared, cluster: &str, f: impl FnOnce(&mut ClusterCache) -> Update) {
     let Some(cache) = shared.clusters.get(cluster) else {
         return;
     };
-    let change = f(&mut lock(cache));
-    if let Some(change) = change {
-        shared.generation.send_modify(|g| *g += 1);
-        // Nobody listening is fine.
-        let _ = shared.changes.send(change);
+    let update = f(&mut lock(cache));
+    match update {
+        Update::Quiet => {}
+        Update::Freshness => shared.generation.send_modify(|g| *g += 1),
+        Update::Object(change) => {
+            shared.generation.send_modify(|g| *g += 1);
+            // Nobody listening is fine.
+            let _ = shared.changes.send(change);
+        }
+    }
+}
+
+/// A change to `object` (or to a whole type, `None`) of `cluster`.
+fn object_change(
+    cluster: &str,
+    watched: &WatchedKind,
+    action: &str,
+    object: Option<&Object>,
+) -> Change {
+    Change {
+        cluster: Some(cluster.to_owned()),
+        kind: Some(watched.kind.to_owned()),
+        action: Some(action.to_owned()),
+        namespace: object.and_then(|o| o.metadata.namespace.clone()),
+        name: object.map(|o| o.metadata.name.clone()),
+        service: object.and_then(hangar::service_of).map(str::to_owned),
+        ..Change::of(ChangeSource::Kubernetes, None)
     }
 }
 
@@ -315,22 +363,21 @@ async fn run_watcher(
         let Some(shared) = shared.upgrade() else {
             return;
         };
-        let now = Utc::now();
+        let now = shared.clock.now();
         match item {
             Ok(event) => record(&shared, &cluster, |cache| {
-                cache.last_ok = Some(now);
-                let types = &mut cache.types[index];
-                let change = |action, key: Option<&Key>| Change {
-                    cluster: cluster.clone(),
-                    kind: watched.kind,
-                    action,
-                    namespace: key.and_then(|k| k.0.clone()),
-                    name: key.map(|k| k.1.clone()),
+                let was_failing = cache.failing().is_some();
+                cache.answered(now);
+                let freshness = if was_failing {
+                    Update::Freshness
+                } else {
+                    Update::Quiet
                 };
+                let types = &mut cache.types[index];
                 match event {
                     watcher::Event::Init => {
                         types.listing = Some(BTreeMap::new());
-                        None
+                        freshness
                     }
                     watcher::Event::InitApply(object) => {
                         if let (Some(listing), Some((key, object))) =
@@ -338,30 +385,34 @@ async fn run_watcher(
                         {
                             listing.insert(key, object);
                         }
-                        None
+                        freshness
                     }
                     watcher::Event::InitDone => {
                         types.objects = types.listing.take().unwrap_or_default();
                         types.synced = true;
-                        Some(change("resynced", None))
+                        Update::Object(object_change(&cluster, &watched, "resynced", None))
                     }
                     watcher::Event::Apply(object) => {
-                        let (key, object) = to_object(object, &watched)?;
-                        let out = change("applied", Some(&key));
+                        let Some((key, object)) = to_object(object, &watched) else {
+                            return freshness;
+                        };
+                        let change = object_change(&cluster, &watched, "applied", Some(&object));
                         types.objects.insert(key, object);
-                        Some(out)
+                        Update::Object(change)
                     }
                     watcher::Event::Delete(object) => {
-                        let (key, _) = to_object(object, &watched)?;
+                        let Some((key, object)) = to_object(object, &watched) else {
+                            return freshness;
+                        };
                         types.objects.remove(&key);
-                        Some(change("deleted", Some(&key)))
+                        Update::Object(object_change(&cluster, &watched, "deleted", Some(&object)))
                     }
                 }
             }),
             Err(err) if is_not_served(&err) => {
                 record(&shared, &cluster, |cache| {
                     cache.types[index].absent = true;
-                    None
+                    Update::Quiet
                 });
                 tracing::debug!(%cluster, kind = watched.kind, "not served by this cluster");
                 return;
@@ -370,14 +421,9 @@ async fn run_watcher(
                 tracing::warn!(%cluster, kind = watched.kind, error = %err, "watch failed");
                 let message = err.to_string();
                 record(&shared, &cluster, |cache| {
-                    cache.types[index].last_error = Some((now, message));
-                    Some(Change {
-                        cluster: cluster.clone(),
-                        kind: watched.kind,
-                        action: "stale",
-                        namespace: None,
-                        name: None,
-                    })
+                    let failure = cache.stamp(now, message);
+                    cache.types[index].last_error = Some(failure);
+                    Update::Freshness
                 });
             }
         }
@@ -413,16 +459,10 @@ async fn probe(shared: std::sync::Weak<Shared>, cluster: String, client: kube::C
             let Some(strong) = shared.upgrade() else {
                 return;
             };
-            let now = Utc::now();
+            let now = strong.clock.now();
             record(&strong, &cluster, |cache| {
-                cache.last_ok = Some(now);
-                Some(Change {
-                    cluster: cluster.clone(),
-                    kind: "Cluster",
-                    action: "fresh",
-                    namespace: None,
-                    name: None,
-                })
+                cache.answered(now);
+                Update::Freshness
             });
         }
     }

@@ -11,13 +11,13 @@
 use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::{Extension, Json};
-use serde_json::{json, Value};
+use tower_shared::api::{CatalogLookup, CatalogRefresh, RefreshStatus};
 
 use super::params::{self, Query};
 use super::ApiError;
-use crate::app::AppState;
 use crate::auth::Caller;
 use crate::live::backstage::{Backstage, BackstageError, Trigger};
+use crate::state::AppState;
 
 /// The caller's own Backstage token (see [`Caller::backstage_token`]).
 fn bearer(caller: Option<&Caller>, headers: &HeaderMap) -> Result<String, ApiError> {
@@ -57,21 +57,25 @@ pub async fn refresh(
     State(state): State<AppState>,
     caller: Option<Extension<Caller>>,
     headers: HeaderMap,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<CatalogRefresh>, ApiError> {
     let token = bearer(caller.as_deref(), &headers)?;
     let answer = backstage(&state)?
         .trigger_ingestor(&token)
         .await
         .map_err(from_backstage)?;
     Ok(Json(match answer {
-        Trigger::Started => json!({
-            "status": "triggered",
-            "message": "The catalog ingestor runs now; the service appears once it has read the clusters."
-        }),
-        Trigger::AlreadyRunning => json!({
-            "status": "already-running",
-            "message": "The catalog ingestor is already running; the service appears when it finishes."
-        }),
+        Trigger::Started => CatalogRefresh {
+            status: RefreshStatus::Triggered,
+            message:
+                "The catalog ingestor runs now; the service appears once it has read the clusters."
+                    .to_owned(),
+        },
+        Trigger::AlreadyRunning => CatalogRefresh {
+            status: RefreshStatus::AlreadyRunning,
+            message:
+                "The catalog ingestor is already running; the service appears when it finishes."
+                    .to_owned(),
+        },
     }))
 }
 
@@ -80,7 +84,7 @@ pub async fn entity(
     caller: Option<Extension<Caller>>,
     headers: HeaderMap,
     query: Query,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<CatalogLookup>, ApiError> {
     let name = params::dns_label(&query, "name")?;
     let kind = params::optional_dns_label(&query, "kind")?.unwrap_or("component");
     let namespace = params::optional_dns_label(&query, "namespace")?.unwrap_or("default");
@@ -97,8 +101,8 @@ pub async fn entity(
         .entity(kind, namespace, name, &token)
         .await
         .map_err(from_backstage)?;
-    Ok(Json(match found {
-        Some(entity) => json!({ "found": true, "entity": entity }),
-        None => json!({ "found": false }),
+    Ok(Json(CatalogLookup {
+        found: found.is_some(),
+        entity: found,
     }))
 }

@@ -1,7 +1,7 @@
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde_json::json;
+use tower_shared::api::ErrorBody;
 
 /// An API failure, answered as `{"error": "...", ...}` with a matching status. Messages
 /// never carry credentials.
@@ -62,38 +62,28 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let message = self.to_string();
-        let (status, body) = match &self {
-            ApiError::NotFound { path } => (
-                StatusCode::NOT_FOUND,
-                json!({ "error": message, "path": path }),
-            ),
+        let error = self.to_string();
+        let (status, field, path) = match &self {
+            ApiError::NotFound { path } => (StatusCode::NOT_FOUND, None, Some(path.clone())),
             ApiError::MethodNotAllowed { .. } => (
                 StatusCode::METHOD_NOT_ALLOWED,
-                json!({ "error": message, "field": "method" }),
+                Some("method".to_owned()),
+                None,
             ),
-            ApiError::BadParameter { field, .. } => (
-                StatusCode::BAD_REQUEST,
-                json!({ "error": message, "field": field }),
-            ),
-            ApiError::BadBody { field, .. } => (
-                StatusCode::BAD_REQUEST,
-                json!({ "error": message, "field": field }),
-            ),
-            ApiError::Unknown { field, .. } => (
-                StatusCode::NOT_FOUND,
-                json!({ "error": message, "field": field }),
-            ),
-            ApiError::Unauthorized { field, .. } => (
-                StatusCode::UNAUTHORIZED,
-                json!({ "error": message, "field": field }),
-            ),
-            ApiError::Unavailable { .. } => {
-                (StatusCode::SERVICE_UNAVAILABLE, json!({ "error": message }))
+            ApiError::BadParameter { field, .. } => {
+                (StatusCode::BAD_REQUEST, Some((*field).to_owned()), None)
             }
-            ApiError::Upstream { .. } => (StatusCode::BAD_GATEWAY, json!({ "error": message })),
+            ApiError::BadBody { field, .. } => (StatusCode::BAD_REQUEST, Some(field.clone()), None),
+            ApiError::Unknown { field, .. } => {
+                (StatusCode::NOT_FOUND, Some((*field).to_owned()), None)
+            }
+            ApiError::Unauthorized { field, .. } => {
+                (StatusCode::UNAUTHORIZED, Some((*field).to_owned()), None)
+            }
+            ApiError::Unavailable { .. } => (StatusCode::SERVICE_UNAVAILABLE, None, None),
+            ApiError::Upstream { .. } => (StatusCode::BAD_GATEWAY, None, None),
         };
-        let mut response = (status, Json(body)).into_response();
+        let mut response = (status, Json(ErrorBody { error, field, path })).into_response();
         if let ApiError::Unavailable {
             retry_after_secs: Some(secs),
             ..

@@ -1,8 +1,16 @@
-//! `GET /api/events`: Server-Sent Events. One `change` message per object a watcher saw
-//! change (`{"cluster","kind","action","namespace","name"}`), `stale`/`fresh` when a
-//! cluster stops or starts answering, `github` when GitHub becomes rate limited or failing
-//! or well again (its trouble, or `{}`), and a comment every 15 s to keep proxies from
-//! closing the stream. A client that falls behind gets a `resync` message and should re-read.
+//! `GET /api/events`: Server-Sent Events, each sent after the views that show it are
+//! published (so a page fetching on an event gets the new answer):
+//! - `change` ([`tower_shared::api::Change`]): something Tower reads changed — an object
+//!   (Kubernetes), a pull request or file (GitHub), a catalog entity, a history record —
+//!   naming the service when Tower can tell;
+//! - `stale` / `fresh` ([`tower_shared::api::ClusterFreshness`]): a cluster stopped or
+//!   started answering;
+//! - `github` ([`tower_shared::api::GitHubState`]): GitHub became rate limited or failing,
+//!   or well again;
+//! - `resync` (`{"missed"}`): the stream fell behind; read everything again;
+//!
+//! and a comment every 15 s to keep proxies from closing the stream. A snapshot file never
+//! changes: its stream says `hello` and then only keeps alive.
 
 use std::convert::Infallible;
 use std::time::Duration;
@@ -11,45 +19,38 @@ use axum::extract::State;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use futures::stream::{self, Stream, StreamExt as _};
 use tokio_stream::wrappers::errors::BroadcastStreamRecvError;
-use tokio_stream::wrappers::{BroadcastStream, WatchStream};
+use tokio_stream::wrappers::BroadcastStream;
+use tower_shared::api::{event, Resync};
 
-use crate::app::AppState;
+use crate::live::LiveEvent;
+use crate::state::AppState;
+
+fn sse(name: &str, payload: &impl serde::Serialize) -> Event {
+    Event::default()
+        .event(name)
+        .json_data(payload)
+        .unwrap_or_else(|_| Event::default().event(event::RESYNC).data("{\"missed\":0}"))
+}
 
 pub async fn get(
     State(state): State<AppState>,
 ) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
     let changes = match &state.live {
-        Some(live) => {
-            let github = WatchStream::from_changes(live.github_trouble()).map(|trouble| {
-                Ok(Event::default()
-                    .event("github")
-                    .json_data(
-                        trouble.map_or_else(|| serde_json::json!({}), |t| serde_json::json!(t)),
-                    )
-                    .unwrap_or_else(|_| Event::default().event("resync").data("{}")))
-            });
-            let clusters = BroadcastStream::new(live.clusters().changes()).map(|item| {
+        Some(live) => BroadcastStream::new(live.events())
+            .map(|item| {
                 Ok(match item {
-                    Ok(change) => {
-                        let name = match change.action {
-                            "stale" | "fresh" => change.action,
-                            _ => "change",
-                        };
-                        Event::default()
-                            .event(name)
-                            .json_data(&change)
-                            .unwrap_or_else(|_| Event::default().event("resync").data("{}"))
+                    Ok(LiveEvent::Change(change)) => sse(event::CHANGE, &change),
+                    Ok(LiveEvent::Stale(cluster)) => sse(event::STALE, &cluster),
+                    Ok(LiveEvent::Fresh(cluster)) => sse(event::FRESH, &cluster),
+                    Ok(LiveEvent::GitHub(github)) => sse(event::GITHUB, &github),
+                    Err(BroadcastStreamRecvError::Lagged(missed)) => {
+                        sse(event::RESYNC, &Resync { missed })
                     }
-                    Err(BroadcastStreamRecvError::Lagged(missed)) => Event::default()
-                        .event("resync")
-                        .data(format!("{{\"missed\":{missed}}}")),
                 })
-            });
-            stream::select(clusters, github).boxed()
-        }
-        // A snapshot file never changes.
+            })
+            .boxed(),
         None => stream::pending().boxed(),
     };
-    let hello = stream::once(async { Ok(Event::default().event("hello").data("{}")) });
+    let hello = stream::once(async { Ok(Event::default().event(event::HELLO).data("{}")) });
     Sse::new(hello.chain(changes)).keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
 }

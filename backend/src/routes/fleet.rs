@@ -1,15 +1,15 @@
-//! `GET /api/fleet`: every app in every environment, derived from the source's objects
-//! (or the fixed fleet `tower serve --fleet-file` was given).
+//! `GET /api/fleet`: every app in every environment, derived when the objects change (or
+//! the fixed fleet `tower serve --fleet-file` was given), served as bytes.
 
 use axum::extract::State;
-use axum::Json;
-use tower_shared::fleet::{derive_fleet, Fleet};
+use axum::http::HeaderMap;
+use axum::response::Response;
 
-use crate::app::AppState;
+use crate::state::AppState;
 
-pub async fn get(State(state): State<AppState>) -> Json<Fleet> {
-    Json(match &state.fleet {
-        Some(fleet) => Fleet::clone(fleet),
-        None => derive_fleet(&state.source.snapshot()),
-    })
+pub async fn get(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    match &state.fleet_file {
+        Some(fleet) => fleet.respond(&headers),
+        None => state.source.derived().views.fleet.respond(&headers),
+    }
 }

@@ -3,17 +3,16 @@
 
 use axum::extract::State;
 use axum::Json;
-use chrono::{DateTime, Utc};
-use serde::Serialize;
 use serde_json::Value;
+use tower_shared::api::{CicdConfig, PendingRequests, PullRequests, RequestPr};
 use tower_shared::hangar::{self, parse_request_title};
-use tower_shared::provisioning::{first_environment, FirstEnvironment};
+use tower_shared::provisioning::first_environment;
 use tower_shared::snapshot::PullRequest;
 
 use super::params::{self, Query};
 use super::ApiError;
-use crate::app::AppState;
 use crate::live::github::{GitHub, GitHubError};
+use crate::state::AppState;
 
 fn github(state: &AppState) -> Result<&GitHub, ApiError> {
     state.github.as_ref().ok_or_else(|| {
@@ -27,9 +26,12 @@ fn from_github(err: GitHubError, field: &'static str) -> ApiError {
             field,
             message: "GitHub has no such repository (or Tower may not read it)".to_owned(),
         },
-        GitHubError::RateLimited { until } => ApiError::Unavailable {
+        GitHubError::RateLimited {
+            until,
+            retry_after_secs,
+        } => ApiError::Unavailable {
             message: format!("GitHub's rate limit is spent until {until}"),
-            retry_after_secs: Some((until - Utc::now()).num_seconds().max(1).unsigned_abs()),
+            retry_after_secs: Some(retry_after_secs),
         },
         other => ApiError::Upstream {
             message: other.to_string(),
@@ -44,51 +46,26 @@ async fn pulls_of(state: &AppState, repo: &str) -> Result<Vec<PullRequest>, ApiE
         .map_err(|err| from_github(err, "repo"))
 }
 
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Pulls {
-    repo: String,
-    pull_requests: Vec<PullRequest>,
-}
-
 /// `GET /pull-requests?owner=&repo=`: every PR of the repo, newest first.
 pub async fn pull_requests(
     State(state): State<AppState>,
     query: Query,
-) -> Result<Json<Pulls>, ApiError> {
+) -> Result<Json<PullRequests>, ApiError> {
     let repo = params::repo(&query)?;
     let pull_requests = pulls_of(&state, &repo).await?;
-    Ok(Json(Pulls {
+    Ok(Json(PullRequests {
         repo,
         pull_requests,
     }))
 }
 
-/// A tenant request PR ("Create <Kind> <name>").
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Request {
-    kind: Option<&'static str>,
-    name: String,
-    #[serde(flatten)]
-    pull_request: PullRequest,
-}
-
-fn request_of(pr: &PullRequest) -> Option<Request> {
+fn request_of(pr: &PullRequest) -> Option<RequestPr> {
     let title = parse_request_title(&pr.title)?;
-    Some(Request {
-        kind: title.kind.map(|k| k.as_str()),
+    Some(RequestPr {
+        kind: title.kind,
         name: title.name.to_owned(),
         pull_request: pr.clone(),
     })
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Pending {
-    repo: String,
-    now: DateTime<Utc>,
-    requests: Vec<Request>,
 }
 
 /// `GET /pending-requests?owner=&repo=`: open request PRs in a tenants repo, and those
@@ -96,16 +73,16 @@ pub struct Pending {
 pub async fn pending_requests(
     State(state): State<AppState>,
     query: Query,
-) -> Result<Json<Pending>, ApiError> {
+) -> Result<Json<PendingRequests>, ApiError> {
     let repo = params::repo(&query)?;
-    let now = state.source.now();
+    let now = state.clock().now();
     let requests = pulls_of(&state, &repo)
         .await?
         .iter()
         .filter(|pr| hangar::is_pending_request(pr, now))
         .filter_map(request_of)
         .collect();
-    Ok(Json(Pending {
+    Ok(Json(PendingRequests {
         repo,
         now,
         requests,
@@ -117,7 +94,7 @@ pub async fn pending_requests(
 pub async fn request_pr(
     State(state): State<AppState>,
     query: Query,
-) -> Result<Json<Request>, ApiError> {
+) -> Result<Json<RequestPr>, ApiError> {
     let repo = params::repo(&query)?;
     let kind = params::kind(&query, "kind")?;
     let name = params::dns_label(&query, "name")?;
@@ -131,26 +108,15 @@ pub async fn request_pr(
         })
 }
 
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Cicd {
-    app: String,
-    repo: String,
-    path: String,
-    /// The whole file, parsed.
-    config: Value,
-    /// `deploy.environments` as written (absent when the file declares none).
-    environments: Option<Value>,
-    first_environment: FirstEnvironment,
-}
-
 /// `GET /config/cicd?app=`: the app's `cicd.yaml`, parsed, read from the repo and path its
 /// scaffold writes it to.
-pub async fn cicd(State(state): State<AppState>, query: Query) -> Result<Json<Cicd>, ApiError> {
+pub async fn cicd(
+    State(state): State<AppState>,
+    query: Query,
+) -> Result<Json<CicdConfig>, ApiError> {
     let app = params::dns_label(&query, "app")?;
     let github = github(&state)?;
-    let snapshot = state.source.snapshot();
-    let (repo, path) = hangar::cicd_location(&snapshot, github.owner(), app);
+    let (repo, path) = hangar::cicd_location(&state.source.derived().snapshot, github.owner(), app);
     let text = github
         .file(&repo, &path)
         .await
@@ -166,7 +132,7 @@ pub async fn cicd(State(state): State<AppState>, query: Query) -> Result<Json<Ci
         .get("deploy")
         .and_then(|d| d.get("environments"))
         .cloned();
-    Ok(Json(Cicd {
+    Ok(Json(CicdConfig {
         app: app.to_owned(),
         first_environment: first_environment(Some(&text)),
         repo,

@@ -5,15 +5,15 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
-use chrono::Utc;
-use serde::Serialize;
-use tower_shared::provisioning::{plan, ServiceKind, StepId, TypicalSource, Typicals};
+use tower_shared::api::{RecordedRuns, TypicalDurations, TypicalStep};
+use tower_shared::hangar::ServiceKind;
+use tower_shared::provisioning::{plan, StepId, Typicals};
 use tower_shared::snapshot::RecordedRun;
 
 use super::params::{self, check_dns_label, Query};
 use super::ApiError;
-use crate::app::AppState;
 use crate::history::{HistoryError, Recorded};
+use crate::state::AppState;
 
 /// Who recorded a run that came in over HTTP.
 const RECORDED_BY_BROWSER: &str = "browser";
@@ -23,20 +23,18 @@ fn unavailable(err: HistoryError) -> ApiError {
     ApiError::unavailable("the provisioning history database is unavailable; try again")
 }
 
-#[derive(Serialize)]
-pub struct Runs {
-    runs: Vec<RecordedRun>,
-}
-
 /// `GET /provisioning-history/runs?limit=10`: newest first.
-pub async fn runs(State(state): State<AppState>, query: Query) -> Result<Json<Runs>, ApiError> {
+pub async fn runs(
+    State(state): State<AppState>,
+    query: Query,
+) -> Result<Json<RecordedRuns>, ApiError> {
     let limit = params::number(&query, "limit", 1..=100, 10)?;
     let runs = state
         .history
         .newest(None, limit)
         .await
         .map_err(unavailable)?;
-    Ok(Json(Runs { runs }))
+    Ok(Json(RecordedRuns { runs }))
 }
 
 /// `POST /provisioning-history/runs` with a run (`service`, `kind`, `startedAt`,
@@ -88,12 +86,12 @@ pub async fn record(
     }
     let (stored, how) = state
         .history
-        .record(&run, RECORDED_BY_BROWSER, Utc::now())
+        .record(&run, RECORDED_BY_BROWSER, state.clock().now())
         .await
         .map_err(unavailable)?;
     if how == Recorded::Inserted {
         if let Some(live) = &state.live {
-            live.reload_history().await;
+            live.reload_history(Some(&run.service)).await;
         }
     }
     let status = match how {
@@ -103,28 +101,13 @@ pub async fn record(
     Ok((status, Json(stored)))
 }
 
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct TypicalStep {
-    id: StepId,
-    seconds: u64,
-    source: TypicalSource,
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Typical {
-    kind: &'static str,
-    steps: Vec<TypicalStep>,
-}
-
 /// `GET /provisioning-history/typical?kind=NodeJS`: each step's typical duration — the
 /// median over the newest 20 runs of the kind, else of all kinds, with at least 3 values;
 /// else the built-in estimate (`source` says which).
 pub async fn typical(
     State(state): State<AppState>,
     query: Query,
-) -> Result<Json<Typical>, ApiError> {
+) -> Result<Json<TypicalDurations>, ApiError> {
     let kind = params::kind(&query, "kind")?;
     let runs = state
         .history
@@ -143,8 +126,5 @@ pub async fn typical(
             }
         })
         .collect();
-    Ok(Json(Typical {
-        kind: kind.as_str(),
-        steps,
-    }))
+    Ok(Json(TypicalDurations { kind, steps }))
 }

@@ -4,32 +4,19 @@
 
 use axum::extract::State;
 use axum::Json;
-use serde::Serialize;
+use tower_shared::api::LiveRuns;
 use tower_shared::hangar::{self, ServiceKind};
 use tower_shared::kube::Object;
 
 use super::params::{self, Query};
 use super::ApiError;
-use crate::app::AppState;
-use crate::live::kube::ClusterStatus;
+use crate::state::AppState;
 
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Answer {
-    app: String,
-    cluster: String,
-    namespace: String,
-    pipeline_runs: Vec<Object>,
-    task_runs: Vec<Object>,
-    /// Clusters serving their last known data (GitHub plays no part in runs).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    stale: Vec<ClusterStatus>,
-}
-
-pub async fn get(State(state): State<AppState>, query: Query) -> Result<Json<Answer>, ApiError> {
+pub async fn get(State(state): State<AppState>, query: Query) -> Result<Json<LiveRuns>, ApiError> {
     let app = params::dns_label(&query, "app")?;
     let given = params::optional_dns_label(&query, "namespace")?;
-    let snapshot = state.source.snapshot();
+    let derived = state.source.derived();
+    let snapshot = &derived.snapshot;
     let cluster = snapshot.control_plane_cluster.clone();
     let objects = snapshot.cluster(&cluster);
     let xr = objects
@@ -63,12 +50,12 @@ pub async fn get(State(state): State<AppState>, query: Query) -> Result<Json<Ans
             message: format!("Tower knows no app called {app} (no XR and no runs in {namespace})"),
         });
     }
-    Ok(Json(Answer {
+    Ok(Json(LiveRuns {
         app: app.to_owned(),
         cluster,
         namespace,
         pipeline_runs,
         task_runs,
-        stale: state.health().stale,
+        stale: derived.health.stale.clone(),
     }))
 }

@@ -13,6 +13,7 @@ mod params;
 mod provisioning;
 mod signin;
 mod snapshot;
+pub mod webhooks;
 
 pub use error::ApiError;
 pub use ops::OPENAPI_YAML;
@@ -21,7 +22,7 @@ use axum::http::Uri;
 use axum::routing::{any, get, post};
 use axum::Router;
 
-use crate::app::AppState;
+use crate::state::AppState;
 
 /// Every JSON route. An unknown `/api/…` path gets a JSON 404, not the frontend's page.
 pub fn api() -> Router<AppState> {
@@ -29,6 +30,7 @@ pub fn api() -> Router<AppState> {
         .route("/api/fleet", get(fleet::get))
         .route("/api/snapshot", get(snapshot::get))
         .route("/api/provisioning", get(provisioning::get))
+        .route("/api/summary", get(provisioning::summary))
         .route("/api/events", get(events::get))
         .route("/live-runs", get(live_runs::get))
         .route("/pull-requests", get(github::pull_requests))
@@ -50,6 +52,17 @@ pub fn api() -> Router<AppState> {
         .route("/api", any(not_found))
         .route("/api/{*rest}", any(not_found))
         .method_not_allowed_fallback(method_not_allowed)
+}
+
+/// Routes other systems call with credentials of their own (GitHub's webhook signature),
+/// outside the caller gate.
+pub fn webhooks() -> Router<AppState> {
+    Router::new()
+        .route("/webhooks/github", post(webhooks::github))
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(axum::extract::DefaultBodyLimit::max(
+            webhooks::MAX_WEBHOOK_BYTES,
+        ))
 }
 
 async fn method_not_allowed(method: axum::http::Method, uri: Uri) -> ApiError {

@@ -4,9 +4,9 @@ use axum::extract::State;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde_json::json;
+use tower_shared::api::Readiness;
 
-use crate::app::AppState;
+use crate::state::AppState;
 
 /// Ready when every configured client is connected — the history database answers, every
 /// cluster's cache has been filled once, GitHub has answered, Argo CD answers its
@@ -38,25 +38,23 @@ pub async fn readyz(State(state): State<AppState>) -> Response {
         if live.github().is_some() && !live.derived().github_answered {
             waiting.push("GitHub has not answered yet".to_owned());
         }
-        for cluster in live.clusters().status(chrono::Utc::now()) {
+        for cluster in live.clusters().status() {
             if !cluster.synced {
                 waiting.push(format!("cluster {} is not synced yet", cluster.name));
             }
         }
     }
-    if waiting.is_empty() {
-        (StatusCode::OK, Json(json!({ "ready": true }))).into_response()
+    let status = if waiting.is_empty() {
+        StatusCode::OK
     } else {
-        (
-            StatusCode::SERVICE_UNAVAILABLE,
-            Json(json!({ "ready": false, "waiting": waiting })),
-        )
-            .into_response()
-    }
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    let ready = waiting.is_empty();
+    (status, Json(Readiness { ready, waiting })).into_response()
 }
 
 pub async fn metrics(State(state): State<AppState>) -> Response {
-    let text = state.metrics.render(&state);
+    let text = state.metrics.render(state.live.as_ref());
     (
         [(
             header::CONTENT_TYPE,

@@ -13,36 +13,42 @@
 
 use axum::extract::State;
 use axum::Json;
-use serde_json::{json, Value};
+use serde_json::Value;
+use tower_shared::api::{AuthConfig, GuestToken};
 
 use std::time::{Duration, Instant};
 
 use super::ApiError;
-use crate::app::AppState;
 use crate::config::Secret;
+use crate::state::AppState;
 
-pub async fn config(State(state): State<AppState>, request: http::request::Parts) -> Json<Value> {
+pub async fn config(
+    State(state): State<AppState>,
+    request: http::request::Parts,
+) -> Json<AuthConfig> {
     let peer = request
         .extensions
         .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
         .map(|info| info.0);
-    Json(json!({
-        "backstageOrigin": state.gate.backstage_origin,
-        "guestSignIn": state.gate.guest_sign_in,
-        "open": state.gate.open,
-        "proxyUser": state.gate.proxy_user(&request.headers, peer),
-    }))
+    Json(AuthConfig {
+        backstage_origin: state.gate.backstage_origin.clone(),
+        guest_sign_in: state.gate.guest_sign_in,
+        open: state.gate.open,
+        proxy_user: state.gate.proxy_user(&request.headers, peer),
+    })
 }
 
 /// How long a guest token is handed out when Backstage does not say how long it lasts.
 const GUEST_UNKNOWN_LIFETIME: Duration = Duration::from_secs(60);
 
-pub async fn guest(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
+pub async fn guest(State(state): State<AppState>) -> Result<Json<GuestToken>, ApiError> {
     // Held across the fetch: callers that miss together wait for one fetch.
     let mut cached = state.gate.guest.lock().await;
     if let Some((token, until)) = cached.as_ref() {
         if Instant::now() < *until {
-            return Ok(Json(json!({ "token": token.expose() })));
+            return Ok(Json(GuestToken {
+                token: token.expose().to_owned(),
+            }));
         }
     }
     let url = match (&state.gate.backstage_url, state.gate.guest_sign_in) {
@@ -79,5 +85,7 @@ pub async fn guest(State(state): State<AppState>) -> Result<Json<Value>, ApiErro
             Duration::from_secs(lasts / 3)
         });
     *cached = Some((Secret(token.to_owned()), Instant::now() + hand_out_for));
-    Ok(Json(json!({ "token": token })))
+    Ok(Json(GuestToken {
+        token: token.to_owned(),
+    }))
 }

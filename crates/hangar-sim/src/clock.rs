@@ -43,6 +43,22 @@ impl Clock {
         state.origin_world + scaled + state.advanced
     }
 
+    /// How many world seconds pass per real second (0: stopped).
+    pub fn speed(&self) -> f64 {
+        self.state().speed
+    }
+
+    /// Runs world time at `speed` from now on (0 stops it), without a jump.
+    pub fn set_speed(&self, speed: f64) {
+        let mut state = self.state();
+        let real = state.origin_real.elapsed().as_secs_f64() * state.speed;
+        #[allow(clippy::cast_possible_truncation)]
+        let scaled = Duration::milliseconds((real * 1000.0) as i64);
+        state.origin_world += scaled;
+        state.origin_real = Instant::now();
+        state.speed = speed.max(0.0);
+    }
+
     /// Moves world time forward by `by`.
     pub fn advance(&self, by: Duration) {
         self.state().advanced += by;
@@ -65,5 +81,17 @@ mod tests {
         assert_eq!(clock.now(), start);
         clock.advance(Duration::minutes(5));
         assert_eq!(clock.now(), start + Duration::minutes(5));
+    }
+
+    #[test]
+    fn changing_speed_does_not_jump() {
+        let start: DateTime<Utc> = "2026-11-30T08:00:00Z".parse().unwrap();
+        let clock = Clock::new(start, 1000.0);
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        clock.set_speed(0.0);
+        let stopped = clock.now();
+        assert!(stopped >= start + Duration::seconds(20), "{stopped}");
+        assert_eq!(clock.now(), stopped);
+        assert_eq!(clock.speed(), 0.0);
     }
 }

@@ -49,6 +49,8 @@ struct Written {
 pub struct GitHub {
     platform: Arc<Platform>,
     written: Arc<Mutex<Written>>,
+    /// Wakes the webhook deliverer (a pull request changed through the API).
+    changed: Arc<tokio::sync::Notify>,
 }
 
 fn error(status: StatusCode, message: &str) -> Response {
@@ -145,6 +147,7 @@ impl GitHub {
         Self {
             platform,
             written: Arc::new(Mutex::new(Written::default())),
+            changed: Arc::new(tokio::sync::Notify::new()),
         }
     }
 
@@ -178,6 +181,10 @@ impl GitHub {
                 get(list_pulls).post(create_pull),
             )
             .route("/repos/{owner}/{repo}/pulls/{number}", get(get_pull))
+            .route(
+                "/repos/{owner}/{repo}/pulls/{number}/merge",
+                get(merged_or_not).put(merge_pull),
+            )
             .route("/repos/{owner}/{repo}/git/ref/heads/{branch}", get(get_ref))
             .route(
                 "/repos/{owner}/{repo}/git/refs",
@@ -363,6 +370,145 @@ async fn get_pull(
     }
 }
 
+/// `GET …/pulls/{n}/merge`: 204 when merged, 404 otherwise (GitHub's answer).
+async fn merged_or_not(
+    State(github): State<GitHub>,
+    Path((owner, name, number)): Path<(String, String, String)>,
+) -> Response {
+    let full = format!("{owner}/{name}");
+    let merged = number.parse::<u64>().ok().is_some_and(|number| {
+        github
+            .pulls()
+            .iter()
+            .any(|p| p.repo == full && p.number == number && p.merged_at.is_some())
+    });
+    if merged {
+        StatusCode::NO_CONTENT.into_response()
+    } else {
+        error(StatusCode::NOT_FOUND, "Not Found")
+    }
+}
+
+/// `PUT …/pulls/{n}/merge`: merges an open pull request (200 with the merge commit), as
+/// GitHub does; 405 when it is closed or merged already, 404 when there is none.
+async fn merge_pull(
+    State(github): State<GitHub>,
+    Path((owner, name, number)): Path<(String, String, String)>,
+) -> Response {
+    let full = format!("{owner}/{name}");
+    let Ok(number) = number.parse::<u64>() else {
+        return error(StatusCode::NOT_FOUND, "Not Found");
+    };
+    let Some(pr) = github
+        .pulls()
+        .into_iter()
+        .find(|p| p.repo == full && p.number == number)
+    else {
+        return error(StatusCode::NOT_FOUND, "Not Found");
+    };
+    if pr.closed_at.is_some() {
+        return error(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "Pull Request is not mergeable",
+        );
+    }
+    let now = github.platform.clock().now();
+    let written = {
+        let mut written = github.written();
+        match written
+            .pulls
+            .iter_mut()
+            .find(|p| p.repo == full && p.number == number)
+        {
+            Some(mine) => {
+                mine.merged_at = Some(now);
+                mine.closed_at = Some(now);
+                true
+            }
+            None => false,
+        }
+    };
+    if !written {
+        github.platform.override_pull_request(&full, number, true);
+    }
+    github.changed.notify_one();
+    Json(
+        json!({"sha": sha_of(&format!("{full}#{number}@{now}")), "merged": true,
+                "message": "Pull Request successfully merged"}),
+    )
+    .into_response()
+}
+
+impl GitHub {
+    /// Delivers a `pull_request` webhook for every pull request that appears or changes
+    /// (stories moving with world time, merges through the API), checking every `every` and
+    /// at once after an API change — as GitHub does for an organisation webhook. Deliveries
+    /// are signed with the webhook's secret (`X-Hub-Signature-256`) and not retried.
+    pub async fn deliver_webhooks(self, every: std::time::Duration) {
+        let client = reqwest::Client::builder()
+            .timeout(std::time::Duration::from_secs(10))
+            .build()
+            .unwrap_or_default();
+        let mut seen: BTreeMap<(String, u64), PullRequest> = self
+            .pulls()
+            .into_iter()
+            .map(|p| ((p.repo.clone(), p.number), p))
+            .collect();
+        let mut ticker = tokio::time::interval(every);
+        let mut delivery: u64 = 0;
+        loop {
+            tokio::select! {
+                _ = ticker.tick() => {}
+                () = self.changed.notified() => {}
+            }
+            let now: BTreeMap<(String, u64), PullRequest> = self
+                .pulls()
+                .into_iter()
+                .map(|p| ((p.repo.clone(), p.number), p))
+                .collect();
+            let Some(hook) = self.platform.github_webhook() else {
+                seen = now;
+                continue;
+            };
+            for (key, pr) in &now {
+                let action = match seen.get(key) {
+                    None => "opened",
+                    Some(old) if old == pr => continue,
+                    Some(old) if old.closed_at.is_some() && pr.closed_at.is_none() => "reopened",
+                    Some(old) if old.closed_at.is_none() && pr.closed_at.is_some() => "closed",
+                    Some(_) => "edited",
+                };
+                delivery += 1;
+                let body = json!({"action": action, "number": pr.number,
+                                  "pull_request": pull_json(pr, true),
+                                  "repository": repo_json(&pr.repo),
+                                  "sender": user_json(&pr.user)})
+                .to_string();
+                let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, hook.secret.as_bytes());
+                let tag = ring::hmac::sign(&key, body.as_bytes());
+                let signature: String = tag.as_ref().iter().map(|b| format!("{b:02x}")).collect();
+                let sent = client
+                    .post(&hook.url)
+                    .header("content-type", "application/json")
+                    .header("user-agent", "GitHub-Hookshot/hangar-sim")
+                    .header("x-github-event", "pull_request")
+                    .header(
+                        "x-github-delivery",
+                        format!("00000000-0000-4000-8000-{delivery:012}"),
+                    )
+                    .header("x-hub-signature-256", format!("sha256={signature}"))
+                    .body(body)
+                    .send()
+                    .await;
+                if let Err(err) = sent {
+                    tracing::warn!(url = %hook.url, error = %err, "delivering a webhook");
+                }
+            }
+            seen = now;
+        }
+    }
+}
+
 async fn create_pull(
     State(github): State<GitHub>,
     Path((owner, name)): Path<(String, String)>,
@@ -421,6 +567,7 @@ async fn create_pull(
     };
     let body = pull_json(&pr, true);
     github.written().pulls.push(pr);
+    github.changed.notify_one();
     (StatusCode::CREATED, Json(body)).into_response()
 }
 

@@ -26,6 +26,34 @@ pub struct Platform {
     github_faults: std::sync::Mutex<std::collections::VecDeque<crate::github::Fault>>,
     /// Every request the GitHub API received: when (real time) and its path.
     github_log: std::sync::Mutex<Vec<(std::time::Instant, String)>>,
+    /// Story pull requests merged or closed by hand (through the API), by repo and number.
+    pr_overrides: std::sync::Mutex<BTreeMap<(String, u64), PrOverride>>,
+    /// Objects set by hand (tests), by cluster and key: they replace a story's object of the
+    /// same key, or add one.
+    object_overrides: std::sync::Mutex<BTreeMap<(String, crate::store::Key), Value>>,
+    /// Where GitHub delivers webhooks, and the secret it signs them with.
+    webhook: std::sync::Mutex<Option<Webhook>>,
+}
+
+/// A pull request merged or closed by hand.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PrOverride {
+    pub merged_at: Option<chrono::DateTime<chrono::Utc>>,
+    pub closed_at: chrono::DateTime<chrono::Utc>,
+}
+
+/// A webhook the simulated GitHub delivers pull request events to, as GitHub does for an
+/// organisation webhook: `X-GitHub-Event`, `X-GitHub-Delivery`, `X-Hub-Signature-256`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Webhook {
+    pub url: String,
+    pub secret: String,
+}
+
+fn locked<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl Platform {
@@ -62,6 +90,9 @@ impl Platform {
         Self {
             github_faults: std::sync::Mutex::default(),
             github_log: std::sync::Mutex::default(),
+            pr_overrides: std::sync::Mutex::default(),
+            object_overrides: std::sync::Mutex::default(),
+            webhook: std::sync::Mutex::default(),
             clusters: clusters
                 .iter()
                 .map(|c| ((*c).to_owned(), Store::new()))
@@ -86,13 +117,61 @@ impl Platform {
         self.clusters.get(cluster)
     }
 
-    /// Every story's pull requests at the clock's `now`.
+    /// Every story's pull requests at the clock's `now`, as merged or closed by hand.
     pub fn pull_requests(&self) -> Vec<crate::stories::PullRequest> {
         let now = self.clock.now();
+        let overrides = locked(&self.pr_overrides).clone();
         self.stories
             .iter()
             .flat_map(|s| s.pull_requests_at(now))
+            .map(|mut pr| {
+                if let Some(done) = overrides.get(&(pr.repo.clone(), pr.number)) {
+                    if pr.closed_at.is_none() {
+                        pr.merged_at = done.merged_at;
+                        pr.closed_at = Some(done.closed_at);
+                    }
+                }
+                pr
+            })
             .collect()
+    }
+
+    /// Marks a story's pull request merged (or closed unmerged) at the clock's `now`, as a
+    /// person pressing the button on GitHub does. Its story's own later changes to it no
+    /// longer show.
+    pub(crate) fn override_pull_request(&self, repo: &str, number: u64, merged: bool) {
+        let now = self.clock.now();
+        locked(&self.pr_overrides).insert(
+            (repo.to_owned(), number),
+            PrOverride {
+                merged_at: merged.then_some(now),
+                closed_at: now,
+            },
+        );
+    }
+
+    /// Sets an object by hand on `cluster` (replacing a story's object of the same key until
+    /// [`Platform::clear_object`]) and brings the cluster to it at once. `false` when the
+    /// cluster is unknown or the object has no kind and name.
+    pub fn set_object(&self, cluster: &str, object: Value) -> bool {
+        let Some(key) = crate::store::key_of(&object) else {
+            return false;
+        };
+        if !self.clusters.contains_key(cluster) {
+            return false;
+        }
+        locked(&self.object_overrides).insert((cluster.to_owned(), key), object);
+        self.tick();
+        true
+    }
+
+    /// Where the GitHub API delivers webhooks from now on (`None`: nowhere).
+    pub fn set_github_webhook(&self, webhook: Option<Webhook>) {
+        *locked(&self.webhook) = webhook;
+    }
+
+    pub(crate) fn github_webhook(&self) -> Option<Webhook> {
+        locked(&self.webhook).clone()
     }
 
     /// Every story's repository files at the clock's `now`.
@@ -126,6 +205,12 @@ impl Platform {
                         tracing::warn!(%cluster, "a story uses a cluster the platform does not have")
                     }
                 }
+            }
+        }
+        for ((cluster, key), object) in locked(&self.object_overrides).iter() {
+            if let Some(objects) = desired.get_mut(cluster.as_str()) {
+                objects.retain(|o| crate::store::key_of(o).as_ref() != Some(key));
+                objects.push(object.clone());
             }
         }
         desired
@@ -169,11 +254,11 @@ impl Platform {
             switches.insert(name.clone(), switch);
             tasks.push(tokio::spawn(serve_switchable(listener, app, up)));
         }
-        let (github, task) = serve_on_loopback("the GitHub API", |_| {
-            Ok(crate::github::GitHub::new(Arc::clone(&self)).router())
-        })
-        .await?;
+        let github_api = crate::github::GitHub::new(Arc::clone(&self));
+        let (github, task) =
+            serve_on_loopback("the GitHub API", |_| Ok(github_api.clone().router())).await?;
         tasks.push(task);
+        tasks.push(tokio::spawn(github_api.deliver_webhooks(tick_every)));
         // The argocd-apps instance runs on the control plane (the first cluster).
         let control_plane = self.clusters.values().next().cloned().unwrap_or_default();
         let (argocd, task) = serve_on_loopback("the Argo CD API", |_| {

@@ -4,11 +4,11 @@
 //! an optional `type` (`ground` or `flight`; `tier` and `kind` are read too) and, for a
 //! Flight environment, the `cluster` it runs on. Ground environments run on the dev cluster.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_yaml_ng::Value;
 
 /// The environment the "Running healthy in <env>" step watches.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct FirstEnvironment {
     pub name: String,

@@ -129,3 +129,88 @@ pub fn record_of(service: &ServiceProgress) -> Option<RecordedRun> {
         steps,
     })
 }
+
+/// The strip's view of a derivation ([`crate::api::Summary`]): each service's steps
+/// without durations — a running step keeps its start, so a page ticks the time left
+/// itself — and the counts per group. Equal derivations give equal summaries whatever the
+/// clock, so the summary changes only when a step or a group does.
+pub fn summary(services: &[ServiceProgress], health: crate::api::Health) -> crate::api::Summary {
+    use crate::api::{GroupCounts, ServiceSummary, StepSummary, Summary};
+    let mut counts = GroupCounts::default();
+    for service in services {
+        *match service.group {
+            Group::Pending => &mut counts.pending,
+            Group::InFlight => &mut counts.in_flight,
+            Group::Stalled => &mut counts.stalled,
+            Group::Finished => &mut counts.finished,
+        } += 1;
+    }
+    Summary {
+        counts,
+        services: services
+            .iter()
+            .map(|service| ServiceSummary {
+                name: service.name.to_string(),
+                kind: service.kind,
+                group: service.group,
+                steps: service
+                    .steps
+                    .iter()
+                    .map(|step| StepSummary {
+                        id: step.id,
+                        title: step.title.to_string(),
+                        status: step.status,
+                        started_at: step
+                            .started_at
+                            .filter(|_| step.status == StepStatus::Running),
+                        typical_sec: step.typical_sec,
+                    })
+                    .collect(),
+            })
+            .collect(),
+        health,
+    }
+}
+
+/// Seconds still to go, from typical durations: a running step's typical minus its time so
+/// far (at least a minute while it runs over; all of it when its start is unknown), plus
+/// every waiting step's typical. `None` when a step failed.
+///
+/// `steps` gives each step's status, typical seconds and seconds spent so far.
+pub fn remaining_sec(
+    steps: impl IntoIterator<Item = (StepStatus, u64, Option<u64>)>,
+) -> Option<u64> {
+    let mut total: u64 = 0;
+    for (status, typical, spent) in steps {
+        total = total.saturating_add(match status {
+            StepStatus::Done => 0,
+            StepStatus::Failed => return None,
+            StepStatus::Running => typical.saturating_sub(spent.unwrap_or(0)).max(60),
+            StepStatus::Waiting => typical,
+        });
+    }
+    Some(total)
+}
+
+/// [`remaining_sec`] of a derived service.
+pub fn service_remaining_sec(service: &ServiceProgress) -> Option<u64> {
+    remaining_sec(
+        service
+            .steps
+            .iter()
+            .map(|s| (s.status, s.typical_sec, s.duration_sec)),
+    )
+}
+
+/// [`remaining_sec`] of a service on the strip, at `now`.
+pub fn summary_remaining_sec(
+    service: &crate::api::ServiceSummary,
+    now: DateTime<Utc>,
+) -> Option<u64> {
+    remaining_sec(service.steps.iter().map(|s| {
+        let spent = s
+            .started_at
+            .and_then(|at| u64::try_from((now - at).num_seconds()).ok());
+        (s.status, s.typical_sec, spent)
+    }))
+}

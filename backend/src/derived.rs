@@ -1,0 +1,225 @@
+//! A derivation ready to serve: the snapshot, the provisioning derived from it at `now`, and
+//! every view as bytes ([`View`]). A view is made again only when its content changes, so
+//! its ETag stays put while nothing it shows moves — and a page's refetch is a `304`.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use chrono::{DateTime, Utc};
+use tower_shared::api::{Health, ProvisioningAnswer, SnapshotAnswer, Summary};
+use tower_shared::fleet::{derive_fleet, Fleet};
+use tower_shared::provisioning::{summary, Provisioning};
+use tower_shared::snapshot::Snapshot;
+
+use crate::views::View;
+
+/// One derivation, ready to serve.
+#[derive(Debug)]
+pub struct Derived {
+    /// The moment derived.
+    pub now: DateTime<Utc>,
+    /// What it was derived from (its own `now` is when it was read).
+    pub snapshot: Arc<Snapshot>,
+    /// Every tracked service's progress at `now`, with the health notices.
+    pub provisioning: Arc<ProvisioningAnswer>,
+    pub health: Health,
+    pub fleet: Arc<Fleet>,
+    pub summary: Arc<Summary>,
+    pub views: Views,
+    /// Moves when the snapshot or the health changes (not as the clock ticks): views made
+    /// from them alone, such as one service's snapshot, are made again for a new version.
+    pub version: u64,
+    /// The cluster caches' generation the snapshot was read at (live only).
+    pub generation: u64,
+    /// Whether GitHub had answered when the snapshot was read (live only).
+    pub github_answered: bool,
+}
+
+/// The views every page reads, as bytes.
+#[derive(Clone, Debug)]
+pub struct Views {
+    /// `GET /api/fleet`.
+    pub fleet: Arc<View>,
+    /// `GET /api/summary`.
+    pub summary: Arc<View>,
+    /// `GET /api/provisioning` (changes every second while anything runs: its encodings
+    /// are made on first demand).
+    pub provisioning: Arc<View>,
+}
+
+/// What a derivation is made of.
+#[derive(Debug)]
+pub struct Inputs {
+    pub snapshot: Arc<Snapshot>,
+    pub provisioning: Provisioning,
+    pub now: DateTime<Utc>,
+    pub health: Health,
+    /// A fixed fleet (`tower serve --fleet-file`) instead of the derived one.
+    pub fleet_file: Option<Arc<Fleet>>,
+    pub generation: u64,
+    pub github_answered: bool,
+}
+
+impl Derived {
+    /// The derivation of `inputs`, reusing `previous`' views where their content is the
+    /// same. The fleet is derived only when the snapshot is new.
+    pub fn next(previous: Option<&Derived>, inputs: Inputs) -> Self {
+        let Inputs {
+            snapshot,
+            provisioning,
+            now,
+            health,
+            fleet_file,
+            generation,
+            github_answered,
+        } = inputs;
+        let new_snapshot = previous.is_none_or(|p| !Arc::ptr_eq(&p.snapshot, &snapshot));
+        let (fleet, fleet_view) = match (fleet_file, previous) {
+            (Some(file), Some(p)) if Arc::ptr_eq(&file, &p.fleet) => {
+                (file, Arc::clone(&p.views.fleet))
+            }
+            (Some(file), _) => {
+                let view = Arc::new(View::ready(&*file));
+                (file, view)
+            }
+            (None, Some(p)) if !new_snapshot => (Arc::clone(&p.fleet), Arc::clone(&p.views.fleet)),
+            (None, previous) => {
+                let mut fleet = derive_fleet(&snapshot);
+                match previous {
+                    // Same apps and cells: keep the view, and when it last changed.
+                    Some(p) if same_fleet(&p.fleet, &mut fleet) => {
+                        (Arc::clone(&p.fleet), Arc::clone(&p.views.fleet))
+                    }
+                    _ => {
+                        let view = Arc::new(View::ready(&fleet));
+                        (Arc::new(fleet), view)
+                    }
+                }
+            }
+        };
+        let summary = summary(&provisioning.services, health.clone());
+        let (summary, summary_view) = match previous {
+            Some(p) if *p.summary == summary => {
+                (Arc::clone(&p.summary), Arc::clone(&p.views.summary))
+            }
+            _ => {
+                let view = Arc::new(View::ready(&summary));
+                (Arc::new(summary), view)
+            }
+        };
+        let answer = ProvisioningAnswer {
+            now,
+            services: provisioning.services,
+            health: health.clone(),
+        };
+        let provisioning_view = Arc::new(View::lazy(&answer));
+        let version = match previous {
+            Some(p) if !new_snapshot && p.health == health => p.version,
+            Some(p) => p.version + 1,
+            None => 0,
+        };
+        Self {
+            now,
+            snapshot,
+            provisioning: Arc::new(answer),
+            health,
+            fleet,
+            summary,
+            views: Views {
+                fleet: fleet_view,
+                summary: summary_view,
+                provisioning: provisioning_view,
+            },
+            version,
+            generation,
+            github_answered,
+        }
+    }
+}
+
+/// Whether `new` shows what `old` shows; if so `new` takes `old`'s `generatedAt`.
+fn same_fleet(old: &Fleet, new: &mut Fleet) -> bool {
+    let generated_at = new.generated_at;
+    new.generated_at = old.generated_at;
+    let same = old == new;
+    if !same {
+        new.generated_at = generated_at;
+    }
+    same
+}
+
+/// How many services' snapshot views one version keeps: a caller asking for many names
+/// that do not exist cannot make the cache grow without bound.
+const SERVICES_KEPT: usize = 10_000;
+
+/// `GET /api/snapshot?service=` views: each made once per [`Derived::version`] on first
+/// demand (a page asks for one service; nobody asks for all), keeping the previous
+/// version's bytes — and ETag — when the service's part did not change.
+#[derive(Debug, Default)]
+pub struct ServiceViews {
+    cache: Mutex<ServiceCache>,
+}
+
+/// A service's answer and its view.
+type Made = (Arc<SnapshotAnswer>, Arc<View>);
+type Slot = Arc<OnceLock<Option<Made>>>;
+
+#[derive(Debug, Default)]
+struct ServiceCache {
+    version: Option<u64>,
+    current: HashMap<String, Slot>,
+    previous: HashMap<String, Made>,
+}
+
+impl ServiceViews {
+    /// `service`'s snapshot view in `derived`; `None` when the snapshot holds nothing of it.
+    pub fn get(&self, derived: &Derived, service: &str) -> Option<Arc<View>> {
+        let slot = {
+            let mut cache = self.lock();
+            if cache.version != Some(derived.version) {
+                let made = std::mem::take(&mut cache.current)
+                    .into_iter()
+                    .filter_map(|(name, slot)| Some((name, slot.get()?.clone()?)))
+                    .collect();
+                cache.previous = made;
+                cache.version = Some(derived.version);
+            }
+            match cache.current.get(service) {
+                Some(slot) => Arc::clone(slot),
+                None if cache.current.len() >= SERVICES_KEPT => Slot::default(),
+                None => Arc::clone(cache.current.entry(service.to_owned()).or_default()),
+            }
+        };
+        slot.get_or_init(|| self.make(derived, service))
+            .as_ref()
+            .map(|(_, view)| Arc::clone(view))
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, ServiceCache> {
+        self.cache
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn make(&self, derived: &Derived, service: &str) -> Option<Made> {
+        let narrowed = derived.snapshot.for_service(service);
+        if narrowed.is_empty() {
+            return None;
+        }
+        let mut answer = SnapshotAnswer {
+            snapshot: narrowed,
+            health: derived.health.clone(),
+        };
+        // Unchanged but for the moment it was read: the previous answer stands, ETag and all.
+        if let Some((old, view)) = self.lock().previous.get(service) {
+            let read_at = answer.snapshot.now;
+            answer.snapshot.now = old.snapshot.now;
+            if answer == **old {
+                return Some((Arc::clone(old), Arc::clone(view)));
+            }
+            answer.snapshot.now = read_at;
+        }
+        let view = Arc::new(View::ready(&answer));
+        Some((Arc::new(answer), view))
+    }
+}

@@ -1,0 +1,224 @@
+//! The deriver thread: it owns the derivation, so requests read a finished answer and never
+//! derive. It rebuilds the snapshot and its provisioning index ([`World`]) when anything
+//! changes, and re-derives every second (durations move with the clock). It keeps the
+//! observer's memory (when steps were first seen running/done), hands every provision it
+//! sees complete to the recorder, and — once the views are published — sends the changes
+//! it took and any change of health to `/api/events`.
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use tokio::sync::mpsc;
+use tower_shared::api::{Change, ClusterFreshness, GitHubState, Health};
+use tower_shared::provisioning::{derive, record_of, remember, World};
+use tower_shared::snapshot::{Observation, RecordedRun, Snapshot};
+
+use super::{Live, LiveEvent, RECORDED_BY_BACKEND};
+use crate::derived::{Derived, Inputs};
+
+/// How long a burst of changes may settle into one rebuild.
+const SETTLE: Duration = Duration::from_millis(100);
+
+/// Starts the deriver thread; returns where finished provisions arrive for recording.
+pub(super) fn start(live: &Live, pokes: Receiver<()>) -> mpsc::UnboundedReceiver<RecordedRun> {
+    let (records, recorder) = mpsc::unbounded_channel();
+    let deriver = live.clone();
+    std::thread::Builder::new()
+        .name("tower-deriver".to_owned())
+        .spawn(move || deriver.derive_forever(&pokes, &records))
+        .ok();
+    recorder
+}
+
+impl Live {
+    /// The snapshot the next derivation reads: the watch caches, what GitHub and the
+    /// catalog answered, the history and the observer's memory.
+    fn build_snapshot(
+        &self,
+        now: DateTime<Utc>,
+        observed: &BTreeMap<String, BTreeMap<String, Observation>>,
+    ) -> Snapshot {
+        let mut snapshot = Snapshot::empty(now);
+        snapshot.control_plane_cluster = self.inner.config.control_plane_cluster.clone();
+        snapshot.clusters = self.inner.clusters.objects();
+        let remote = self.remote();
+        snapshot.pull_requests = remote
+            .github_answered
+            .then(|| remote.pulls.values().flatten().cloned().collect());
+        snapshot.cicd = remote.cicd.clone();
+        snapshot.catalog = remote
+            .catalog_answered
+            .then(|| remote.catalog.values().cloned().collect());
+        snapshot.history = remote.history.clone();
+        snapshot.observed = observed.clone();
+        snapshot
+    }
+
+    fn take_changes(&self) -> BTreeSet<Change> {
+        std::mem::take(
+            &mut *self
+                .inner
+                .pending
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
+    }
+
+    fn derive_forever(&self, pokes: &Receiver<()>, records: &mpsc::UnboundedSender<RecordedRun>) {
+        let mut observed = BTreeMap::new();
+        let mut recorded: HashSet<(String, DateTime<Utc>)> = HashSet::new();
+        loop {
+            let generation = *self.inner.clusters.generation().borrow();
+            let github_answered = self.remote().github_answered;
+            let mut changes = self.take_changes();
+            let snapshot = Arc::new(self.build_snapshot(self.now(), &observed));
+            let world = World::new(&snapshot);
+            loop {
+                let now = self.now();
+                let provisioning = derive(&world, now);
+                for run in provisioning.services.iter().filter_map(record_of) {
+                    if recorded.insert((run.service.clone(), run.started_at))
+                        && records.send(run).is_err()
+                    {
+                        return;
+                    }
+                }
+                let next = remember(&observed, &provisioning, now);
+                let health = self.health();
+                let previous = self.derived();
+                let derived = Derived::next(
+                    Some(&previous),
+                    Inputs {
+                        snapshot: Arc::clone(&snapshot),
+                        provisioning,
+                        now,
+                        health: health.clone(),
+                        fleet_file: None,
+                        generation,
+                        github_answered,
+                    },
+                );
+                self.inner.derived.send_replace(Arc::new(derived));
+                // The views show the changes now: tell the pages.
+                for change in std::mem::take(&mut changes) {
+                    let _ = self.inner.events.send(LiveEvent::Change(change));
+                }
+                for event in health_events(&previous.health, &health) {
+                    let _ = self.inner.events.send(event);
+                }
+                let memory_changed = next != observed;
+                observed = next;
+                if memory_changed {
+                    break;
+                }
+                match pokes.recv_timeout(Duration::from_secs(1)) {
+                    Ok(()) => {
+                        std::thread::sleep(SETTLE);
+                        while pokes.try_recv().is_ok() {}
+                        // A poke that brought no change (the health moved, a poller found
+                        // nothing new) needs no new snapshot unless the caches moved.
+                        let moved = *self.inner.clusters.generation().borrow() != generation
+                            || self.remote().github_answered != github_answered;
+                        if moved || !self.peek_changes_empty() {
+                            break;
+                        }
+                    }
+                    Err(RecvTimeoutError::Timeout) => {}
+                    Err(RecvTimeoutError::Disconnected) => return,
+                }
+            }
+        }
+    }
+
+    fn peek_changes_empty(&self) -> bool {
+        self.inner
+            .pending
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .is_empty()
+    }
+
+    /// Records every finished provision the deriver hands over (idempotent on service +
+    /// start, so several replicas record one).
+    pub(super) async fn record_finished(self, mut runs: mpsc::UnboundedReceiver<RecordedRun>) {
+        while let Some(run) = runs.recv().await {
+            match self
+                .inner
+                .history
+                .record(&run, RECORDED_BY_BACKEND, self.now())
+                .await
+            {
+                Ok((_, crate::history::Recorded::Inserted)) => {
+                    tracing::info!(service = %run.service, kind = %run.kind, "recorded a finished provision");
+                    self.reload_history(Some(&run.service)).await;
+                }
+                Ok(_) => {}
+                Err(err) => {
+                    tracing::warn!(service = %run.service, error = %err, "recording a provision")
+                }
+            }
+        }
+    }
+}
+
+/// What changed between two healths, as events: clusters going stale or fresh, GitHub's
+/// trouble starting, changing or ending.
+fn health_events(before: &Health, after: &Health) -> Vec<LiveEvent> {
+    let mut events = Vec::new();
+    for cluster in &after.stale {
+        if !before.stale.iter().any(|c| c.name == cluster.name) {
+            events.push(LiveEvent::Stale(ClusterFreshness {
+                cluster: cluster.name.clone(),
+                last_seen_at: cluster.last_seen_at,
+            }));
+        }
+    }
+    for cluster in &before.stale {
+        if !after.stale.iter().any(|c| c.name == cluster.name) {
+            events.push(LiveEvent::Fresh(ClusterFreshness {
+                cluster: cluster.name.clone(),
+                last_seen_at: None,
+            }));
+        }
+    }
+    if before.github != after.github {
+        events.push(LiveEvent::GitHub(GitHubState {
+            trouble: after.github.clone(),
+        }));
+    }
+    events
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tower_shared::api::{GitHubTrouble, StaleCluster};
+
+    #[test]
+    fn health_changes_become_events() {
+        let stale = |name: &str| StaleCluster {
+            name: name.to_owned(),
+            last_seen_at: None,
+            error: None,
+        };
+        let before = Health {
+            stale: vec![stale("dev")],
+            github: None,
+        };
+        let after = Health {
+            stale: vec![stale("prod")],
+            github: Some(GitHubTrouble::Failing {
+                error: "away".to_owned(),
+            }),
+        };
+        let events = health_events(&before, &after);
+        assert_eq!(events.len(), 3, "{events:?}");
+        assert!(matches!(&events[0], LiveEvent::Stale(c) if c.cluster == "prod"));
+        assert!(matches!(&events[1], LiveEvent::Fresh(c) if c.cluster == "dev"));
+        assert!(matches!(&events[2], LiveEvent::GitHub(s) if s.trouble.is_some()));
+        assert!(health_events(&after, &after).is_empty());
+    }
+}

@@ -1,0 +1,286 @@
+//! What Tower reads besides the clusters, and the tasks that read it: GitHub's pull
+//! requests and `cicd.yaml` files, Backstage's catalog, the history database. Each change
+//! they find is noted ([`Live::note`]) with the service it concerns.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_stream::wrappers::errors::BroadcastStreamRecvError;
+use tokio_stream::wrappers::BroadcastStream;
+use tokio_stream::StreamExt as _;
+use tower_shared::api::{Change, ChangeSource};
+use tower_shared::hangar;
+use tower_shared::provisioning::{Group, StepId, StepStatus};
+use tower_shared::snapshot::{CatalogEntity, PullRequest, RecordedRun};
+
+use super::{backstage, Live};
+use crate::config::Secret;
+
+/// What was read from GitHub, Backstage and the history database.
+#[derive(Debug, Default)]
+pub(super) struct Remote {
+    /// Pull requests by repository (`owner/name`), as last fetched.
+    pub pulls: BTreeMap<String, Vec<PullRequest>>,
+    /// GitHub has answered at least one lookup.
+    pub github_answered: bool,
+    /// Repositories a webhook named: read at the next poll, whatever the schedule.
+    pub due_repos: BTreeSet<String>,
+    /// Each service's `cicd.yaml` text, once read.
+    pub cicd: BTreeMap<String, String>,
+    /// The newest recorded runs (for typical durations).
+    pub history: Vec<RecordedRun>,
+    /// Catalog entities found so far, by name; `catalog_answered` once Backstage answered.
+    pub catalog: BTreeMap<String, CatalogEntity>,
+    pub catalog_answered: bool,
+}
+
+/// How often the pollers look for what is due (GitHub answers are reused for 45 s, so an
+/// unchanged repo costs nothing in between).
+const POLL_EVERY: Duration = Duration::from_secs(5);
+
+/// The services whose pull requests differ between `old` and `new`: a request PR's by its
+/// title, any other by its repository's name — unless the repo is a tenants repo, which
+/// belongs to no service.
+fn services_changed(
+    repo: &str,
+    tenants: bool,
+    old: &[PullRequest],
+    new: &[PullRequest],
+) -> BTreeSet<Option<String>> {
+    let repo_name = repo.rsplit('/').next().unwrap_or(repo);
+    let service_of = |pr: &PullRequest| {
+        hangar::parse_request_title(&pr.title)
+            .map(|t| t.name)
+            .or_else(|| {
+                (!tenants)
+                    .then(|| hangar::service_of_repo(repo_name))
+                    .flatten()
+            })
+            .map(str::to_owned)
+    };
+    let added = new.iter().filter(|pr| !old.contains(pr));
+    let gone = old
+        .iter()
+        .filter(|pr| !new.iter().any(|n| n.number == pr.number));
+    added.chain(gone).map(service_of).collect()
+}
+
+impl Live {
+    /// Forwards the watchers' object changes as notes (a lagging forwarder notes that
+    /// anything may have changed).
+    pub(super) async fn forward_cluster_changes(self) {
+        let mut changes = BroadcastStream::new(self.inner.clusters.changes());
+        while let Some(item) = changes.next().await {
+            match item {
+                Ok(change) => self.note(change),
+                Err(BroadcastStreamRecvError::Lagged(_)) => self.note(Change {
+                    action: Some("resynced".to_owned()),
+                    ..Change::of(ChangeSource::Kubernetes, None)
+                }),
+            }
+        }
+    }
+
+    /// Asks GitHub, every few seconds (and at once when a webhook names a repo), for what
+    /// is due: the tenants repos' PRs, the repos of services still onboarding, and repos a
+    /// webhook named; and reads each tracked service's `cicd.yaml` once. Each answer is
+    /// reused for 45 s and re-asked conditionally, so an unchanged repo costs no rate limit.
+    pub(super) async fn poll_github(self) {
+        let Some(github) = self.inner.github.clone() else {
+            return;
+        };
+        let mut ticker = tokio::time::interval(POLL_EVERY);
+        let mut derivations = self.derivations();
+        let mut known: Vec<Arc<str>> = Vec::new();
+        loop {
+            // Every 5 s, at once when a service appears or goes, or a webhook arrives.
+            tokio::select! {
+                _ = ticker.tick() => {}
+                () = self.inner.github_due.notified() => {}
+                changed = derivations.changed() => {
+                    if changed.is_err() {
+                        return;
+                    }
+                    let names: Vec<Arc<str>> = derivations
+                        .borrow_and_update()
+                        .provisioning
+                        .services
+                        .iter()
+                        .map(|s| Arc::clone(&s.name))
+                        .collect();
+                    if names == known {
+                        continue;
+                    }
+                    known = names;
+                }
+            }
+            let derived = self.derived();
+            let tenants = self.inner.config.tenants_repos();
+            let mut repos: BTreeSet<String> = tenants.iter().cloned().collect();
+            repos.extend(std::mem::take(&mut self.remote().due_repos));
+            let mut cicd_wanted = Vec::new();
+            for service in &derived.provisioning.services {
+                if !self.remote().cicd.contains_key(&*service.name) {
+                    cicd_wanted.push(service.name.to_string());
+                }
+                if service.group == Group::Finished {
+                    continue;
+                }
+                let Some(kind) = service.kind else { continue };
+                let onboarding_done = service
+                    .steps
+                    .iter()
+                    .any(|s| s.id == StepId::OnboardingPrs && s.status == StepStatus::Done);
+                if !kind.is_infra() && !onboarding_done {
+                    repos.extend(
+                        hangar::repos(&service.name, Some(kind))
+                            .into_iter()
+                            .map(|repo| format!("{}/{repo}", github.owner())),
+                    );
+                }
+            }
+            for repo in repos {
+                let fetched = match github.pull_requests(&repo).await {
+                    Ok(pulls) => Some(pulls),
+                    // Not created yet: no pull requests, which is an answer too.
+                    Err(err) if err.is_not_found() => Some(Vec::new()),
+                    Err(err) => {
+                        tracing::warn!(%repo, error = %err, "GitHub pull request lookup");
+                        None
+                    }
+                };
+                let Some(pulls) = fetched else { continue };
+                let mut remote = self.remote();
+                remote.github_answered = true;
+                let old = remote.pulls.get(&repo).map_or(&[][..], Vec::as_slice);
+                let services = services_changed(&repo, tenants.contains(&repo), old, &pulls);
+                if pulls.is_empty() {
+                    remote.pulls.remove(&repo);
+                } else {
+                    remote.pulls.insert(repo.clone(), pulls);
+                }
+                drop(remote);
+                for service in services {
+                    self.note(Change {
+                        repo: Some(repo.clone()),
+                        ..Change::of(ChangeSource::GitHub, service)
+                    });
+                }
+            }
+            for service in cicd_wanted {
+                let (repo, path) =
+                    hangar::cicd_location(&derived.snapshot, github.owner(), &service);
+                match github.file(&repo, &path).await {
+                    Ok(Some(text)) => {
+                        self.remote().cicd.insert(service.clone(), text);
+                        self.note(Change {
+                            repo: Some(repo),
+                            ..Change::of(ChangeSource::GitHub, Some(service))
+                        });
+                    }
+                    Ok(None) => {}
+                    Err(err) => tracing::warn!(%repo, %path, error = %err, "reading cicd.yaml"),
+                }
+            }
+            // GitHub's trouble is part of the health the deriver reads.
+            if self.derived().health.github != github.trouble() {
+                self.poke();
+            }
+        }
+    }
+
+    /// Every 5 s, looks up in the catalog (with Tower's read token) each listed service not
+    /// found there yet, so the server-side derivation knows when the ingestor picked it up.
+    pub(super) async fn poll_catalog(self, backstage: backstage::Backstage, token: Secret) {
+        let mut ticker = tokio::time::interval(POLL_EVERY);
+        loop {
+            ticker.tick().await;
+            let derived = self.derived();
+            let wanted: Vec<Arc<str>> = derived
+                .provisioning
+                .services
+                .iter()
+                .filter(|s| s.kind.is_some() && !self.remote().catalog.contains_key(&*s.name))
+                .map(|s| Arc::clone(&s.name))
+                .collect();
+            // The catalog counts as answering only after a full pass: a partial list would
+            // say "not in the catalog" for services nobody asked about.
+            let mut answered = true;
+            for name in wanted {
+                match backstage
+                    .entity("component", "default", &name, token.expose())
+                    .await
+                {
+                    Ok(found) => {
+                        let entity =
+                            found.and_then(|v| serde_json::from_value::<CatalogEntity>(v).ok());
+                        if let Some(entity) = entity {
+                            self.remote().catalog.insert(name.to_string(), entity);
+                            self.note(Change::of(ChangeSource::Catalog, Some(name.to_string())));
+                        }
+                    }
+                    Err(err) => {
+                        tracing::warn!(service = %name, error = %err, "catalog lookup");
+                        answered = false;
+                        break;
+                    }
+                }
+            }
+            let first_answer = {
+                let mut remote = self.remote();
+                let first = answered && !remote.catalog_answered;
+                remote.catalog_answered |= answered;
+                first
+            };
+            if first_answer {
+                self.note(Change::of(ChangeSource::Catalog, None));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pr(repo: &str, number: u64, title: &str, state: &str) -> PullRequest {
+        PullRequest {
+            repo: repo.to_owned(),
+            number,
+            title: title.to_owned(),
+            state: state.to_owned(),
+            created_at: None,
+            merged_at: None,
+            closed_at: None,
+            html_url: None,
+            user: None,
+        }
+    }
+
+    #[test]
+    fn a_changed_pr_names_its_service() {
+        let tenants = "acme/hangar-tenants";
+        let old = [
+            pr(tenants, 1, "Create NodeJS shop", "open"),
+            pr(tenants, 2, "Create Go pay", "open"),
+        ];
+        let new = [
+            pr(tenants, 1, "Create NodeJS shop", "closed"),
+            pr(tenants, 2, "Create Go pay", "open"),
+            pr(tenants, 3, "Bump the tenants' quotas", "open"),
+        ];
+        let changed = services_changed(tenants, true, &old, &new);
+        // The tenants repo is not a service's: a PR without a request title names none.
+        assert_eq!(
+            changed,
+            [None, Some("shop".to_owned())].into_iter().collect()
+        );
+        let gitops = [pr("acme/gitops-shop", 7, "Onboarding: re-sync", "open")];
+        assert_eq!(
+            services_changed("acme/gitops-shop", false, &[], &gitops),
+            [Some("shop".to_owned())].into_iter().collect()
+        );
+        assert!(services_changed("acme/gitops-shop", false, &gitops, &gitops).is_empty());
+    }
+}

@@ -1,0 +1,237 @@
+//! Views served as bytes: a derived answer serialised once, with a strong ETag and its
+//! brotli and gzip encodings made once, so a request only picks the stored bytes — or
+//! answers `304 Not Modified` when the caller already has them.
+
+use std::sync::OnceLock;
+
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use serde::Serialize;
+
+/// One answer, ready to send.
+#[derive(Debug)]
+pub struct View {
+    json: Bytes,
+    etag: HeaderValue,
+    br: OnceLock<Bytes>,
+    gzip: OnceLock<Bytes>,
+}
+
+/// How views compress: brotli 5 and gzip 6 are within a few per cent of their best on JSON
+/// at a fraction of the time (a 3.6 MB body in tens of milliseconds).
+const BROTLI_QUALITY: u32 = 5;
+const GZIP_LEVEL: u32 = 6;
+
+impl View {
+    /// The view of `value`, with both encodings made now (for views the deriver keeps).
+    pub fn ready<T: Serialize + ?Sized>(value: &T) -> Self {
+        let view = Self::lazy(value);
+        view.brotli();
+        view.gzipped();
+        view
+    }
+
+    /// The view of `value`; each encoding is made the first time a caller asks for it (for
+    /// large views that change every second, most of whose versions nobody asks for).
+    pub fn lazy<T: Serialize + ?Sized>(value: &T) -> Self {
+        // Serialising our own types to memory cannot fail (no map with non-string keys).
+        let json = serde_json::to_vec(value).unwrap_or_else(|_| b"null".to_vec());
+        Self::from_json(json)
+    }
+
+    fn from_json(json: Vec<u8>) -> Self {
+        let digest = ring::digest::digest(&ring::digest::SHA256, &json);
+        let hex: String = digest.as_ref()[..16]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        let etag = HeaderValue::from_str(&format!("\"{hex}\""))
+            .unwrap_or(HeaderValue::from_static("\"0\""));
+        Self {
+            json: Bytes::from(json),
+            etag,
+            br: OnceLock::new(),
+            gzip: OnceLock::new(),
+        }
+    }
+
+    /// The JSON text.
+    pub fn json(&self) -> &Bytes {
+        &self.json
+    }
+
+    /// The strong ETag (quoted), equal for equal bytes.
+    pub fn etag(&self) -> &HeaderValue {
+        &self.etag
+    }
+
+    fn brotli(&self) -> &Bytes {
+        self.br.get_or_init(|| {
+            let mut out = Vec::with_capacity(self.json.len() / 8);
+            let params = brotli::enc::BrotliEncoderParams {
+                quality: i32::try_from(BROTLI_QUALITY).unwrap_or(5),
+                ..Default::default()
+            };
+            let mut input = &self.json[..];
+            // Writing to memory cannot fail.
+            let _ = brotli::BrotliCompress(&mut input, &mut out, &params);
+            Bytes::from(out)
+        })
+    }
+
+    fn gzipped(&self) -> &Bytes {
+        self.gzip.get_or_init(|| {
+            use std::io::Write as _;
+            let mut encoder = flate2::write::GzEncoder::new(
+                Vec::with_capacity(self.json.len() / 6),
+                flate2::Compression::new(GZIP_LEVEL),
+            );
+            let _ = encoder.write_all(&self.json);
+            Bytes::from(encoder.finish().unwrap_or_default())
+        })
+    }
+
+    /// The answer to a GET with `request` headers: `304` when `If-None-Match` names this
+    /// view, else the bytes in the best encoding the caller accepts (brotli, gzip, none).
+    pub fn respond(&self, request: &HeaderMap) -> Response {
+        let mut headers = HeaderMap::new();
+        headers.insert(header::ETAG, self.etag.clone());
+        headers.insert(header::VARY, HeaderValue::from_static("accept-encoding"));
+        headers.insert(
+            header::CACHE_CONTROL,
+            HeaderValue::from_static("private, no-cache"),
+        );
+        if matches_etag(request, &self.etag) {
+            return (StatusCode::NOT_MODIFIED, headers).into_response();
+        }
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        let body = match preferred_encoding(request) {
+            Encoding::Brotli => {
+                headers.insert(header::CONTENT_ENCODING, HeaderValue::from_static("br"));
+                self.brotli().clone()
+            }
+            Encoding::Gzip => {
+                headers.insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+                self.gzipped().clone()
+            }
+            Encoding::Identity => self.json.clone(),
+        };
+        (StatusCode::OK, headers, body).into_response()
+    }
+}
+
+/// Whether `If-None-Match` lists `etag` (or is `*`); weak forms match too, as RFC 9110 has
+/// it for `If-None-Match`.
+fn matches_etag(request: &HeaderMap, etag: &HeaderValue) -> bool {
+    let Ok(etag) = etag.to_str() else {
+        return false;
+    };
+    request
+        .get_all(header::IF_NONE_MATCH)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(str::trim)
+        .any(|given| given == "*" || given.strip_prefix("W/").unwrap_or(given) == etag)
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Encoding {
+    Brotli,
+    Gzip,
+    Identity,
+}
+
+/// Brotli when accepted, else gzip, else none (a `q=0` refuses an encoding).
+fn preferred_encoding(request: &HeaderMap) -> Encoding {
+    let mut brotli = false;
+    let mut gzip = false;
+    for item in request
+        .get_all(header::ACCEPT_ENCODING)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+    {
+        let mut parts = item.split(';');
+        let name = parts.next().unwrap_or_default().trim();
+        let refused = parts.any(|p| {
+            p.trim()
+                .strip_prefix("q=")
+                .and_then(|q| q.trim().parse::<f32>().ok())
+                .is_some_and(|q| q <= 0.0)
+        });
+        if refused {
+            continue;
+        }
+        match name.to_ascii_lowercase().as_str() {
+            "br" => brotli = true,
+            "gzip" | "x-gzip" => gzip = true,
+            _ => {}
+        }
+    }
+    if brotli {
+        Encoding::Brotli
+    } else if gzip {
+        Encoding::Gzip
+    } else {
+        Encoding::Identity
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(header::HeaderName, &str)]) -> HeaderMap {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.clone(), HeaderValue::from_str(v).unwrap()))
+            .collect()
+    }
+
+    async fn body(response: Response) -> Vec<u8> {
+        axum::body::to_bytes(response.into_body(), usize::MAX)
+            .await
+            .unwrap()
+            .to_vec()
+    }
+
+    #[tokio::test]
+    async fn picks_the_encoding_and_answers_304_on_a_matching_etag() {
+        let view = View::ready(&serde_json::json!({"services": vec!["a"; 200]}));
+        let plain = view.respond(&HeaderMap::new());
+        assert_eq!(plain.status(), StatusCode::OK);
+        assert!(plain.headers().get(header::CONTENT_ENCODING).is_none());
+        assert_eq!(body(plain).await, view.json().to_vec());
+
+        let br = view.respond(&headers(&[(header::ACCEPT_ENCODING, "gzip, deflate, br")]));
+        assert_eq!(br.headers()[header::CONTENT_ENCODING], "br");
+        let mut decoded = Vec::new();
+        brotli::BrotliDecompress(&mut &body(br).await[..], &mut decoded).unwrap();
+        assert_eq!(decoded, view.json().to_vec());
+
+        let gzip = view.respond(&headers(&[(header::ACCEPT_ENCODING, "br;q=0, gzip")]));
+        assert_eq!(gzip.headers()[header::CONTENT_ENCODING], "gzip");
+
+        let etag = view.etag().to_str().unwrap().to_owned();
+        let again = view.respond(&headers(&[(header::IF_NONE_MATCH, &etag)]));
+        assert_eq!(again.status(), StatusCode::NOT_MODIFIED);
+        assert_eq!(again.headers()[header::ETAG], etag.as_str());
+        assert!(body(again).await.is_empty());
+        let other = view.respond(&headers(&[(header::IF_NONE_MATCH, "\"other\"")]));
+        assert_eq!(other.status(), StatusCode::OK);
+    }
+
+    #[test]
+    fn equal_bytes_have_equal_etags() {
+        let a = View::lazy(&[1, 2, 3]);
+        let b = View::lazy(&[1, 2, 3]);
+        let c = View::lazy(&[1, 2, 4]);
+        assert_eq!(a.etag(), b.etag());
+        assert_ne!(a.etag(), c.etag());
+    }
+}

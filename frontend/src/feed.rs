@@ -1,0 +1,54 @@
+//! What every page shares: the server's time, the sign-in, when to fetch again, and the
+//! summary (the Services tab's strip, the masthead's badge and every page's health notice
+//! read the same answer).
+
+use chrono::{DateTime, Utc};
+use leptos::prelude::*;
+use tower_shared::api::Summary;
+
+use crate::api::{self, ApiError};
+use crate::live::Refresh;
+use crate::signin::SignIn;
+
+#[derive(Clone, Copy)]
+pub struct Feed {
+    /// Tower's time, ticking.
+    pub now: ReadSignal<DateTime<Utc>>,
+    pub signin: ReadSignal<SignIn>,
+    pub refresh: Refresh,
+    /// `GET /api/summary`, fetched again whenever anything changed.
+    pub summary: LocalResource<Result<Summary, ApiError>>,
+}
+
+impl std::fmt::Debug for Feed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Feed")
+            .field("refresh", &self.refresh)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Starts the clock, sign-in and event stream, and provides the [`Feed`] to every page.
+pub fn provide() -> Feed {
+    let now = crate::clock::ticking_now();
+    let signin = crate::signin::start();
+    let refresh = crate::live::start(signin);
+    let summary = LocalResource::new(move || {
+        refresh.any.track();
+        signin.track();
+        api::summary()
+    });
+    let feed = Feed {
+        now,
+        signin,
+        refresh,
+        summary,
+    };
+    provide_context(feed);
+    feed
+}
+
+/// The page's [`Feed`].
+pub fn feed() -> Feed {
+    expect_context::<Feed>()
+}

@@ -1,0 +1,88 @@
+//! Where the page is: `/` (the fleet), `/tower?view=services`, and one service's tabs at
+//! `/tower?view=<tab>&service=<name>[&run=<run>]`. The [`Tab`] enum is the one list of tabs:
+//! it draws the tab bar, picks the page, and builds every link to a tab.
+
+/// One service's tabs, in the order the bar shows them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tab {
+    Provisioning,
+    Pipelines,
+    Deployments,
+}
+
+impl Tab {
+    pub const ALL: [Tab; 3] = [Tab::Provisioning, Tab::Pipelines, Tab::Deployments];
+
+    /// The tab a service link without `view` opens.
+    pub const DEFAULT: Tab = Tab::Deployments;
+
+    /// The tab's `view=` value.
+    pub fn id(self) -> &'static str {
+        match self {
+            Tab::Provisioning => "provisioning",
+            Tab::Pipelines => "pipelines",
+            Tab::Deployments => "deployments",
+        }
+    }
+
+    pub fn title(self) -> &'static str {
+        match self {
+            Tab::Provisioning => "Provisioning",
+            Tab::Pipelines => "Pipelines",
+            Tab::Deployments => "Deployments",
+        }
+    }
+
+    pub fn from_id(id: &str) -> Option<Tab> {
+        Tab::ALL.into_iter().find(|t| t.id() == id)
+    }
+}
+
+/// What `/tower?…` shows.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Page {
+    /// `view=services`: every service being provisioned.
+    Services,
+    /// No service named: the fleet.
+    Fleet,
+    /// One service's tab; `Err` holds a `view` that names no tab.
+    Service {
+        service: String,
+        tab: Result<Tab, String>,
+        run: Option<String>,
+    },
+}
+
+impl Page {
+    /// The page for the query's `view`, `service` and `run`.
+    pub fn from_query(view: Option<String>, service: Option<String>, run: Option<String>) -> Self {
+        if view.as_deref() == Some("services") {
+            return Page::Services;
+        }
+        let Some(service) = service else {
+            return Page::Fleet;
+        };
+        let tab = match view {
+            None => Ok(Tab::DEFAULT),
+            Some(view) => Tab::from_id(&view).ok_or(view),
+        };
+        Page::Service { service, tab, run }
+    }
+}
+
+fn encode(text: &str) -> String {
+    String::from(js_sys::encode_uri_component(text))
+}
+
+/// The link to one tab of one service (optionally focused on a pipeline run).
+pub fn tab_href(tab: Tab, service: &str, run: Option<&str>) -> String {
+    let mut href = format!("/tower?view={}&service={}", tab.id(), encode(service));
+    if let Some(run) = run {
+        href.push_str("&run=");
+        href.push_str(&encode(run));
+    }
+    href
+}
+
+/// The Services tab.
+pub const SERVICES_HREF: &str = "/tower?view=services";

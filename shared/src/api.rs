@@ -1,0 +1,442 @@
+//! Every JSON answer of Tower's HTTP API, and the events of `/api/events`: the backend only
+//! serialises these and the browser only deserialises them, so the two cannot drift
+//! (`tests/it/tidy.rs` fails if a route declares its own answer type). Field names are a
+//! public interface (`backend/openapi.yaml` documents them): keep them stable.
+//!
+//! Times are on Tower's clock (the simulated world's in `tower demo`); every answer carries
+//! that clock's reading in the [`CLOCK_HEADER`], so a page can tell the server's `now` from
+//! its own.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::hangar::ServiceKind;
+use crate::kube::Object;
+use crate::provisioning::{
+    FirstEnvironment, Group, ServiceProgress, StepId, StepStatus, TypicalSource,
+};
+use crate::snapshot::{PullRequest, RecordedRun, Snapshot};
+
+/// The header every API answer carries: Tower's clock when it answered, and how fast that
+/// clock runs against real time (`2026-11-30T10:00:00.250Z; rate=20`). A page reads it to
+/// tell durations on the server's clock.
+pub const CLOCK_HEADER: &str = "tower-clock";
+
+/// A reading of Tower's clock.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ClockReading {
+    pub now: DateTime<Utc>,
+    /// World seconds per real second: 1 for a real clock, the demo's speed, 0 when stopped.
+    pub rate: f64,
+}
+
+impl ClockReading {
+    /// The header's value.
+    pub fn to_header(&self) -> String {
+        format!(
+            "{}; rate={}",
+            self.now
+                .to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            self.rate
+        )
+    }
+
+    /// Reads a header value written by [`ClockReading::to_header`]; `None` for anything else.
+    pub fn parse_header(text: &str) -> Option<Self> {
+        let (now, rate) = text.split_once(';')?;
+        let now = DateTime::parse_from_rfc3339(now.trim())
+            .ok()?
+            .with_timezone(&Utc);
+        let rate: f64 = rate.trim().strip_prefix("rate=")?.parse().ok()?;
+        (rate.is_finite() && rate >= 0.0).then_some(Self { now, rate })
+    }
+}
+
+/// Every error answer: what went wrong, and the request field it is about when there is one.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorBody {
+    pub error: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+    /// The path asked for, when no route answers it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+}
+
+/// A cluster whose objects are the last known, because it cannot be reached now.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StaleCluster {
+    pub name: String,
+    /// When it last answered (`None`: never, since Tower started).
+    #[serde(default)]
+    pub last_seen_at: Option<DateTime<Utc>>,
+    /// The last failure, without credentials.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// Why what Tower shows from GitHub may be old or missing.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", tag = "state")]
+pub enum GitHubTrouble {
+    /// GitHub's rate limit is spent: Tower does not ask before `until`.
+    RateLimited { until: DateTime<Utc> },
+    /// GitHub's last answer was a failure (unreachable, 5xx, no access).
+    Failing { error: String },
+}
+
+/// What in an answer is old or missing, flattened into the answers pages read: `stale`
+/// (clusters serving their last known data) and `github` (rate limited or failing). Both
+/// absent when all is well.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Health {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stale: Vec<StaleCluster>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub github: Option<GitHubTrouble>,
+}
+
+impl Health {
+    /// Every cluster answers and GitHub does too.
+    pub fn is_clear(&self) -> bool {
+        self.stale.is_empty() && self.github.is_none()
+    }
+}
+
+/// `GET /api/provisioning`: every tracked service's progress derived at `now`, with
+/// durations (for other tools; pages read [`Summary`] and derive one service themselves).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ProvisioningAnswer {
+    pub now: DateTime<Utc>,
+    pub services: Vec<ServiceProgress>,
+    #[serde(flatten)]
+    pub health: Health,
+}
+
+/// `GET /api/summary`: what every page's masthead and the Services tab need — each tracked
+/// service's steps without durations (the page ticks them from `startedAt`), the counts for
+/// the badge, and the health notices. It changes only when something changes, not as the
+/// clock ticks.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Summary {
+    pub counts: GroupCounts,
+    /// In the derivation's order: by group, then name.
+    pub services: Vec<ServiceSummary>,
+    #[serde(flatten)]
+    pub health: Health,
+}
+
+/// How many services are in each group.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GroupCounts {
+    pub pending: usize,
+    pub in_flight: usize,
+    pub stalled: usize,
+    pub finished: usize,
+}
+
+/// One service on the strip.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ServiceSummary {
+    pub name: String,
+    pub kind: Option<ServiceKind>,
+    pub group: Group,
+    pub steps: Vec<StepSummary>,
+}
+
+/// One step on the strip: enough to draw its segment and tell the time left.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StepSummary {
+    pub id: StepId,
+    pub title: String,
+    pub status: StepStatus,
+    /// Running steps only: when it started (`None`: not known).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<DateTime<Utc>>,
+    pub typical_sec: u64,
+}
+
+/// `GET /api/snapshot?service=NAME`: the objects the browser derives one service's views
+/// from (see [`Snapshot::for_service`]), with the health notices.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SnapshotAnswer {
+    #[serde(flatten)]
+    pub snapshot: Snapshot,
+    #[serde(flatten)]
+    pub health: Health,
+}
+
+/// `GET /live-runs?app=NAME`: the app's Tekton runs, newest first.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LiveRuns {
+    pub app: String,
+    pub cluster: String,
+    pub namespace: String,
+    pub pipeline_runs: Vec<Object>,
+    pub task_runs: Vec<Object>,
+    /// Clusters serving their last known data (GitHub plays no part in runs).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stale: Vec<StaleCluster>,
+}
+
+/// `GET /pull-requests?owner=&repo=`: every PR of a repo, newest first.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PullRequests {
+    pub repo: String,
+    pub pull_requests: Vec<PullRequest>,
+}
+
+/// A tenant request PR ("Create <Kind> <name>").
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RequestPr {
+    /// `None` when the title names no kind.
+    pub kind: Option<ServiceKind>,
+    pub name: String,
+    #[serde(flatten)]
+    pub pull_request: PullRequest,
+}
+
+/// `GET /pending-requests?owner=&repo=`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PendingRequests {
+    pub repo: String,
+    pub now: DateTime<Utc>,
+    pub requests: Vec<RequestPr>,
+}
+
+/// `GET /config/cicd?app=`: the app's `cicd.yaml`, parsed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CicdConfig {
+    pub app: String,
+    pub repo: String,
+    pub path: String,
+    /// The whole file, parsed.
+    pub config: Value,
+    /// `deploy.environments` as written (absent when the file declares none).
+    pub environments: Option<Value>,
+    pub first_environment: FirstEnvironment,
+}
+
+/// `GET /provisioning-history/runs`: newest first.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RecordedRuns {
+    pub runs: Vec<RecordedRun>,
+}
+
+/// `GET /provisioning-history/typical?kind=`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TypicalDurations {
+    pub kind: ServiceKind,
+    pub steps: Vec<TypicalStep>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TypicalStep {
+    pub id: StepId,
+    pub seconds: u64,
+    pub source: TypicalSource,
+}
+
+/// `POST /catalog/refresh`: Backstage's answer.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CatalogRefresh {
+    pub status: RefreshStatus,
+    /// In words, for the page.
+    pub message: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RefreshStatus {
+    Triggered,
+    AlreadyRunning,
+}
+
+/// `GET /catalog/entity`: the entity as Backstage serves it, when there is one.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CatalogLookup {
+    pub found: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entity: Option<Value>,
+}
+
+/// `GET /auth/config`: how a page signs in.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AuthConfig {
+    /// The Backstage origin allowed to hand the page its token by `postMessage`.
+    pub backstage_origin: Option<String>,
+    /// A page opened on its own signs in as Backstage's guest.
+    pub guest_sign_in: bool,
+    /// No token needed at all (a local file).
+    #[serde(default)]
+    pub open: bool,
+    /// Who the authenticating proxy in front of Tower says the user is.
+    #[serde(default)]
+    pub proxy_user: Option<String>,
+}
+
+/// `GET /auth/guest`: Backstage's guest user token.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GuestToken {
+    pub token: String,
+}
+
+/// `GET /readyz`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Readiness {
+    pub ready: bool,
+    /// What Tower still waits for, in words.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub waiting: Vec<String>,
+}
+
+/// Where a change came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ChangeSource {
+    Kubernetes,
+    GitHub,
+    Catalog,
+    History,
+}
+
+/// One `change` event of `/api/events`: something Tower reads changed, and the views that
+/// show it have been derived again (so fetching now gets the new answer).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Change {
+    pub source: ChangeSource,
+    /// The service it concerns, when Tower can tell (by the platform's rules).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service: Option<String>,
+    /// Kubernetes: the cluster, kind, and `applied`/`deleted`/`resynced` (a full list
+    /// replaced the cache, so anything may have changed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// GitHub: the repository (`owner/name`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repo: Option<String>,
+}
+
+impl Change {
+    /// A change of `source` about `service`, with nothing else said.
+    pub fn of(source: ChangeSource, service: Option<String>) -> Self {
+        Self {
+            source,
+            service,
+            cluster: None,
+            kind: None,
+            action: None,
+            namespace: None,
+            name: None,
+            repo: None,
+        }
+    }
+}
+
+/// The `stale`/`fresh` events of `/api/events`: a cluster stopped or started answering.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterFreshness {
+    pub cluster: String,
+    /// While stale: when it last answered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_seen_at: Option<DateTime<Utc>>,
+}
+
+/// The `github` event of `/api/events`: GitHub became rate limited or failing (its
+/// trouble), or well again (`trouble` absent).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GitHubState {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trouble: Option<GitHubTrouble>,
+}
+
+/// The `resync` event of `/api/events`: the stream fell behind; read everything again.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Resync {
+    pub missed: u64,
+}
+
+/// The names of `/api/events`' events, each with its payload type above.
+pub mod event {
+    /// `{}`, first on every stream.
+    pub const HELLO: &str = "hello";
+    /// [`super::Change`].
+    pub const CHANGE: &str = "change";
+    /// [`super::ClusterFreshness`].
+    pub const STALE: &str = "stale";
+    /// [`super::ClusterFreshness`].
+    pub const FRESH: &str = "fresh";
+    /// [`super::GitHubState`].
+    pub const GITHUB: &str = "github";
+    /// [`super::Resync`].
+    pub const RESYNC: &str = "resync";
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_clock_header_round_trips_and_refuses_anything_else() {
+        let reading = ClockReading {
+            now: "2026-11-30T10:00:00.250Z".parse().unwrap(),
+            rate: 20.0,
+        };
+        let header = reading.to_header();
+        assert_eq!(header, "2026-11-30T10:00:00.250Z; rate=20");
+        assert_eq!(ClockReading::parse_header(&header), Some(reading));
+        for bad in [
+            "",
+            "2026-11-30T10:00:00Z",
+            "yesterday; rate=1",
+            "2026-11-30T10:00:00Z; rate=-1",
+            "2026-11-30T10:00:00Z; rate=NaN",
+            "2026-11-30T10:00:00Z; speed=1",
+        ] {
+            assert_eq!(ClockReading::parse_header(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn health_is_absent_when_all_is_well() {
+        let answer = Summary::default();
+        let text = serde_json::to_string(&answer).unwrap();
+        assert!(
+            !text.contains("stale") && !text.contains("github"),
+            "{text}"
+        );
+        let trouble = Health {
+            stale: Vec::new(),
+            github: Some(GitHubTrouble::RateLimited {
+                until: "2026-11-30T10:00:00Z".parse().unwrap(),
+            }),
+        };
+        let text = serde_json::to_string(&trouble).unwrap();
+        assert_eq!(
+            text,
+            r#"{"github":{"state":"rateLimited","until":"2026-11-30T10:00:00Z"}}"#
+        );
+        assert_eq!(serde_json::from_str::<Health>(&text).unwrap(), trouble);
+    }
+}
