@@ -69,6 +69,22 @@ pub async fn start_world(
     kubeconfig: Option<PathBuf>,
     listen: std::net::SocketAddr,
 ) -> anyhow::Result<Demo> {
+    start_world_ticking(world, speed, dir, kubeconfig, listen, TICK_EVERY).await
+}
+
+/// How often the simulated world is brought up to its clock.
+pub const TICK_EVERY: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// [`start_world`], bringing the world up to its clock every `tick_every` (a large world's
+/// tick costs CPU: benchmarks tick less often).
+pub async fn start_world_ticking(
+    world: World,
+    speed: f64,
+    dir: &Path,
+    kubeconfig: Option<PathBuf>,
+    listen: std::net::SocketAddr,
+    tick_every: std::time::Duration,
+) -> anyhow::Result<Demo> {
     use std::io::Write;
 
     let mut clusters: Vec<String> = vec!["dev".to_owned(), "prod".to_owned()];
@@ -88,10 +104,7 @@ pub async fn start_world(
         clock, &clusters, stories,
     ));
     let served = std::sync::Arc::clone(&platform)
-        .serve(
-            hangar_sim::kube_api::Config::default(),
-            std::time::Duration::from_millis(500),
-        )
+        .serve(hangar_sim::kube_api::Config::default(), tick_every)
         .await?;
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let kubeconfig = kubeconfig.unwrap_or_else(|| dir.join("kubeconfig"));

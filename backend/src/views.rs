@@ -2,8 +2,6 @@
 //! brotli and gzip encodings made once, so a request only picks the stored bytes — or
 //! answers `304 Not Modified` when the caller already has them.
 
-use std::sync::OnceLock;
-
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
@@ -14,8 +12,8 @@ use serde::Serialize;
 pub struct View {
     json: Bytes,
     etag: HeaderValue,
-    br: OnceLock<Bytes>,
-    gzip: OnceLock<Bytes>,
+    br: tokio::sync::OnceCell<Bytes>,
+    gzip: tokio::sync::OnceCell<Bytes>,
 }
 
 /// How views compress: brotli 5 and gzip 6 are within a few per cent of their best on JSON
@@ -27,13 +25,14 @@ impl View {
     /// The view of `value`, with both encodings made now (for views the deriver keeps).
     pub fn ready<T: Serialize + ?Sized>(value: &T) -> Self {
         let view = Self::lazy(value);
-        view.brotli();
-        view.gzipped();
+        let _ = view.br.set(brotli(&view.json));
+        let _ = view.gzip.set(gzip(&view.json));
         view
     }
 
-    /// The view of `value`; each encoding is made the first time a caller asks for it (for
-    /// large views that change every second, most of whose versions nobody asks for).
+    /// The view of `value`; each encoding is made the first time a caller asks for it, off
+    /// the async workers, once however many ask at the same time (for large views that
+    /// change every second, most of whose versions nobody asks for).
     pub fn lazy<T: Serialize + ?Sized>(value: &T) -> Self {
         // Serialising our own types to memory cannot fail (no map with non-string keys).
         let json = serde_json::to_vec(value).unwrap_or_else(|_| b"null".to_vec());
@@ -51,8 +50,8 @@ impl View {
         Self {
             json: Bytes::from(json),
             etag,
-            br: OnceLock::new(),
-            gzip: OnceLock::new(),
+            br: tokio::sync::OnceCell::new(),
+            gzip: tokio::sync::OnceCell::new(),
         }
     }
 
@@ -66,35 +65,28 @@ impl View {
         &self.etag
     }
 
-    fn brotli(&self) -> &Bytes {
-        self.br.get_or_init(|| {
-            let mut out = Vec::with_capacity(self.json.len() / 8);
-            let params = brotli::enc::BrotliEncoderParams {
-                quality: i32::try_from(BROTLI_QUALITY).unwrap_or(5),
-                ..Default::default()
-            };
-            let mut input = &self.json[..];
-            // Writing to memory cannot fail.
-            let _ = brotli::BrotliCompress(&mut input, &mut out, &params);
-            Bytes::from(out)
+    /// The bytes in `encoding`, made now if they were not yet.
+    async fn encoded(&self, encoding: Encoding) -> Bytes {
+        let (cell, compress): (_, fn(&[u8]) -> Bytes) = match encoding {
+            Encoding::Identity => return self.json.clone(),
+            Encoding::Brotli => (&self.br, brotli),
+            Encoding::Gzip => (&self.gzip, gzip),
+        };
+        cell.get_or_init(|| {
+            let json = self.json.clone();
+            async move {
+                tokio::task::spawn_blocking(move || compress(&json))
+                    .await
+                    .unwrap_or_default()
+            }
         })
-    }
-
-    fn gzipped(&self) -> &Bytes {
-        self.gzip.get_or_init(|| {
-            use std::io::Write as _;
-            let mut encoder = flate2::write::GzEncoder::new(
-                Vec::with_capacity(self.json.len() / 6),
-                flate2::Compression::new(GZIP_LEVEL),
-            );
-            let _ = encoder.write_all(&self.json);
-            Bytes::from(encoder.finish().unwrap_or_default())
-        })
+        .await
+        .clone()
     }
 
     /// The answer to a GET with `request` headers: `304` when `If-None-Match` names this
     /// view, else the bytes in the best encoding the caller accepts (brotli, gzip, none).
-    pub fn respond(&self, request: &HeaderMap) -> Response {
+    pub async fn respond(&self, request: &HeaderMap) -> Response {
         let mut headers = HeaderMap::new();
         headers.insert(header::ETAG, self.etag.clone());
         headers.insert(header::VARY, HeaderValue::from_static("accept-encoding"));
@@ -109,19 +101,40 @@ impl View {
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
         );
-        let body = match preferred_encoding(request) {
+        let encoding = preferred_encoding(request);
+        match encoding {
             Encoding::Brotli => {
                 headers.insert(header::CONTENT_ENCODING, HeaderValue::from_static("br"));
-                self.brotli().clone()
             }
             Encoding::Gzip => {
                 headers.insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
-                self.gzipped().clone()
             }
-            Encoding::Identity => self.json.clone(),
-        };
-        (StatusCode::OK, headers, body).into_response()
+            Encoding::Identity => {}
+        }
+        (StatusCode::OK, headers, self.encoded(encoding).await).into_response()
     }
+}
+
+fn brotli(json: &[u8]) -> Bytes {
+    let mut out = Vec::with_capacity(json.len() / 8);
+    let params = brotli::enc::BrotliEncoderParams {
+        quality: i32::try_from(BROTLI_QUALITY).unwrap_or(5),
+        ..Default::default()
+    };
+    let mut input = json;
+    // Writing to memory cannot fail.
+    let _ = brotli::BrotliCompress(&mut input, &mut out, &params);
+    Bytes::from(out)
+}
+
+fn gzip(json: &[u8]) -> Bytes {
+    use std::io::Write as _;
+    let mut encoder = flate2::write::GzEncoder::new(
+        Vec::with_capacity(json.len() / 6),
+        flate2::Compression::new(GZIP_LEVEL),
+    );
+    let _ = encoder.write_all(json);
+    Bytes::from(encoder.finish().unwrap_or_default())
 }
 
 /// Whether `If-None-Match` lists `etag` (or is `*`); weak forms match too, as RFC 9110 has
@@ -203,26 +216,34 @@ mod tests {
     #[tokio::test]
     async fn picks_the_encoding_and_answers_304_on_a_matching_etag() {
         let view = View::ready(&serde_json::json!({"services": vec!["a"; 200]}));
-        let plain = view.respond(&HeaderMap::new());
+        let plain = view.respond(&HeaderMap::new()).await;
         assert_eq!(plain.status(), StatusCode::OK);
         assert!(plain.headers().get(header::CONTENT_ENCODING).is_none());
         assert_eq!(body(plain).await, view.json().to_vec());
 
-        let br = view.respond(&headers(&[(header::ACCEPT_ENCODING, "gzip, deflate, br")]));
+        let br = view
+            .respond(&headers(&[(header::ACCEPT_ENCODING, "gzip, deflate, br")]))
+            .await;
         assert_eq!(br.headers()[header::CONTENT_ENCODING], "br");
         let mut decoded = Vec::new();
         brotli::BrotliDecompress(&mut &body(br).await[..], &mut decoded).unwrap();
         assert_eq!(decoded, view.json().to_vec());
 
-        let gzip = view.respond(&headers(&[(header::ACCEPT_ENCODING, "br;q=0, gzip")]));
+        let gzip = view
+            .respond(&headers(&[(header::ACCEPT_ENCODING, "br;q=0, gzip")]))
+            .await;
         assert_eq!(gzip.headers()[header::CONTENT_ENCODING], "gzip");
 
         let etag = view.etag().to_str().unwrap().to_owned();
-        let again = view.respond(&headers(&[(header::IF_NONE_MATCH, &etag)]));
+        let again = view
+            .respond(&headers(&[(header::IF_NONE_MATCH, &etag)]))
+            .await;
         assert_eq!(again.status(), StatusCode::NOT_MODIFIED);
         assert_eq!(again.headers()[header::ETAG], etag.as_str());
         assert!(body(again).await.is_empty());
-        let other = view.respond(&headers(&[(header::IF_NONE_MATCH, "\"other\"")]));
+        let other = view
+            .respond(&headers(&[(header::IF_NONE_MATCH, "\"other\"")]))
+            .await;
         assert_eq!(other.status(), StatusCode::OK);
     }
 

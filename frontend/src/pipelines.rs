@@ -22,13 +22,16 @@ pub fn PipelinesTab(
         cicd_namespace(&service, None),
         cicd_namespace(&service, Some(ServiceKind::InfraService)),
     ];
-    let objects = snapshot.cluster(&snapshot.control_plane_cluster);
+    let objects = snapshot
+        .cluster(&snapshot.control_plane_cluster)
+        .iter()
+        .map(|o| &**o);
     let in_cicd = |o: &&tower_shared::kube::Object| {
         o.namespace()
             .is_some_and(|ns| namespaces.iter().any(|n| n == ns))
     };
     let mut runs: Vec<PipelineRun<'_>> = objects
-        .iter()
+        .clone()
         .filter(in_cicd)
         .filter_map(PipelineRun::new)
         .collect();
@@ -37,11 +40,7 @@ pub fn PipelinesTab(
             .cmp(&a.started_at())
             .then_with(|| b.name().cmp(a.name()))
     });
-    let tasks: Vec<TaskRun<'_>> = objects
-        .iter()
-        .filter(in_cicd)
-        .filter_map(TaskRun::new)
-        .collect();
+    let tasks: Vec<TaskRun<'_>> = objects.filter(in_cicd).filter_map(TaskRun::new).collect();
 
     let focused = run.as_deref().map(|name| match runs.iter().find(|r| r.name() == name) {
         Some(r) => {

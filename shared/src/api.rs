@@ -179,8 +179,8 @@ pub struct LiveRuns {
     pub app: String,
     pub cluster: String,
     pub namespace: String,
-    pub pipeline_runs: Vec<Object>,
-    pub task_runs: Vec<Object>,
+    pub pipeline_runs: Vec<std::sync::Arc<Object>>,
+    pub task_runs: Vec<std::sync::Arc<Object>>,
     /// Clusters serving their last known data (GitHub plays no part in runs).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stale: Vec<StaleCluster>,

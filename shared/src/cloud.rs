@@ -146,7 +146,7 @@ pub fn declared_target(snapshot: &Snapshot, service: &str) -> Option<CloudTarget
         .cluster(&snapshot.control_plane_cluster)
         .iter()
         .filter(|o| o.group() == hangar::XR_GROUP && o.name() == service)
-        .find_map(object_target);
+        .find_map(|o| object_target(o));
     from_xr.or_else(|| {
         snapshot
             .catalog
@@ -174,6 +174,7 @@ pub fn derive_cloud_deploys(snapshot: &Snapshot, service: &str) -> CloudDeploys 
         .cluster(&snapshot.control_plane_cluster)
         .iter()
         .filter(|o| o.namespace() == Some(namespace.as_str()))
+        .map(|o| &**o)
         .collect();
     let runs: Vec<PipelineRun<'_>> = objects.iter().filter_map(|o| PipelineRun::new(o)).collect();
     let tasks: Vec<TaskRun<'_>> = objects.iter().filter_map(|o| TaskRun::new(o)).collect();

@@ -192,7 +192,7 @@ pub fn derive_fleet(snapshot: &crate::snapshot::Snapshot) -> Fleet {
     let rollouts: BTreeMap<(&str, &str, &str), &crate::kube::Object> = snapshot
         .clusters
         .iter()
-        .flat_map(|(cluster, objects)| objects.iter().map(move |o| (cluster.as_str(), o)))
+        .flat_map(|(cluster, objects)| objects.iter().map(move |o| (cluster.as_str(), &**o)))
         .filter(|(_, o)| o.kind == "Rollout" && o.group() == "argoproj.io")
         .filter_map(|(cluster, o)| Some(((cluster, o.namespace()?, o.name()), o)))
         .collect();

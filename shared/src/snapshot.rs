@@ -7,6 +7,7 @@
 //! `catalog: []` means it answered and found nothing.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -25,9 +26,11 @@ pub struct Snapshot {
     #[serde(default = "default_control_plane")]
     pub control_plane_cluster: String,
     /// Objects per cluster, exactly as the API serves them. Objects without a `kind` or
-    /// `metadata.name` are dropped; objects of kinds Tower does not use are ignored.
+    /// `metadata.name` are dropped; objects of kinds Tower does not use are ignored. Shared
+    /// (`Arc`): a new snapshot of a mostly unchanged world, or one service's part of it,
+    /// copies no object.
     #[serde(default, deserialize_with = "lenient_clusters")]
-    pub clusters: BTreeMap<String, Vec<Object>>,
+    pub clusters: BTreeMap<String, Vec<Arc<Object>>>,
     /// GitHub pull requests Tower looked up (request PRs, onboarding PRs, release PRs).
     /// `None`: GitHub was not asked or did not answer.
     #[serde(default)]
@@ -55,12 +58,16 @@ fn default_control_plane() -> String {
 
 fn lenient_clusters<'de, D: serde::Deserializer<'de>>(
     d: D,
-) -> Result<BTreeMap<String, Vec<Object>>, D::Error> {
+) -> Result<BTreeMap<String, Vec<Arc<Object>>>, D::Error> {
     let clusters = BTreeMap::<String, Vec<Value>>::deserialize(d)?;
     Ok(clusters
         .into_iter()
         .map(|(name, objects)| {
-            let objects = objects.into_iter().filter_map(Object::from_value).collect();
+            let objects = objects
+                .into_iter()
+                .filter_map(Object::from_value)
+                .map(Arc::new)
+                .collect();
             (name, objects)
         })
         .collect())
@@ -192,7 +199,7 @@ impl Snapshot {
     }
 
     /// The objects of one cluster (empty when the cluster is not in the snapshot).
-    pub fn cluster(&self, name: &str) -> &[Object] {
+    pub fn cluster(&self, name: &str) -> &[Arc<Object>] {
         self.clusters.get(name).map_or(&[], Vec::as_slice)
     }
 
@@ -315,7 +322,7 @@ mod tests {
         )
         .unwrap();
         let shop = s.for_service("shop");
-        let names: Vec<&str> = shop.cluster("dev").iter().map(Object::name).collect();
+        let names: Vec<&str> = shop.cluster("dev").iter().map(|o| o.name()).collect();
         assert_eq!(names, ["shop", "b", "shop", "shop-gitops", "shop-cicd"]);
         let prs: Vec<u64> = shop
             .pull_requests

@@ -63,9 +63,9 @@ type Key = (Option<String>, String);
 
 #[derive(Debug, Default)]
 struct TypeCache {
-    objects: BTreeMap<Key, Object>,
+    objects: BTreeMap<Key, Arc<Object>>,
     /// A list in progress (between `Init` and `InitDone`).
-    listing: Option<BTreeMap<Key, Object>>,
+    listing: Option<BTreeMap<Key, Arc<Object>>>,
     synced: bool,
     /// The cluster does not serve this type.
     absent: bool,
@@ -219,8 +219,8 @@ impl Clusters {
         Self { shared }
     }
 
-    /// Every cluster's objects now.
-    pub fn objects(&self) -> BTreeMap<String, Vec<Object>> {
+    /// Every cluster's objects now (shared, not copied).
+    pub fn objects(&self) -> BTreeMap<String, Vec<Arc<Object>>> {
         self.shared
             .clusters
             .iter()
@@ -327,7 +327,7 @@ fn object_change(
     }
 }
 
-fn to_object(object: DynamicObject, watched: &WatchedKind) -> Option<(Key, Object)> {
+fn to_object(object: DynamicObject, watched: &WatchedKind) -> Option<(Key, Arc<Object>)> {
     let mut value = serde_json::to_value(object).ok()?;
     if let Some(map) = value.as_object_mut() {
         let api_version = if watched.group.is_empty() {
@@ -344,7 +344,7 @@ fn to_object(object: DynamicObject, watched: &WatchedKind) -> Option<(Key, Objec
             object.metadata.namespace.clone(),
             object.metadata.name.clone(),
         ),
-        object,
+        Arc::new(object),
     ))
 }
 

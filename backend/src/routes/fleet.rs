@@ -9,7 +9,7 @@ use crate::state::AppState;
 
 pub async fn get(State(state): State<AppState>, headers: HeaderMap) -> Response {
     match &state.fleet_file {
-        Some(fleet) => fleet.respond(&headers),
-        None => state.source.derived().views.fleet.respond(&headers),
+        Some(fleet) => fleet.respond(&headers).await,
+        None => state.source.derived().views.fleet.respond(&headers).await,
     }
 }

@@ -8,6 +8,8 @@ use tower_shared::api::LiveRuns;
 use tower_shared::hangar::{self, ServiceKind};
 use tower_shared::kube::Object;
 
+use std::sync::Arc;
+
 use super::params::{self, Query};
 use super::ApiError;
 use crate::state::AppState;
@@ -26,8 +28,8 @@ pub async fn get(State(state): State<AppState>, query: Query) -> Result<Json<Liv
         Some(ns) => ns.to_owned(),
         None => hangar::cicd_namespace(app, xr.and_then(|o| ServiceKind::from_kind(&o.kind))),
     };
-    let runs = |kind: &str| -> Vec<Object> {
-        let mut runs: Vec<Object> = objects
+    let runs = |kind: &str| -> Vec<Arc<Object>> {
+        let mut runs: Vec<Arc<Object>> = objects
             .iter()
             .filter(|o| o.kind == kind && o.group() == "tekton.dev")
             .filter(|o| o.namespace() == Some(namespace.as_str()))

@@ -13,9 +13,15 @@ use axum::response::Response;
 use crate::state::AppState;
 
 pub async fn get(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    state.source.derived().views.provisioning.respond(&headers)
+    state
+        .source
+        .derived()
+        .views
+        .provisioning
+        .respond(&headers)
+        .await
 }
 
 pub async fn summary(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    state.source.derived().views.summary.respond(&headers)
+    state.source.derived().views.summary.respond(&headers).await
 }

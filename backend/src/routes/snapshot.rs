@@ -22,5 +22,5 @@ pub async fn get(
             field: "service",
             message: format!("Tower knows no service called {service}"),
         })?;
-    Ok(view.respond(&headers))
+    Ok(view.respond(&headers).await)
 }

@@ -275,9 +275,18 @@ impl Platform {
         let platform = Arc::clone(&self);
         tasks.push(tokio::spawn(async move {
             let mut ticker = tokio::time::interval(tick_every);
+            // A tick of a large world takes a good part of a second of CPU: off the async
+            // workers, so the API servers (and a Tower sharing the runtime) keep answering.
+            ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
                 ticker.tick().await;
-                platform.tick();
+                let platform = Arc::clone(&platform);
+                if tokio::task::spawn_blocking(move || platform.tick())
+                    .await
+                    .is_err()
+                {
+                    tracing::error!("a tick of the simulated world panicked");
+                }
             }
         }));
         Ok(Served {

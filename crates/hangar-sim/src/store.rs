@@ -259,16 +259,33 @@ impl Store {
 
 /// Objects are equal for the store when they differ at most in server-set metadata.
 fn same_content(current: &Value, desired: &Value) -> bool {
-    let strip = |v: &Value| {
-        let mut v = v.clone();
-        if let Some(meta) = v.get_mut("metadata").and_then(Value::as_object_mut) {
-            for field in ["resourceVersion", "uid", "creationTimestamp"] {
-                meta.remove(field);
-            }
+    // What the store stamps itself; a story's object never says otherwise.
+    const STAMPED: [&str; 3] = ["resourceVersion", "uid", "creationTimestamp"];
+    /// Equal maps, but for the keys `skip` rejects (compared in place: no copies).
+    fn equal_but(
+        a: &serde_json::Map<String, Value>,
+        b: &serde_json::Map<String, Value>,
+        skip: impl Fn(&str) -> bool,
+    ) -> bool {
+        let kept = |m: &serde_json::Map<String, Value>| m.keys().filter(|k| !skip(k)).count();
+        kept(a) == kept(b)
+            && a.iter()
+                .filter(|(k, _)| !skip(k))
+                .all(|(k, v)| b.get(k) == Some(v))
+    }
+    match (current.as_object(), desired.as_object()) {
+        (Some(a), Some(b)) => {
+            let metadata_equal = match (
+                a.get("metadata").and_then(Value::as_object),
+                b.get("metadata").and_then(Value::as_object),
+            ) {
+                (Some(x), Some(y)) => equal_but(x, y, |k| STAMPED.contains(&k)),
+                _ => a.get("metadata") == b.get("metadata"),
+            };
+            metadata_equal && equal_but(a, b, |k| k == "metadata")
         }
-        v
-    };
-    strip(current) == strip(desired)
+        _ => current == desired,
+    }
 }
 
 /// The key of an object, if the simulator serves its kind.
