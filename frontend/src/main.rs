@@ -75,6 +75,8 @@ fn App() -> impl IntoView {
     };
     view! {
         <Router>
+            // Inside Backstage the page keeps its one top heading for screen readers.
+            {embed.then(|| view! { <h1 class="visually-hidden">"Tower"</h1> })}
             {(!embed).then(|| view! {
                 <header class="masthead">
                     <h1>

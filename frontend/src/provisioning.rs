@@ -323,6 +323,7 @@ pub fn ProvisioningTab(service: String) -> impl IntoView {
     };
 
     view! {
+        <h2>"Provisioning"</h2>
         <Transition fallback=|| view! { <p class="state loading">"Loading…"</p> }>
             {move || {
                 progress

@@ -43,7 +43,9 @@ async fn fleet_page_shows_what_the_backend_serves() {
                 amber.contains("Canary paused at 40% traffic"),
                 "amber cell reads {amber:?}"
             );
-            browser.screenshot("fleet").await?;
+            browser.check_page("fleet").await?;
+            // Every action on the page is reachable by keyboard, with visible focus.
+            browser.keyboard_reaches_everything().await?;
             Ok(())
         })
         .await
@@ -128,7 +130,9 @@ async fn cloud_deployments_tab_shows_a_simulated_ecs_service_and_opens_its_runs(
                 .find_all(Locator::Css("table.history tbody tr"))
                 .await?;
             anyhow::ensure!(rows.len() == 3, "{} history rows", rows.len());
-            browser.screenshot("deployments").await?;
+            browser.check_page("deployments").await?;
+            // Every action on the page is reachable by keyboard, with visible focus.
+            browser.keyboard_reaches_everything().await?;
 
             // The newest run opens in the Pipelines tab, by name.
             let link = rows[0].find(Locator::Css("a")).await?;
@@ -153,7 +157,9 @@ async fn cloud_deployments_tab_shows_a_simulated_ecs_service_and_opens_its_runs(
                 .find_all(Locator::Css("section.focused-run table.tasks tbody tr"))
                 .await?;
             anyhow::ensure!(tasks.len() == 3, "{} tasks in the run", tasks.len());
-            browser.screenshot("pipelines").await?;
+            browser.check_page("pipelines").await?;
+            // Every action on the page is reachable by keyboard, with visible focus.
+            browser.keyboard_reaches_everything().await?;
             Ok(())
         })
         .await
@@ -212,7 +218,7 @@ async fn provisioning_deep_link_follows_the_nodejs_story_to_done() {
                 titles.first().is_some_and(|t| t.contains("Request PR")),
                 "steps: {titles:?}"
             );
-            browser.screenshot("provisioning-early").await?;
+            browser.check_page("provisioning-early").await?;
 
             // The world clock runs: the last step turns done.
             until(Duration::from_secs(90), "shop running healthy", || async {
@@ -238,7 +244,9 @@ async fn provisioning_deep_link_follows_the_nodejs_story_to_done() {
                     .any(|e| e.starts_with('[') && e.contains("started")),
                 "the events log: {events:?}"
             );
-            browser.screenshot("provisioning").await?;
+            browser.check_page("provisioning").await?;
+            // Every action on the page is reachable by keyboard, with visible focus.
+            browser.keyboard_reaches_everything().await?;
 
             // A reload of the deep link shows the same service.
             c.goto(&url).await?;
@@ -288,7 +296,9 @@ async fn services_strip_shows_in_flight_services_and_moves_a_finished_one_out() 
                 badge == in_flight.to_string(),
                 "badge {badge} vs {in_flight} in flight"
             );
-            browser.screenshot("services").await?;
+            browser.check_page("services").await?;
+            // Every action on the page is reachable by keyboard, with visible focus.
+            browser.keyboard_reaches_everything().await?;
 
             until(Duration::from_secs(90), "shop finished", || async {
                 Ok(texts(c, ".finished .strip-name")
@@ -299,7 +309,7 @@ async fn services_strip_shows_in_flight_services_and_moves_a_finished_one_out() 
             anyhow::ensure!(!texts(c, ".in-flight .strip-name")
                 .await?
                 .contains(&"shop".to_owned()));
-            browser.screenshot("services-finished").await?;
+            browser.check_page("services-finished").await?;
             // Finished services stay 15 (world) minutes, then leave the list.
             until(
                 Duration::from_secs(60),
@@ -377,7 +387,7 @@ async fn a_fleet_of_a_thousand_apps_keeps_the_page_small() {
                 Ok(texts(c, ".app-name").await? == ["app-0999"])
             })
             .await?;
-            browser.screenshot("fleet-1000-filtered").await?;
+            browser.check_page("fleet-1000-filtered").await?;
             Ok(())
         })
         .await
@@ -404,7 +414,7 @@ async fn embedded_dark_and_narrow() {
                 .execute("return document.documentElement.className;", vec![])
                 .await?;
             anyhow::ensure!(class == "theme-dark", "root class {class}");
-            browser.screenshot("services-embedded-dark").await?;
+            browser.check_page("services-embedded-dark").await?;
 
             // A phone's width: still readable, nothing wider than the screen.
             c.set_window_size(390, 844).await?;
@@ -421,7 +431,7 @@ async fn embedded_dark_and_narrow() {
                 )
                 .await?;
             anyhow::ensure!(overflow.as_i64() == Some(0), "horizontal overflow {overflow} px at 390 px");
-            browser.screenshot("provisioning-390px").await?;
+            browser.check_page("provisioning-390px").await?;
 
             // Keyboard: the tabs and links are reachable with Tab, and focus is visible.
             c.execute("document.activeElement && document.activeElement.blur();", vec![]).await?;
@@ -464,7 +474,7 @@ async fn an_unreachable_cluster_shows_as_stale_not_as_empty() {
             // The last known services are still listed.
             let names = texts(c, ".in-flight .strip-name").await?;
             anyhow::ensure!(names.contains(&"orders-api".to_owned()), "{names:?}");
-            browser.screenshot("services-stale").await?;
+            browser.check_page("services-stale").await?;
             // The fleet says so too, and still shows its last known apps.
             c.goto(&tower.url("/")).await?;
             until(
@@ -482,7 +492,7 @@ async fn an_unreachable_cluster_shows_as_stale_not_as_empty() {
                 !texts(c, ".app-name").await?.is_empty(),
                 "last known apps shown"
             );
-            browser.screenshot("fleet-stale").await?;
+            browser.check_page("fleet-stale").await?;
             Ok(())
         })
         .await
@@ -601,7 +611,7 @@ async fn a_github_rate_limit_shows_as_such_over_the_last_known_data() {
                 .await?;
                 anyhow::ensure!(!texts(c, data).await?.is_empty(), "{page}: data kept");
             }
-            browser.screenshot("github-rate-limited").await?;
+            browser.check_page("github-rate-limited").await?;
             Ok(())
         })
         .await
@@ -783,7 +793,7 @@ async fn behind_an_authenticating_proxy_the_page_needs_no_token() {
                 },
             )
             .await?;
-            browser.screenshot("behind-a-proxy").await?;
+            browser.check_page("behind-a-proxy").await?;
             Ok(())
         })
         .await

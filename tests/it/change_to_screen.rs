@@ -126,7 +126,7 @@ async fn a_merged_pull_request_reaches_the_page_within_two_seconds() {
             .await?;
             let took = merged_at.elapsed();
             println!("pull request merged → page: {} ms", took.as_millis());
-            browser.screenshot("merged-pr").await?;
+            browser.check_page("merged-pr").await?;
             anyhow::ensure!(
                 took < Duration::from_secs(2),
                 "the page took {took:?} to show the merge ({after})"
@@ -212,7 +212,7 @@ async fn kubernetes_changes_reach_the_page_quickly() {
                 .await?;
                 latencies.push(Duration::from_millis(u64::try_from(seen.0 - at)?));
                 if i == 0 {
-                    browser.screenshot("kubernetes-change").await?;
+                    browser.check_page("kubernetes-change").await?;
                 }
             }
             latencies.sort();
@@ -379,7 +379,7 @@ async fn the_page_and_the_api_tell_the_same_time_at_twenty_times_speed() {
             let step_time = texts(c, &format!("li.step[data-step='{step}'] .step-time")).await?;
             // Tower's clock when the page was read.
             let now = tower.live.now();
-            browser.screenshot("clock-20x").await?;
+            browser.check_page("clock-20x").await?;
 
             let stale_line = notices
                 .iter()

@@ -267,6 +267,131 @@ impl Browser {
         Ok(path)
     }
 
+    /// Checks the page as it is now with axe-core (WCAG 2.1 A and AA, and best practices):
+    /// fails on any `serious` or `critical` violation, naming the rule, the elements and
+    /// the help; then saves `target/screenshots/<name>.png`. Every page a browser test opens
+    /// goes through here. What axe found (any impact) is written to `target/axe/<name>.json`.
+    pub async fn check_page(&self, name: &str) -> anyhow::Result<PathBuf> {
+        let violations = self.axe().await?;
+        let dir = root().join("target/axe");
+        std::fs::create_dir_all(&dir)?;
+        std::fs::write(
+            dir.join(format!("{name}.json")),
+            serde_json::to_string_pretty(&violations)?,
+        )?;
+        let serious: Vec<String> = violations
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+            .iter()
+            .filter(|v| matches!(v["impact"].as_str(), Some("serious" | "critical")))
+            .map(|v| {
+                format!(
+                    "{} ({}): {} — {}",
+                    v["id"].as_str().unwrap_or("?"),
+                    v["impact"].as_str().unwrap_or("?"),
+                    v["help"].as_str().unwrap_or("?"),
+                    v["nodes"]
+                )
+            })
+            .collect();
+        anyhow::ensure!(
+            serious.is_empty(),
+            "axe found {} serious or critical problems on {name}:\n{}",
+            serious.len(),
+            serious.join("\n")
+        );
+        self.screenshot(name).await
+    }
+
+    /// Presses Tab through the whole page from the top: every visible link, button, input
+    /// and focusable cell is reached, and each shows a visible focus ring. How many were
+    /// reached.
+    pub async fn keyboard_reaches_everything(&self) -> anyhow::Result<usize> {
+        let c = &self.client;
+        let count = c
+            .execute(
+                "const all = Array.from(document.querySelectorAll(
+                    'a[href], button:not([disabled]), input:not([disabled]), select, textarea, [tabindex]:not([tabindex=\"-1\"])'))
+                    .filter(e => e.getClientRects().length > 0);
+                 all.forEach((e, i) => e.setAttribute('data-kbd', String(i)));
+                 if (document.activeElement) document.activeElement.blur();
+                 window.scrollTo(0, 0);
+                 return all.length;",
+                vec![],
+            )
+            .await?
+            .as_u64()
+            .unwrap_or(0);
+        anyhow::ensure!(count > 0, "nothing on the page takes focus");
+        let mut reached = std::collections::BTreeSet::new();
+        let mut unringed = Vec::new();
+        for _ in 0..count + 5 {
+            // Through the actions API: no element handle to go stale as the page re-renders.
+            use fantoccini::actions::{InputSource as _, KeyAction, KeyActions};
+            let tab = KeyActions::new("keyboard".to_owned())
+                .then(KeyAction::Down { value: '\u{e004}' })
+                .then(KeyAction::Up { value: '\u{e004}' });
+            c.perform_actions(tab).await?;
+            let focused = c
+                .execute(
+                    "const e = document.activeElement;
+                     const s = getComputedStyle(e);
+                     return [e.getAttribute('data-kbd'), s.outlineStyle !== 'none' && parseFloat(s.outlineWidth) > 0,
+                             (e.innerText || e.getAttribute('aria-label') || e.tagName).trim().slice(0, 40)];",
+                    vec![],
+                )
+                .await?;
+            let (index, ringed, label): (Option<String>, bool, String) =
+                serde_json::from_value(focused)?;
+            if let Some(index) = index {
+                if !ringed {
+                    unringed.push(label);
+                }
+                reached.insert(index);
+            }
+        }
+        anyhow::ensure!(unringed.is_empty(), "focus is not visible on {unringed:?}");
+        let missed = usize::try_from(count)?.saturating_sub(reached.len());
+        anyhow::ensure!(
+            missed == 0,
+            "Tab reached {} of {count} focusable elements",
+            reached.len()
+        );
+        Ok(reached.len())
+    }
+
+    /// axe-core's violations on the current page: `[{id, impact, help, nodes: [target]}]`.
+    async fn axe(&self) -> anyhow::Result<serde_json::Value> {
+        static AXE: std::sync::OnceLock<Result<String, String>> = std::sync::OnceLock::new();
+        let source = AXE
+            .get_or_init(|| {
+                let path = std::env::var_os("TOWER_AXE").ok_or_else(|| {
+                    "TOWER_AXE is not set: run the browser tests with `cargo xtask test` (it installs axe-core)".to_owned()
+                })?;
+                std::fs::read_to_string(&path)
+                    .map_err(|err| format!("reading axe-core from {}: {err}", PathBuf::from(path).display()))
+            })
+            .as_ref()
+            .map_err(|err| anyhow::anyhow!("{err}"))?;
+        self.client.execute(source, vec![]).await?;
+        let found = self
+            .client
+            .execute_async(
+                "const done = arguments[arguments.length - 1];
+                 axe.run(document, {runOnly: {type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice']}})
+                    .then(r => done(r.violations.map(v => ({id: v.id, impact: v.impact, help: v.help,
+                        nodes: v.nodes.map(n => n.target.join(' '))}))))
+                    .catch(e => done({error: String(e)}));",
+                vec![],
+            )
+            .await?;
+        if let Some(error) = found.get("error") {
+            anyhow::bail!("axe-core failed: {error}");
+        }
+        Ok(found)
+    }
+
     /// Runs `check`; on failure saves `<name>-failure.png` and says where.
     pub async fn checked<F, T>(&self, name: &str, check: F) -> anyhow::Result<T>
     where

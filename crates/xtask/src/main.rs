@@ -144,6 +144,7 @@ fn test(root: &Path) -> anyhow::Result<()> {
             .env("TOWER_DIST", root.join("dist"))
             .env("CHROMEDRIVER", &browser.chromedriver)
             .env("CHROMIUM", &browser.chromium)
+            .env("TOWER_AXE", &browser.axe)
             .env("TOWER_TEST_DATABASE_URL", &postgres)
             .env("TOWER_BACKSTAGE_PARTNER", &partner_scripts)
             .env("TOWER_BACKSTAGE_PARTNER_DIR", &partner_install)

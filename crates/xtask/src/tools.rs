@@ -8,6 +8,7 @@
 //! | wasm-bindgen-cli = the `wasm-bindgen` in Cargo.lock | `cargo install`, not `--locked` | Trunk insists on the exact version; `--locked` pins a yanked dependency |
 //! | wasm-opt (binaryen 132) | npm, into the tools folder | Debian's binaryen 108 emits WASM that fails at load |
 //! | chromium, chromedriver | apt-get | browser tests |
+//! | axe-core 4.14.1 | npm, into the tools folder | the accessibility check every browser test runs on the pages it opens |
 //! | postgresql (cluster `tower`, port 54329) | apt-get, `pg_createcluster` | history tests against PostgreSQL |
 //! | a real Backstage backend | the team's `backstage-partner/setup.sh` (npm) | catalog tests against the real thing |
 //!
@@ -24,6 +25,7 @@ use crate::steps;
 
 pub const TRUNK_VERSION: &str = "0.21.14";
 pub const BINARYEN_VERSION: &str = "132";
+pub const AXE_VERSION: &str = "4.14.1";
 
 /// Which tools a command needs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,6 +48,8 @@ pub struct Toolchain {
 pub struct Browser {
     pub chromium: PathBuf,
     pub chromedriver: PathBuf,
+    /// axe-core's `axe.min.js`, injected into every page the browser tests check.
+    pub axe: PathBuf,
 }
 
 impl Toolchain {
@@ -67,7 +71,7 @@ impl Toolchain {
         ensure_wasm_opt(&path, &tools_dir)?;
         let browser = match need {
             Need::Build => None,
-            Need::Everything => Some(ensure_browser()?),
+            Need::Everything => Some(ensure_browser(&path, &tools_dir)?),
         };
         Ok(Self { path, browser })
     }
@@ -189,7 +193,44 @@ fn ensure_wasm_opt(path: &OsString, tools_dir: &Path) -> anyhow::Result<()> {
     )
 }
 
-fn ensure_browser() -> anyhow::Result<Browser> {
+/// The npm package `name@version` in the tools folder (installed when missing or another
+/// version); its folder.
+fn ensure_npm_package(
+    path: &OsString,
+    tools_dir: &Path,
+    name: &str,
+    version: &str,
+) -> anyhow::Result<PathBuf> {
+    let folder = tools_dir.join("node_modules").join(name);
+    let installed = std::fs::read_to_string(folder.join("package.json"))
+        .ok()
+        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+        .and_then(|package| package["version"].as_str().map(str::to_owned));
+    if installed.as_deref() == Some(version) {
+        return Ok(folder);
+    }
+    if which(path, "npm").is_none() {
+        apt_install(&["nodejs", "npm"])?;
+    }
+    std::fs::create_dir_all(tools_dir)
+        .with_context(|| format!("creating {}", tools_dir.display()))?;
+    steps::run(
+        &format!("install {name}@{version} (npm)"),
+        Command::new("npm")
+            .args(["install", "--no-audit", "--no-fund", "--prefix"])
+            .arg(tools_dir)
+            .arg(format!("{name}@{version}")),
+    )?;
+    Ok(folder)
+}
+
+fn ensure_browser(path: &OsString, tools_dir: &Path) -> anyhow::Result<Browser> {
+    let axe = ensure_npm_package(path, tools_dir, "axe-core", AXE_VERSION)?.join("axe.min.js");
+    anyhow::ensure!(
+        axe.is_file(),
+        "{} is missing after npm install",
+        axe.display()
+    );
     let find = |names: &[&str]| {
         let path = std::env::var_os("PATH").unwrap_or_default();
         names.iter().find_map(|n| which(&path, n))
@@ -201,6 +242,7 @@ fn ensure_browser() -> anyhow::Result<Browser> {
         return Ok(Browser {
             chromium,
             chromedriver,
+            axe,
         });
     }
     apt_install(&["chromium", "chromium-driver"])?;
@@ -208,6 +250,7 @@ fn ensure_browser() -> anyhow::Result<Browser> {
         (Some(chromium), Some(chromedriver)) => Ok(Browser {
             chromium,
             chromedriver,
+            axe,
         }),
         _ => bail!("chromium and chromedriver are still missing after apt-get install"),
     }
