@@ -23,7 +23,8 @@
 //! simulator about 0.4 s of CPU, on the machine Tower and the load share).
 //!
 //! Options (after `--`): `--services N` (1000), `--seconds S` (15), `--connections C` (32),
-//! `--rate R` (1000 requests/s in all), `--observe S` (300).
+//! `--rate R` (1000 requests/s in all), `--observe S` (300), `--speed X` (1: world time at
+//! real speed), `--tick S` (2).
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -40,6 +41,10 @@ struct Options {
     observe: u64,
     /// Requests per second over all connections; 0: back to back.
     rate: u64,
+    /// World seconds per real second (0: the world stands still).
+    speed: f64,
+    /// Seconds between the simulator's ticks.
+    tick: f64,
     load: Option<String>,
     conditional: bool,
 }
@@ -51,6 +56,8 @@ fn options() -> anyhow::Result<Options> {
         connections: 32,
         observe: 300,
         rate: 1_000,
+        speed: 1.0,
+        tick: 2.0,
         load: None,
         conditional: false,
     };
@@ -63,6 +70,8 @@ fn options() -> anyhow::Result<Options> {
             "--connections" => options.connections = value()?.parse()?,
             "--observe" => options.observe = value()?.parse()?,
             "--rate" => options.rate = value()?.parse()?,
+            "--speed" => options.speed = value()?.parse()?,
+            "--tick" => options.tick = value()?.parse()?,
             "--load" => options.load = Some(value()?),
             "--conditional" => options.conditional = true,
             // cargo bench passes `--bench`; libtest filters are not ours.
@@ -278,9 +287,15 @@ async fn serve_and_measure(options: &Options) -> anyhow::Result<()> {
         "starting the simulated platform with {} services…",
         options.services
     );
-    let world =
-        demo::start_world_ticking(world, 1.0, dir.path(), None, addr, Duration::from_secs(2))
-            .await?;
+    let world = demo::start_world_ticking(
+        world,
+        options.speed,
+        dir.path(),
+        None,
+        addr,
+        Duration::from_secs_f64(options.tick),
+    )
+    .await?;
     let started = Instant::now();
     let live = live::connect(world.config.clone(), world.clock()).await?;
     anyhow::ensure!(
@@ -290,8 +305,9 @@ async fn serve_and_measure(options: &Options) -> anyhow::Result<()> {
     let ready_after = started.elapsed();
     let derived = live.derived();
     let services = derived.provisioning.services.len();
-    let summary_bytes = derived.views.summary.json().len();
-    let provisioning_bytes = derived.views.provisioning.json().len();
+    let summary_bytes = derived.views.summary.json().map_or(0, bytes::Bytes::len);
+    let provisioning_bytes = serde_json::to_vec(&*derived.provisioning)?.len();
+    let live_for_figures = live.clone();
     let router = app::router(state::AppState::live(live), &assets::Dist::open(&dist)?);
     let server = tokio::spawn(async move { axum::serve(listener, router).await });
 
@@ -338,6 +354,7 @@ async fn serve_and_measure(options: &Options) -> anyhow::Result<()> {
         tokio::time::sleep(rest).await;
     }
     let minutes = window.elapsed().as_secs_f64() / 60.0;
+    let (rebuilds, last_rebuild) = live_for_figures.rebuilds();
     let after = world.served.api_requests();
     server.abort();
 
@@ -352,8 +369,9 @@ async fn serve_and_measure(options: &Options) -> anyhow::Result<()> {
         print_phase(what, report, options.seconds);
     }
     println!(
-        "Tower had read the platform {:.1} s after start",
-        ready_after.as_secs_f64()
+        "Tower had read the platform {:.1} s after start; {rebuilds} rebuilds since (the last took {:.0} ms)",
+        ready_after.as_secs_f64(),
+        last_rebuild.as_secs_f64() * 1000.0
     );
     for (cluster, now) in &after {
         let then = before.get(cluster).copied().unwrap_or_default();

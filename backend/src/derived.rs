@@ -107,21 +107,27 @@ impl Derived {
                 (Arc::new(summary), view)
             }
         };
-        let answer = ProvisioningAnswer {
-            now,
-            services: provisioning.services,
-            health: health.clone(),
-        };
-        let provisioning_view = Arc::new(View::lazy(&answer));
         let version = match previous {
             Some(p) if !new_snapshot && p.health == health => p.version,
             Some(p) => p.version + 1,
             None => 0,
         };
+        let answer = Arc::new(ProvisioningAnswer {
+            now,
+            services: provisioning.services,
+            health: health.clone(),
+        });
+        // Remade every second while anything runs, read by few: serialised on demand, tagged
+        // by what it is made of (this process, the version, the moment).
+        let tag = format!("p{}-{version}-{}", *STARTED, now.timestamp_millis());
+        let for_view = Arc::clone(&answer);
+        let provisioning_view = Arc::new(View::deferred(&tag, move || {
+            serde_json::to_vec(&*for_view).unwrap_or_default()
+        }));
         Self {
             now,
             snapshot,
-            provisioning: Arc::new(answer),
+            provisioning: answer,
             health,
             fleet,
             summary,
@@ -136,6 +142,11 @@ impl Derived {
         }
     }
 }
+
+/// When this process started (wall clock, ms): deferred views' tags never repeat across
+/// restarts.
+static STARTED: std::sync::LazyLock<i64> =
+    std::sync::LazyLock::new(|| crate::clock::wall().timestamp_millis());
 
 /// Whether `new` shows what `old` shows; if so `new` takes `old`'s `generatedAt`.
 fn same_fleet(old: &Fleet, new: &mut Fleet) -> bool {

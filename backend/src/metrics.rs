@@ -36,6 +36,8 @@ pub struct Metrics {
     github_requests: Gauge,
     github_not_modified: Gauge,
     provisioning_services: Gauge,
+    rebuilds: Gauge,
+    rebuild_seconds: Gauge<f64, std::sync::atomic::AtomicU64>,
 }
 
 impl Default for Metrics {
@@ -83,7 +85,21 @@ impl Default for Metrics {
             "Services in the current provisioning derivation",
             provisioning_services.clone(),
         );
+        let rebuilds = Gauge::default();
+        registry.register(
+            "deriver_rebuilds",
+            "Times the deriver rebuilt its snapshot since start (one per batch of changes)",
+            rebuilds.clone(),
+        );
+        let rebuild_seconds = Gauge::<f64, std::sync::atomic::AtomicU64>::default();
+        registry.register(
+            "deriver_last_rebuild_seconds",
+            "How long the last rebuild took: reading the caches, indexing, deriving, making the views",
+            rebuild_seconds.clone(),
+        );
         Self {
+            rebuilds,
+            rebuild_seconds,
             registry,
             requests,
             stale,
@@ -118,6 +134,10 @@ impl Metrics {
             }
             self.provisioning_services
                 .set(i64::try_from(live.derived().provisioning.services.len()).unwrap_or(i64::MAX));
+            let (rebuilds, last) = live.rebuilds();
+            self.rebuilds
+                .set(i64::try_from(rebuilds).unwrap_or(i64::MAX));
+            self.rebuild_seconds.set(last.as_secs_f64());
         }
         if let Some(github) = live.and_then(Live::github) {
             let counters = github.counters();

@@ -7,13 +7,26 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use serde::Serialize;
 
+/// Makes a deferred view's JSON.
+type MakeJson = Box<dyn FnOnce() -> Vec<u8> + Send>;
+
 /// One answer, ready to send.
-#[derive(Debug)]
 pub struct View {
-    json: Bytes,
     etag: HeaderValue,
+    json: tokio::sync::OnceCell<Bytes>,
+    /// A deferred view's JSON, until it is made.
+    make_json: std::sync::Mutex<Option<MakeJson>>,
     br: tokio::sync::OnceCell<Bytes>,
     gzip: tokio::sync::OnceCell<Bytes>,
+}
+
+impl std::fmt::Debug for View {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("View")
+            .field("etag", &self.etag)
+            .field("bytes", &self.json.get().map(Bytes::len))
+            .finish_non_exhaustive()
+    }
 }
 
 /// How views compress: brotli 5 and gzip 6 are within a few per cent of their best on JSON
@@ -25,8 +38,10 @@ impl View {
     /// The view of `value`, with both encodings made now (for views the deriver keeps).
     pub fn ready<T: Serialize + ?Sized>(value: &T) -> Self {
         let view = Self::lazy(value);
-        let _ = view.br.set(brotli(&view.json));
-        let _ = view.gzip.set(gzip(&view.json));
+        if let Some(json) = view.json.get() {
+            let _ = view.br.set(brotli(json));
+            let _ = view.gzip.set(gzip(json));
+        }
         view
     }
 
@@ -39,6 +54,21 @@ impl View {
         Self::from_json(json)
     }
 
+    /// A view whose JSON is made (by `make`, off the async workers) only when someone
+    /// asks for it; `tag` names its content (equal tags only for equal content), so it needs
+    /// no hashing of bytes nobody may ask for. For a view remade every second.
+    pub fn deferred(tag: &str, make: impl FnOnce() -> Vec<u8> + Send + 'static) -> Self {
+        let etag = HeaderValue::from_str(&format!("\"{tag}\""))
+            .unwrap_or(HeaderValue::from_static("\"0\""));
+        Self {
+            etag,
+            json: tokio::sync::OnceCell::new(),
+            make_json: std::sync::Mutex::new(Some(Box::new(make))),
+            br: tokio::sync::OnceCell::new(),
+            gzip: tokio::sync::OnceCell::new(),
+        }
+    }
+
     fn from_json(json: Vec<u8>) -> Self {
         let digest = ring::digest::digest(&ring::digest::SHA256, &json);
         let hex: String = digest.as_ref()[..16]
@@ -48,16 +78,38 @@ impl View {
         let etag = HeaderValue::from_str(&format!("\"{hex}\""))
             .unwrap_or(HeaderValue::from_static("\"0\""));
         Self {
-            json: Bytes::from(json),
             etag,
+            json: tokio::sync::OnceCell::new_with(Some(Bytes::from(json))),
+            make_json: std::sync::Mutex::new(None),
             br: tokio::sync::OnceCell::new(),
             gzip: tokio::sync::OnceCell::new(),
         }
     }
 
-    /// The JSON text.
-    pub fn json(&self) -> &Bytes {
-        &self.json
+    /// The JSON text, once made (always, but for a deferred view nobody asked for yet).
+    pub fn json(&self) -> Option<&Bytes> {
+        self.json.get()
+    }
+
+    /// The JSON text, made now if it was not yet.
+    async fn made_json(&self) -> Bytes {
+        self.json
+            .get_or_init(|| async {
+                let make = self
+                    .make_json
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .take();
+                let Some(make) = make else {
+                    return Bytes::from_static(b"null");
+                };
+                tokio::task::spawn_blocking(make)
+                    .await
+                    .map(Bytes::from)
+                    .unwrap_or_else(|_| Bytes::from_static(b"null"))
+            })
+            .await
+            .clone()
     }
 
     /// The strong ETag (quoted), equal for equal bytes.
@@ -68,13 +120,13 @@ impl View {
     /// The bytes in `encoding`, made now if they were not yet.
     async fn encoded(&self, encoding: Encoding) -> Bytes {
         let (cell, compress): (_, fn(&[u8]) -> Bytes) = match encoding {
-            Encoding::Identity => return self.json.clone(),
+            Encoding::Identity => return self.made_json().await,
             Encoding::Brotli => (&self.br, brotli),
             Encoding::Gzip => (&self.gzip, gzip),
         };
-        cell.get_or_init(|| {
-            let json = self.json.clone();
-            async move {
+        cell.get_or_init(|| async {
+            let json = self.made_json().await;
+            {
                 tokio::task::spawn_blocking(move || compress(&json))
                     .await
                     .unwrap_or_default()
@@ -219,7 +271,7 @@ mod tests {
         let plain = view.respond(&HeaderMap::new()).await;
         assert_eq!(plain.status(), StatusCode::OK);
         assert!(plain.headers().get(header::CONTENT_ENCODING).is_none());
-        assert_eq!(body(plain).await, view.json().to_vec());
+        assert_eq!(body(plain).await, view.json().unwrap().to_vec());
 
         let br = view
             .respond(&headers(&[(header::ACCEPT_ENCODING, "gzip, deflate, br")]))
@@ -227,7 +279,7 @@ mod tests {
         assert_eq!(br.headers()[header::CONTENT_ENCODING], "br");
         let mut decoded = Vec::new();
         brotli::BrotliDecompress(&mut &body(br).await[..], &mut decoded).unwrap();
-        assert_eq!(decoded, view.json().to_vec());
+        assert_eq!(decoded, view.json().unwrap().to_vec());
 
         let gzip = view
             .respond(&headers(&[(header::ACCEPT_ENCODING, "br;q=0, gzip")]))
@@ -245,6 +297,32 @@ mod tests {
             .respond(&headers(&[(header::IF_NONE_MATCH, "\"other\"")]))
             .await;
         assert_eq!(other.status(), StatusCode::OK);
+    }
+
+    #[tokio::test]
+    async fn a_deferred_view_is_made_once_on_demand() {
+        let made = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counter = std::sync::Arc::clone(&made);
+        let view = std::sync::Arc::new(View::deferred("v1", move || {
+            counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            br#"{"a":1}"#.to_vec()
+        }));
+        assert!(view.json().is_none(), "not made before anyone asks");
+        let asks = (0..8).map(|_| {
+            let view = std::sync::Arc::clone(&view);
+            tokio::spawn(async move {
+                let r = view
+                    .respond(&headers(&[(header::ACCEPT_ENCODING, "gzip")]))
+                    .await;
+                body(r).await
+            })
+        });
+        for ask in asks {
+            assert!(!ask.await.unwrap().is_empty());
+        }
+        assert_eq!(made.load(std::sync::atomic::Ordering::SeqCst), 1);
+        assert_eq!(view.json().unwrap().as_ref(), br#"{"a":1}"#);
+        assert_eq!(view.etag(), "\"v1\"");
     }
 
     #[test]

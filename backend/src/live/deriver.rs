@@ -74,8 +74,10 @@ impl Live {
             let generation = *self.inner.clusters.generation().borrow();
             let github_answered = self.remote().github_answered;
             let mut changes = self.take_changes();
+            let rebuild = std::time::Instant::now();
             let snapshot = Arc::new(self.build_snapshot(self.now(), &observed));
             let world = World::new(&snapshot);
+            let mut first = true;
             loop {
                 let now = self.now();
                 let provisioning = derive(&world, now);
@@ -102,6 +104,12 @@ impl Live {
                     },
                 );
                 self.inner.derived.send_replace(Arc::new(derived));
+                if std::mem::take(&mut first) {
+                    use std::sync::atomic::Ordering::Relaxed;
+                    let took = u64::try_from(rebuild.elapsed().as_micros()).unwrap_or(u64::MAX);
+                    self.inner.last_rebuild_micros.store(took, Relaxed);
+                    self.inner.rebuilds.fetch_add(1, Relaxed);
+                }
                 // The views show the changes now: tell the pages.
                 for change in std::mem::take(&mut changes) {
                     let _ = self.inner.events.send(LiveEvent::Change(change));

@@ -61,6 +61,9 @@ struct Inner {
     services: ServiceViews,
     /// Changes noted since the deriver last took them.
     pending: Mutex<BTreeSet<Change>>,
+    /// How long the deriver's last rebuild took (snapshot, index, derivation, views), µs.
+    last_rebuild_micros: std::sync::atomic::AtomicU64,
+    rebuilds: std::sync::atomic::AtomicU64,
     events: broadcast::Sender<LiveEvent>,
     poke: std::sync::mpsc::Sender<()>,
     /// Wakes the GitHub poller (a webhook said a repo changed).
@@ -133,6 +136,8 @@ impl Live {
                 derived: watch::channel(Arc::new(first)).0,
                 services: ServiceViews::default(),
                 pending: Mutex::default(),
+                last_rebuild_micros: std::sync::atomic::AtomicU64::new(0),
+                rebuilds: std::sync::atomic::AtomicU64::new(0),
                 events: broadcast::channel(4096).0,
                 poke,
                 github_due: Notify::new(),
@@ -204,6 +209,16 @@ impl Live {
     /// knows nothing of it.
     pub fn service_snapshot(&self, service: &str) -> Option<Arc<View>> {
         self.inner.services.get(&self.derived(), service)
+    }
+
+    /// How many times the deriver rebuilt the snapshot, and how long the last rebuild took
+    /// (reading the caches, indexing, deriving and making the views).
+    pub fn rebuilds(&self) -> (u64, Duration) {
+        use std::sync::atomic::Ordering::Relaxed;
+        (
+            self.inner.rebuilds.load(Relaxed),
+            Duration::from_micros(self.inner.last_rebuild_micros.load(Relaxed)),
+        )
     }
 
     /// What `/api/events` sends, as it happens.

@@ -292,7 +292,7 @@ async fn by_name(
         return denied(&request, why);
     }
     let ingested = backstage.last_ingested();
-    let found = backstage.platform.catalog().into_iter().find(|e| {
+    let found = backstage.platform.catalog_entity(|e| {
         let entity = &e.entity;
         e.readable_since <= ingested
             && entity["kind"]

@@ -11,6 +11,8 @@ struct State {
     origin_real: Instant,
     speed: f64,
     advanced: Duration,
+    /// Moves each time the clock is moved by hand or its speed changes.
+    jumps: u64,
 }
 
 /// A shared scenario clock.
@@ -26,6 +28,7 @@ impl Clock {
             origin_real: Instant::now(),
             speed: speed.max(0.0),
             advanced: Duration::zero(),
+            jumps: 0,
         })))
     }
 
@@ -57,11 +60,20 @@ impl Clock {
         state.origin_world += scaled;
         state.origin_real = Instant::now();
         state.speed = speed.max(0.0);
+        state.jumps += 1;
+    }
+
+    /// How many times the clock was moved by hand or changed speed: what was computed for
+    /// an earlier count may describe another moment.
+    pub fn jumps(&self) -> u64 {
+        self.state().jumps
     }
 
     /// Moves world time forward by `by`.
     pub fn advance(&self, by: Duration) {
-        self.state().advanced += by;
+        let mut state = self.state();
+        state.advanced += by;
+        state.jumps += 1;
     }
 
     /// When the world began.

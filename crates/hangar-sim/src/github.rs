@@ -164,11 +164,24 @@ impl GitHub {
         all
     }
 
+    /// One repository's pull requests now: the stories' and the ones clients opened.
+    fn pulls_of(&self, repo: &str) -> Vec<PullRequest> {
+        let mut all = self.platform.pull_requests_of(repo);
+        all.extend(
+            self.written()
+                .pulls
+                .iter()
+                .filter(|p| p.repo == repo)
+                .cloned(),
+        );
+        all
+    }
+
     fn known_repo(&self, repo: &str) -> bool {
-        // `pulls` takes the lock itself: ask it first, then look at the refs.
-        self.pulls().iter().any(|p| p.repo == repo)
+        // `pulls_of` takes the lock itself: ask it first, then look at the refs.
+        !self.pulls_of(repo).is_empty()
             || self.written().refs.keys().any(|(r, _)| r == repo)
-            || self.platform.files().iter().any(|f| f.repo == repo)
+            || self.platform.has_files(repo)
             || repo == "acme/hangar-tenants"
     }
 
@@ -328,9 +341,8 @@ async fn list_pulls(
         .get("head")
         .map(|h| h.rsplit(':').next().unwrap_or(h).to_owned());
     let mut pulls: Vec<PullRequest> = github
-        .pulls()
+        .pulls_of(&full)
         .into_iter()
-        .filter(|p| p.repo == full)
         .filter(|p| match state {
             "closed" => p.closed_at.is_some(),
             "all" => true,
@@ -360,11 +372,7 @@ async fn get_pull(
     let Ok(number) = number.parse::<u64>() else {
         return error(StatusCode::NOT_FOUND, "Not Found");
     };
-    match github
-        .pulls()
-        .iter()
-        .find(|p| p.repo == full && p.number == number)
-    {
+    match github.pulls_of(&full).iter().find(|p| p.number == number) {
         Some(pr) => Json(pull_json(pr, true)).into_response(),
         None => error(StatusCode::NOT_FOUND, "Not Found"),
     }
@@ -378,9 +386,9 @@ async fn merged_or_not(
     let full = format!("{owner}/{name}");
     let merged = number.parse::<u64>().ok().is_some_and(|number| {
         github
-            .pulls()
+            .pulls_of(&full)
             .iter()
-            .any(|p| p.repo == full && p.number == number && p.merged_at.is_some())
+            .any(|p| p.number == number && p.merged_at.is_some())
     });
     if merged {
         StatusCode::NO_CONTENT.into_response()
@@ -400,9 +408,9 @@ async fn merge_pull(
         return error(StatusCode::NOT_FOUND, "Not Found");
     };
     let Some(pr) = github
-        .pulls()
+        .pulls_of(&full)
         .into_iter()
-        .find(|p| p.repo == full && p.number == number)
+        .find(|p| p.number == number)
     else {
         return error(StatusCode::NOT_FOUND, "Not Found");
     };
@@ -526,7 +534,7 @@ async fn create_pull(
         );
     };
     let head = head.rsplit(':').next().unwrap_or(head).to_owned();
-    let existing = github.pulls();
+    let existing = github.pulls_of(&full);
     if !github
         .written()
         .refs
@@ -652,10 +660,8 @@ async fn get_contents(
         .or_else(|| {
             // What clients wrote wins; else the stories' files on `main`.
             (branch == "main")
-                .then(|| github.platform.files())
-                .into_iter()
+                .then(|| github.platform.file(&full, &path))
                 .flatten()
-                .find(|f| f.repo == full && f.path == path)
                 .map(|f| f.content.into_bytes())
         });
     match content {

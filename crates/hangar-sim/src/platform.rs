@@ -33,6 +33,21 @@ pub struct Platform {
     object_overrides: std::sync::Mutex<BTreeMap<(String, crate::store::Key), Value>>,
     /// Where GitHub delivers webhooks, and the secret it signs them with.
     webhook: std::sync::Mutex<Option<Webhook>>,
+    /// What the stories said at the last tick beside their objects: the APIs read it
+    /// instead of asking every story on every request.
+    told: std::sync::RwLock<Arc<Told>>,
+}
+
+/// The stories' pull requests, files and catalog entities at one moment, filed for lookup.
+#[derive(Debug, Default)]
+struct Told {
+    /// The clock's jumps when this was told (a hand-moved clock makes it old).
+    jumps: u64,
+    pulls: Vec<crate::stories::PullRequest>,
+    pulls_by_repo: BTreeMap<String, Vec<usize>>,
+    files: Vec<crate::stories::RepoFile>,
+    file_repos: std::collections::BTreeSet<String>,
+    catalog: Vec<crate::stories::CatalogEntity>,
 }
 
 /// A pull request merged or closed by hand.
@@ -93,6 +108,7 @@ impl Platform {
             pr_overrides: std::sync::Mutex::default(),
             object_overrides: std::sync::Mutex::default(),
             webhook: std::sync::Mutex::default(),
+            told: std::sync::RwLock::default(),
             clusters: clusters
                 .iter()
                 .map(|c| ((*c).to_owned(), Store::new()))
@@ -117,23 +133,91 @@ impl Platform {
         self.clusters.get(cluster)
     }
 
-    /// Every story's pull requests at the clock's `now`, as merged or closed by hand.
-    pub fn pull_requests(&self) -> Vec<crate::stories::PullRequest> {
+    /// What the stories say: as of the last tick, or now if the clock was moved by hand
+    /// since (tests move it and ask at once).
+    fn told(&self) -> Arc<Told> {
+        let read = || {
+            Arc::clone(
+                &self
+                    .told
+                    .read()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner),
+            )
+        };
+        let told = read();
+        if told.jumps == self.clock.jumps() {
+            return told;
+        }
+        self.tell();
+        read()
+    }
+
+    /// Asks every story for its pull requests, files and catalog entities now.
+    fn tell(&self) {
+        let jumps = self.clock.jumps();
         let now = self.clock.now();
+        let mut told = Told {
+            jumps,
+            ..Told::default()
+        };
+        for story in &self.stories {
+            told.pulls.extend(story.pull_requests_at(now));
+            told.files.extend(story.files_at(now));
+            told.catalog.extend(story.catalog_at(now));
+        }
+        for (i, pr) in told.pulls.iter().enumerate() {
+            told.pulls_by_repo
+                .entry(pr.repo.clone())
+                .or_default()
+                .push(i);
+        }
+        told.file_repos = told.files.iter().map(|f| f.repo.clone()).collect();
+        *self
+            .told
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(told);
+    }
+
+    /// `pr` as merged or closed by hand, if it was.
+    fn overridden(
+        &self,
+        mut pr: crate::stories::PullRequest,
+        overrides: &BTreeMap<(String, u64), PrOverride>,
+    ) -> crate::stories::PullRequest {
+        if let Some(done) = overrides.get(&(pr.repo.clone(), pr.number)) {
+            if pr.closed_at.is_none() {
+                pr.merged_at = done.merged_at;
+                pr.closed_at = Some(done.closed_at);
+            }
+        }
+        pr
+    }
+
+    /// Every story's pull requests at the last tick, as merged or closed by hand.
+    pub fn pull_requests(&self) -> Vec<crate::stories::PullRequest> {
         let overrides = locked(&self.pr_overrides).clone();
-        self.stories
+        self.told()
+            .pulls
             .iter()
-            .flat_map(|s| s.pull_requests_at(now))
-            .map(|mut pr| {
-                if let Some(done) = overrides.get(&(pr.repo.clone(), pr.number)) {
-                    if pr.closed_at.is_none() {
-                        pr.merged_at = done.merged_at;
-                        pr.closed_at = Some(done.closed_at);
-                    }
-                }
-                pr
-            })
+            .map(|pr| self.overridden(pr.clone(), &overrides))
             .collect()
+    }
+
+    /// The stories' pull requests of one repository (`owner/name`) at the last tick.
+    pub fn pull_requests_of(&self, repo: &str) -> Vec<crate::stories::PullRequest> {
+        let overrides = locked(&self.pr_overrides).clone();
+        let told = self.told();
+        told.pulls_by_repo
+            .get(repo)
+            .into_iter()
+            .flatten()
+            .map(|&i| self.overridden(told.pulls[i].clone(), &overrides))
+            .collect()
+    }
+
+    /// Whether the stories have files in `repo` (`owner/name`).
+    pub fn has_files(&self, repo: &str) -> bool {
+        self.told().file_repos.contains(repo)
     }
 
     /// Marks a story's pull request merged (or closed unmerged) at the clock's `now`, as a
@@ -174,23 +258,37 @@ impl Platform {
         locked(&self.webhook).clone()
     }
 
-    /// Every story's repository files at the clock's `now`.
+    /// Every story's repository files at the last tick.
     pub fn files(&self) -> Vec<crate::stories::RepoFile> {
-        let now = self.clock.now();
-        self.stories.iter().flat_map(|s| s.files_at(now)).collect()
+        self.told().files.clone()
     }
 
-    /// Every story's catalog entities at the clock's `now`.
-    pub fn catalog(&self) -> Vec<crate::stories::CatalogEntity> {
-        let now = self.clock.now();
-        self.stories
+    /// The stories' file at `path` in `repo` (on `main`) at the last tick.
+    pub fn file(&self, repo: &str, path: &str) -> Option<crate::stories::RepoFile> {
+        self.told()
+            .files
             .iter()
-            .flat_map(|s| s.catalog_at(now))
-            .collect()
+            .find(|f| f.repo == repo && f.path == path)
+            .cloned()
     }
 
-    /// Brings every cluster to the world at the clock's `now`; returns how many objects changed.
+    /// The first catalog entity at the last tick that `wanted` picks.
+    pub fn catalog_entity(
+        &self,
+        wanted: impl Fn(&crate::stories::CatalogEntity) -> bool,
+    ) -> Option<crate::stories::CatalogEntity> {
+        self.told().catalog.iter().find(|e| wanted(e)).cloned()
+    }
+
+    /// Every story's catalog entities at the last tick.
+    pub fn catalog(&self) -> Vec<crate::stories::CatalogEntity> {
+        self.told().catalog.clone()
+    }
+
+    /// Brings every cluster (and what GitHub and Backstage serve) to the world at the
+    /// clock's `now`; returns how many objects changed.
     pub fn tick(&self) -> usize {
+        self.tell();
         let now = self.clock.now();
         let mut desired: BTreeMap<&str, Vec<Value>> = self
             .clusters

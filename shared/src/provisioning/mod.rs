@@ -66,9 +66,18 @@ pub fn derive(world: &World<'_>, now: DateTime<Utc>) -> Provisioning {
     Provisioning { services }
 }
 
-/// The observer's memory after seeing `derived` at `now`: when a step was first seen
-/// running and, after that, first seen done (the catalog and rollout steps have no other
-/// source of time); and a pending request's PR times, so they outlive the PR lookup.
+/// The steps the observer remembers: the two whose end nothing but Tower's own first sight
+/// can time (the catalog, a rollout turning healthy), and the request PR (its times must
+/// outlive the PR lookup). Remembering nothing else keeps the memory — and the rebuilds a
+/// change of it causes — to what the derivation reads.
+pub const REMEMBERED: [StepId; 3] = [
+    StepId::RequestPrMerged,
+    StepId::Catalog,
+    StepId::RunningHealthy,
+];
+
+/// The observer's memory after seeing `derived` at `now`: when a [`REMEMBERED`] step was
+/// first seen running and, after that, first seen done; and a pending request's PR times.
 /// Services no longer tracked are forgotten.
 pub fn remember(
     memory: &BTreeMap<String, BTreeMap<String, Observation>>,
@@ -79,7 +88,7 @@ pub fn remember(
     for service in &derived.services {
         let old = memory.get(&*service.name);
         let mut steps = BTreeMap::new();
-        for step in &service.steps {
+        for step in service.steps.iter().filter(|s| REMEMBERED.contains(&s.id)) {
             let key = step.id.as_str();
             let mut seen = old.and_then(|m| m.get(key)).cloned().unwrap_or_default();
             if step.id == StepId::RequestPrMerged {
