@@ -7,7 +7,7 @@ use axum::Router;
 use tower_http::compression::CompressionLayer;
 use tower_http::set_header::SetResponseHeaderLayer;
 use tower_http::trace::TraceLayer;
-use tower_shared::api::{ErrorBody, CLOCK_HEADER};
+use tower_shared::api::CLOCK_HEADER;
 
 use crate::assets::Dist;
 use crate::routes;
@@ -35,7 +35,6 @@ pub fn router(state: AppState, dist: &Dist) -> Router {
                     gate,
                     crate::auth::require_caller,
                 ))
-                .layer(axum::middleware::from_fn(json_only_writes))
                 .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY_BYTES))
                 .layer(axum::middleware::from_fn_with_state(clock, clock_header)),
         )
@@ -68,32 +67,6 @@ pub fn router(state: AppState, dist: &Dist) -> Router {
 
 /// The largest request body the API reads (a history run is well under 1 KiB).
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
-
-/// State-changing requests must be JSON (`Content-Type: application/json`): a cross-site
-/// form cannot send that without a CORS preflight, which Tower never grants. GETs never
-/// change anything.
-async fn json_only_writes(
-    request: axum::extract::Request,
-    next: axum::middleware::Next,
-) -> axum::response::Response {
-    use axum::response::IntoResponse as _;
-    let writes = crate::auth::is_write(request.method());
-    let json = request
-        .headers()
-        .get(http::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split(';').next())
-        .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/json"));
-    if writes && !json {
-        let body = ErrorBody {
-            error: "send JSON: `Content-Type: application/json`".to_owned(),
-            field: Some("content-type".to_owned()),
-            path: None,
-        };
-        return (http::StatusCode::UNSUPPORTED_MEDIA_TYPE, axum::Json(body)).into_response();
-    }
-    next.run(request).await
-}
 
 /// Every API answer carries Tower's clock ([`CLOCK_HEADER`]), so a page tells time on the
 /// server's clock — the simulated world's in `tower demo`.

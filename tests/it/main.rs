@@ -14,6 +14,8 @@
 //! - [`routes`] — every backend route against the simulated platform through the real clients.
 //! - [`cloud_deploys`] — the cloud deploy derivation over `fixtures/cloud-deploys/`.
 //! - [`cli`] — the `tower` command line and its errors.
+//! - [`contract`] — the OpenAPI document: valid, declaring every field the answer types send,
+//!   and Schemathesis finding nothing against `tower demo`.
 //! - [`browser`] — the app in headless Chromium, driven through chromedriver.
 //! - [`change_to_screen`] — a PR merge and Kubernetes changes reaching an open page, and the
 //!   page telling Tower's time like the API at 20×.
@@ -26,6 +28,7 @@ mod browser;
 mod change_to_screen;
 mod cli;
 mod cloud_deploys;
+mod contract;
 mod faults;
 mod history;
 mod hostile_input;

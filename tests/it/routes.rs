@@ -895,3 +895,50 @@ async fn github_webhooks_are_believed_only_when_signed() {
     let unsigned_ping = post(None, "{}".to_owned()).await.unwrap();
     assert_eq!(unsigned_ping.status(), StatusCode::UNAUTHORIZED);
 }
+
+#[tokio::test]
+async fn a_method_a_route_does_not_take_is_a_405_whatever_its_content_type() {
+    let tower = frozen().await;
+    let client = tower.client();
+    for (method, path, content_type) in [
+        ("TRACE", "/api/fleet", None),
+        ("PUT", "/catalog/refresh", None),
+        ("DELETE", "/provisioning-history/runs", Some("text/plain")),
+        (
+            "POST",
+            "/api/summary",
+            Some("application/x-www-form-urlencoded"),
+        ),
+        ("PATCH", "/webhooks/github", Some("application/json")),
+    ] {
+        let mut request = client.request(method.parse().unwrap(), tower.url(path));
+        if let Some(content_type) = content_type {
+            request = request.header("content-type", content_type).body("x=1");
+        }
+        let response = request.send().await.unwrap();
+        assert_eq!(
+            response.status(),
+            StatusCode::METHOD_NOT_ALLOWED,
+            "{method} {path}"
+        );
+        let error: Value = response.json().await.unwrap();
+        assert_eq!(error["field"], "method", "{method} {path}: {error}");
+    }
+    // A route that takes the method still wants JSON.
+    let form = client
+        .post(tower.url("/catalog/refresh"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body("x=1")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(form.status(), StatusCode::UNSUPPORTED_MEDIA_TYPE);
+    let not_an_object = client
+        .post(tower.url("/catalog/refresh"))
+        .header("content-type", "application/json")
+        .body("[null, null]")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(not_an_object.status(), StatusCode::BAD_REQUEST);
+}

@@ -13,7 +13,7 @@ use axum::http::HeaderMap;
 use axum::{Extension, Json};
 use tower_shared::api::{CatalogLookup, CatalogRefresh, RefreshStatus};
 
-use super::params::{self, Query};
+use super::params::{self, JsonBody, Query};
 use super::ApiError;
 use crate::auth::Caller;
 use crate::live::backstage::{Backstage, BackstageError, Trigger};
@@ -57,7 +57,17 @@ pub async fn refresh(
     State(state): State<AppState>,
     caller: Option<Extension<Caller>>,
     headers: HeaderMap,
+    JsonBody(body): JsonBody,
 ) -> Result<Json<CatalogRefresh>, ApiError> {
+    // Nothing to say but "refresh": an empty body, or a JSON object (`{}`).
+    if !body.iter().all(u8::is_ascii_whitespace)
+        && serde_json::from_slice::<serde_json::Map<String, serde_json::Value>>(&body).is_err()
+    {
+        return Err(ApiError::bad(
+            "body",
+            "send an empty body, or a JSON object such as {}",
+        ));
+    }
     let token = bearer(caller.as_deref(), &headers)?;
     let answer = backstage(&state)?
         .trigger_ingestor(&token)

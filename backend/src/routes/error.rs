@@ -21,6 +21,12 @@ pub enum ApiError {
     /// A body field is malformed (the field's path in the body).
     #[error("{message}")]
     BadBody { field: String, message: String },
+    /// A write whose body is not JSON.
+    #[error("send JSON: `Content-Type: application/json`")]
+    NotJson,
+    /// A body over the limit.
+    #[error("the body is over {limit} bytes")]
+    TooLarge { limit: usize },
     /// The parameter is well formed but names nothing Tower knows.
     #[error("{message}")]
     Unknown {
@@ -74,6 +80,14 @@ impl IntoResponse for ApiError {
                 (StatusCode::BAD_REQUEST, Some((*field).to_owned()), None)
             }
             ApiError::BadBody { field, .. } => (StatusCode::BAD_REQUEST, Some(field.clone()), None),
+            ApiError::NotJson => (
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                Some("content-type".to_owned()),
+                None,
+            ),
+            ApiError::TooLarge { .. } => {
+                (StatusCode::PAYLOAD_TOO_LARGE, Some("body".to_owned()), None)
+            }
             ApiError::Unknown { field, .. } => {
                 (StatusCode::NOT_FOUND, Some((*field).to_owned()), None)
             }

@@ -1,7 +1,6 @@
 //! Provisioning history: the newest runs, recording one (idempotent on service + start),
 //! and typical step durations.
 
-use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
@@ -10,7 +9,7 @@ use tower_shared::hangar::ServiceKind;
 use tower_shared::provisioning::{plan, StepId, Typicals};
 use tower_shared::snapshot::RecordedRun;
 
-use super::params::{self, check_dns_label, Query};
+use super::params::{self, check_dns_label, JsonBody, Query};
 use super::ApiError;
 use crate::history::{HistoryError, Recorded};
 use crate::state::AppState;
@@ -42,7 +41,7 @@ pub async fn runs(
 /// stored run when one of the same service and start was there first.
 pub async fn record(
     State(state): State<AppState>,
-    body: Bytes,
+    JsonBody(body): JsonBody,
 ) -> Result<(StatusCode, Json<RecordedRun>), ApiError> {
     let de = &mut serde_json::Deserializer::from_slice(&body);
     let run: RecordedRun = serde_path_to_error::deserialize(de).map_err(|err| {

@@ -103,3 +103,31 @@ pub fn number(
             )
         })
 }
+
+/// A write's body. It must be JSON (`Content-Type: application/json`): a cross-site form
+/// cannot send that without a CORS preflight, which Tower never grants. Extracted only once
+/// a route has taken the method, so another method is a 405 whatever its content type.
+#[derive(Debug)]
+pub struct JsonBody(pub axum::body::Bytes);
+
+impl<S: Send + Sync> axum::extract::FromRequest<S> for JsonBody {
+    type Rejection = ApiError;
+
+    async fn from_request(request: axum::extract::Request, state: &S) -> Result<Self, ApiError> {
+        let json = request
+            .headers()
+            .get(axum::http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.split(';').next())
+            .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/json"));
+        if !json {
+            return Err(ApiError::NotJson);
+        }
+        axum::body::Bytes::from_request(request, state)
+            .await
+            .map(JsonBody)
+            .map_err(|_| ApiError::TooLarge {
+                limit: crate::app::MAX_BODY_BYTES,
+            })
+    }
+}

@@ -137,6 +137,7 @@ fn test(root: &Path) -> anyhow::Result<()> {
     bundle.check_budget()?;
     let postgres = tools::ensure_postgres()?;
     let (partner_scripts, partner_install) = tools::ensure_backstage_partner(root)?;
+    let contract = tools::ensure_contract_tools()?;
     steps::run(
         "tests",
         cargo()
@@ -145,6 +146,11 @@ fn test(root: &Path) -> anyhow::Result<()> {
             .env("CHROMEDRIVER", &browser.chromedriver)
             .env("CHROMIUM", &browser.chromium)
             .env("TOWER_AXE", &browser.axe)
+            .env("TOWER_SCHEMATHESIS", &contract.schemathesis)
+            .env(
+                "TOWER_OPENAPI_SPEC_VALIDATOR",
+                &contract.openapi_spec_validator,
+            )
             .env("TOWER_TEST_DATABASE_URL", &postgres)
             .env("TOWER_BACKSTAGE_PARTNER", &partner_scripts)
             .env("TOWER_BACKSTAGE_PARTNER_DIR", &partner_install)

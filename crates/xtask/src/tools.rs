@@ -9,6 +9,7 @@
 //! | wasm-opt (binaryen 132) | npm, into the tools folder | Debian's binaryen 108 emits WASM that fails at load |
 //! | chromium, chromedriver | apt-get | browser tests |
 //! | axe-core 4.14.1 | npm, into the tools folder | the accessibility check every browser test runs on the pages it opens |
+//! | schemathesis 4.32.5, openapi-spec-validator 0.9.0 | pip, into a virtual environment in the tools folder | the API contract test (`tests/it/contract.rs`) |
 //! | postgresql (cluster `tower`, port 54329) | apt-get, `pg_createcluster` | history tests against PostgreSQL |
 //! | a real Backstage backend | the team's `backstage-partner/setup.sh` (npm) | catalog tests against the real thing |
 //!
@@ -26,6 +27,57 @@ use crate::steps;
 pub const TRUNK_VERSION: &str = "0.21.14";
 pub const BINARYEN_VERSION: &str = "132";
 pub const AXE_VERSION: &str = "4.14.1";
+pub const SCHEMATHESIS_VERSION: &str = "4.32.5";
+pub const OPENAPI_SPEC_VALIDATOR_VERSION: &str = "0.9.0";
+
+/// The API contract's checkers, in a virtual environment of their own.
+#[derive(Debug)]
+pub struct ContractTools {
+    /// Schemathesis' `st`.
+    pub schemathesis: PathBuf,
+    pub openapi_spec_validator: PathBuf,
+}
+
+/// Schemathesis and openapi-spec-validator at their pinned versions, in
+/// `<tools>/contract-venv` (created with the machine's `python3 -m venv`; installed with its
+/// pip when missing or at another version).
+pub fn ensure_contract_tools() -> anyhow::Result<ContractTools> {
+    let venv = tools_dir().join("contract-venv");
+    let bin = venv.join("bin");
+    let wanted = [
+        ("schemathesis", SCHEMATHESIS_VERSION),
+        ("openapi-spec-validator", OPENAPI_SPEC_VALIDATOR_VERSION),
+    ];
+    let installed = |package: &str| {
+        steps::output(Command::new(bin.join("pip")).args(["show", package])).and_then(|out| {
+            out.lines()
+                .find_map(|l| l.strip_prefix("Version: ").map(str::to_owned))
+        })
+    };
+    if !bin.join("pip").is_file() {
+        steps::run(
+            "create the contract tools' virtual environment",
+            Command::new("python3").args(["-m", "venv"]).arg(&venv),
+        )?;
+    }
+    let missing: Vec<String> = wanted
+        .iter()
+        .filter(|(package, version)| installed(package).as_deref() != Some(*version))
+        .map(|(package, version)| format!("{package}=={version}"))
+        .collect();
+    if !missing.is_empty() {
+        steps::run(
+            &format!("install {} (pip)", missing.join(" ")),
+            Command::new(bin.join("pip"))
+                .args(["install", "--quiet", "--disable-pip-version-check"])
+                .args(&missing),
+        )?;
+    }
+    Ok(ContractTools {
+        schemathesis: bin.join("st"),
+        openapi_spec_validator: bin.join("openapi-spec-validator"),
+    })
+}
 
 /// Which tools a command needs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

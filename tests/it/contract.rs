@@ -1,0 +1,462 @@
+//! The API contract, checked by outside tools and against the wire types:
+//! - `openapi-spec-validator` accepts `backend/openapi.yaml`;
+//! - every field every `shared::api` answer type serialises is in the document's schema for
+//!   it (a type that gains a field the document lacks fails here);
+//! - Schemathesis, run against a `tower demo` signed in as its guest, finds nothing: no 5xx,
+//!   no undocumented status, no answer off its schema, no valid request refused, no invalid
+//!   one accepted.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use serde::Serialize;
+use serde_json::{json, Value};
+use tower_shared::api::*;
+use tower_shared::fleet::{
+    Fleet, FleetApp, FleetCell, HealthStatus, RolloutPhase, RolloutState, SyncStatus,
+};
+use tower_shared::hangar::ServiceKind;
+use tower_shared::kube::Object;
+use tower_shared::provisioning::{
+    CreatedResource, Event, FirstEnvironment, Group, Link, ResourceState, ServiceProgress, Step,
+    StepId, StepStatus, TypicalSource,
+};
+use tower_shared::snapshot::{
+    CatalogEntity, CatalogMetadata, GitHubUser, PullRequest, RecordedRun, Snapshot,
+};
+
+use crate::support::{root, Demo};
+
+/// A tool `cargo xtask test` installed, named by `env`.
+fn tool(env: &str) -> anyhow::Result<PathBuf> {
+    let path = std::env::var_os(env).map(PathBuf::from).with_context(|| {
+        format!("{env} is not set: run the tests with `cargo xtask test` (it installs the tool)")
+    })?;
+    anyhow::ensure!(path.is_file(), "{} is missing", path.display());
+    Ok(path)
+}
+
+fn document() -> Value {
+    serde_yaml_ng::from_str(tower_backend::routes::OPENAPI_YAML).expect("openapi.yaml is YAML")
+}
+
+#[test]
+fn the_openapi_document_is_valid() {
+    let validator = tool("TOWER_OPENAPI_SPEC_VALIDATOR").unwrap();
+    let out = Command::new(validator)
+        .arg(root().join("backend/openapi.yaml"))
+        .output()
+        .unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "openapi-spec-validator: {said}");
+    assert!(said.contains("OK"), "{said}");
+}
+
+/// The schema `schema` names, following `$ref`s.
+fn resolve<'d>(doc: &'d Value, schema: &'d Value) -> &'d Value {
+    match schema.get("$ref").and_then(Value::as_str) {
+        Some(reference) => {
+            let pointer = reference.trim_start_matches('#');
+            resolve(
+                doc,
+                doc.pointer(pointer)
+                    .unwrap_or_else(|| panic!("no {reference}")),
+            )
+        }
+        None => schema,
+    }
+}
+
+/// Every place in `value` whose key the schema does not declare, as JSON pointers.
+fn undeclared(doc: &Value, schema: &Value, value: &Value, at: &str, out: &mut Vec<String>) {
+    let schema = resolve(doc, schema);
+    // allOf: every part applies; oneOf/anyOf: the parts that declare anything for this value.
+    let parts: Vec<&Value> = ["allOf", "oneOf", "anyOf"]
+        .iter()
+        .flat_map(|k| {
+            schema
+                .get(*k)
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+        })
+        .map(|p| resolve(doc, p))
+        .collect();
+    match value {
+        Value::Object(map) => {
+            let mut properties: BTreeMap<&str, &Value> = BTreeMap::new();
+            let mut additional: Option<&Value> = schema.get("additionalProperties");
+            let mut open = schema.get("properties").is_none()
+                && schema.get("additionalProperties").is_none()
+                && parts.is_empty();
+            for s in std::iter::once(schema).chain(parts.iter().copied()) {
+                if let Some(p) = s.get("properties").and_then(Value::as_object) {
+                    properties.extend(p.iter().map(|(k, v)| (k.as_str(), v)));
+                }
+                if s.get("additionalProperties").is_some() {
+                    additional = s.get("additionalProperties");
+                }
+                if s.get("type") == Some(&json!("object"))
+                    && s.get("properties").is_none()
+                    && s.get("additionalProperties").is_none()
+                {
+                    open = true;
+                }
+            }
+            for (key, child) in map {
+                let here = format!("{at}/{key}");
+                match (properties.get(key.as_str()), additional) {
+                    (Some(s), _) => undeclared(doc, s, child, &here, out),
+                    (None, Some(s)) if s.is_object() => undeclared(doc, s, child, &here, out),
+                    _ if open => {}
+                    _ => out.push(here),
+                }
+            }
+        }
+        Value::Array(items) => {
+            let item_schema = std::iter::once(schema)
+                .chain(parts.iter().copied())
+                .find_map(|s| s.get("items"));
+            if let Some(item_schema) = item_schema {
+                for (i, item) in items.iter().enumerate() {
+                    undeclared(doc, item_schema, item, &format!("{at}/{i}"), out);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+fn at(text: &str) -> chrono::DateTime<chrono::Utc> {
+    text.parse().unwrap()
+}
+
+/// One value of each answer type with every optional part present (a struct literal: a new
+/// field must be written here, and then the document must declare it).
+fn samples() -> Vec<(&'static str, Value)> {
+    fn json_of(value: impl Serialize) -> Value {
+        serde_json::to_value(value).unwrap()
+    }
+    let time = at("2026-11-30T10:00:00Z");
+    let health = Health {
+        stale: vec![StaleCluster {
+            name: "dev".to_owned(),
+            last_seen_at: Some(time),
+            error: Some("refused".to_owned()),
+        }],
+        github: Some(GitHubTrouble::RateLimited { until: time }),
+    };
+    let pr = PullRequest {
+        repo: "acme/gitops-shop".to_owned(),
+        number: 7,
+        title: "Onboarding: re-sync".to_owned(),
+        state: "closed".to_owned(),
+        created_at: Some(time),
+        merged_at: Some(time),
+        closed_at: Some(time),
+        html_url: Some("https://github.com/acme/gitops-shop/pull/7".to_owned()),
+        user: Some(GitHubUser {
+            login: "dana".to_owned(),
+        }),
+    };
+    let step = Step {
+        id: StepId::FirstBuild,
+        title: "First build and checks".into(),
+        status: StepStatus::Running,
+        started_at: Some(time),
+        ended_at: Some(time),
+        duration_sec: Some(12),
+        typical_sec: 420,
+        typical_source: TypicalSource::Measured,
+        detail: Some("3 of 5 tasks finished".into()),
+        links: Arc::from(vec![Link {
+            title: "Request PR #1".into(),
+            url: "https://github.com/acme/hangar-tenants/pull/1".to_owned(),
+        }]),
+    };
+    let service = ServiceProgress {
+        name: "shop".into(),
+        kind: Some(ServiceKind::NodeJS),
+        group: Group::InFlight,
+        created_at: Some(time),
+        steps: vec![step],
+        events: Arc::from(vec![Event {
+            at_sec: 4,
+            text: "▸ First build and checks started".to_owned(),
+        }]),
+        created: Arc::from(vec![CreatedResource {
+            kind: "Repository".to_owned(),
+            name: "shop".to_owned(),
+            state: ResourceState::Ready,
+        }]),
+    };
+    let object: Arc<Object> = Arc::new(
+        Object::from_value(json!({"apiVersion": "tekton.dev/v1", "kind": "PipelineRun",
+            "metadata": {"name": "build-1", "namespace": "app-shop-cicd", "uid": "u",
+                         "resourceVersion": "9", "creationTimestamp": "2026-11-30T10:00:00Z",
+                         "labels": {"tekton.dev/pipeline": "build"}, "annotations": {"a": "b"}},
+            "spec": {}, "status": {"conditions": []}}))
+        .unwrap(),
+    );
+    let run = RecordedRun {
+        service: "shop".to_owned(),
+        kind: "NodeJS".to_owned(),
+        started_at: time,
+        finished_at: time,
+        steps: [("first-build".to_owned(), 300)].into(),
+    };
+    let mut snapshot = Snapshot::empty(time);
+    snapshot.clusters = [("dev".to_owned(), vec![Arc::clone(&object)])].into();
+    snapshot.pull_requests = Some(vec![pr.clone()]);
+    snapshot.catalog = Some(vec![CatalogEntity {
+        kind: "Component".to_owned(),
+        metadata: CatalogMetadata {
+            name: "shop".to_owned(),
+            namespace: Some("default".to_owned()),
+            annotations: [("a".to_owned(), "b".to_owned())].into(),
+        },
+    }]);
+    snapshot.cicd = [("shop".to_owned(), "deploy: {}".to_owned())].into();
+    snapshot.history = vec![run.clone()];
+    snapshot.infisical_url = Some("https://infisical.example".to_owned());
+    let request = RequestPr {
+        kind: Some(ServiceKind::Go),
+        name: "pay".to_owned(),
+        pull_request: pr.clone(),
+    };
+    vec![
+        (
+            "Error",
+            json_of(ErrorBody {
+                error: "e".to_owned(),
+                field: Some("f".to_owned()),
+                path: Some("/p".to_owned()),
+            }),
+        ),
+        (
+            "ProvisioningAnswer",
+            json_of(ProvisioningAnswer {
+                now: time,
+                services: vec![service.clone()],
+                health: health.clone(),
+            }),
+        ),
+        (
+            "Summary",
+            json_of(tower_shared::provisioning::summary(
+                std::slice::from_ref(&service),
+                health.clone(),
+            )),
+        ),
+        (
+            "SnapshotAnswer",
+            json_of(SnapshotAnswer {
+                snapshot,
+                health: health.clone(),
+            }),
+        ),
+        (
+            "Fleet",
+            json_of(Fleet {
+                generated_at: time,
+                environments: vec!["dev".to_owned()],
+                apps: vec![FleetApp {
+                    name: "pay".to_owned(),
+                    kind: "Go".to_owned(),
+                    cells: vec![FleetCell {
+                        environment: "dev".to_owned(),
+                        sync: SyncStatus::Synced,
+                        health: HealthStatus::Healthy,
+                        image_tag: Some("1.0.0-abc1234".to_owned()),
+                        rollout: Some(RolloutState {
+                            phase: RolloutPhase::Paused,
+                            canary_weight: Some(40),
+                            message: Some("CanaryPauseStep".to_owned()),
+                        }),
+                    }],
+                }],
+            }),
+        ),
+        (
+            "LiveRuns",
+            json_of(LiveRuns {
+                app: "shop".to_owned(),
+                cluster: "dev".to_owned(),
+                namespace: "app-shop-cicd".to_owned(),
+                pipeline_runs: vec![Arc::clone(&object)],
+                task_runs: vec![object],
+                stale: health.stale.clone(),
+            }),
+        ),
+        (
+            "PullRequests",
+            json_of(PullRequests {
+                repo: "acme/gitops-shop".to_owned(),
+                pull_requests: vec![pr],
+            }),
+        ),
+        ("RequestPr", json_of(request.clone())),
+        (
+            "PendingRequests",
+            json_of(PendingRequests {
+                repo: "acme/hangar-tenants".to_owned(),
+                now: time,
+                requests: vec![request],
+            }),
+        ),
+        (
+            "CicdConfig",
+            json_of(CicdConfig {
+                app: "shop".to_owned(),
+                repo: "acme/gitops-shop".to_owned(),
+                path: "glidepath/cicd.yaml".to_owned(),
+                config: json!({"deploy": {}}),
+                environments: Some(json!(["dev"])),
+                first_environment: FirstEnvironment {
+                    name: "dev".to_owned(),
+                    cluster: Some("dev".to_owned()),
+                    flight: false,
+                    declared: true,
+                    has_deploy_stage: Some(true),
+                },
+            }),
+        ),
+        ("RecordedRuns", json_of(RecordedRuns { runs: vec![run] })),
+        (
+            "TypicalDurations",
+            json_of(TypicalDurations {
+                kind: ServiceKind::Go,
+                steps: vec![TypicalStep {
+                    id: StepId::FirstBuild,
+                    seconds: 420,
+                    source: TypicalSource::Estimate,
+                }],
+            }),
+        ),
+        (
+            "CatalogRefresh",
+            json_of(CatalogRefresh {
+                status: RefreshStatus::AlreadyRunning,
+                message: "m".to_owned(),
+            }),
+        ),
+        (
+            "CatalogLookup",
+            json_of(CatalogLookup {
+                found: true,
+                entity: Some(json!({"kind": "Component"})),
+            }),
+        ),
+        (
+            "AuthConfig",
+            json_of(AuthConfig {
+                backstage_origin: Some("http://b".to_owned()),
+                guest_sign_in: true,
+                open: false,
+                proxy_user: Some("jane".to_owned()),
+            }),
+        ),
+        (
+            "GuestToken",
+            json_of(GuestToken {
+                token: "t".to_owned(),
+            }),
+        ),
+        (
+            "Readiness",
+            json_of(Readiness {
+                ready: false,
+                waiting: vec!["GitHub".to_owned()],
+            }),
+        ),
+    ]
+}
+
+#[test]
+fn the_document_declares_every_field_the_answer_types_send() {
+    let doc = document();
+    let mut missing = Vec::new();
+    let samples = samples();
+    for (name, value) in &samples {
+        let schema = doc
+            .pointer(&format!("/components/schemas/{name}"))
+            .unwrap_or_else(|| panic!("the document has no schema {name}"));
+        undeclared(&doc, schema, value, name, &mut missing);
+    }
+    assert!(
+        missing.is_empty(),
+        "fields sent but not in backend/openapi.yaml: {missing:#?}"
+    );
+    // The check sees a field the document lacks.
+    let mut extra = samples[0].1.clone();
+    extra["surprise"] = json!(1);
+    let mut found = Vec::new();
+    undeclared(
+        &doc,
+        &doc["components"]["schemas"]["Error"],
+        &extra,
+        "Error",
+        &mut found,
+    );
+    assert_eq!(found, ["Error/surprise"]);
+}
+
+/// The last `n` lines of `text`.
+fn tail(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+#[tokio::test]
+async fn schemathesis_finds_no_failure() {
+    let st = tool("TOWER_SCHEMATHESIS").unwrap();
+    // The world stands still, so the same seed makes the same run.
+    let demo = Demo::start_with(&["--speed", "0"]).await.unwrap();
+    let guest: Value = reqwest::get(format!("{}auth/guest", demo.url))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let token = guest["token"].as_str().unwrap().to_owned();
+    let base = demo.url.trim_end_matches('/').to_owned();
+    let schema = root().join("backend/openapi.yaml");
+    // Schemathesis keeps a cache in its working directory: a folder of its own.
+    let scratch = tempfile::tempdir().unwrap();
+    let cwd = scratch.path().to_owned();
+    let run = tokio::task::spawn_blocking(move || {
+        Command::new(st)
+            .current_dir(cwd)
+            .arg("--config-file")
+            .arg(root().join("tests/contract/schemathesis.toml"))
+            .arg("run")
+            .arg(&schema)
+            .args(["--url", &base])
+            .args(["--header", &format!("Authorization: Bearer {token}")])
+            .args(["--exclude-path", "/api/events"])
+            .args(["--seed", "1", "--max-examples", "50", "--no-color"])
+            .args(["--generation-database", "none"])
+            .args(["--request-timeout", "10"])
+            .output()
+    });
+    let out = tokio::time::timeout(Duration::from_secs(600), run)
+        .await
+        .expect("Schemathesis ran over 10 minutes")
+        .unwrap()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    println!("{}", tail(&said, 30));
+    assert!(
+        out.status.success(),
+        "Schemathesis found failures:\n{said}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
