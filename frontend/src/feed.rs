@@ -16,8 +16,9 @@ pub struct Feed {
     pub now: ReadSignal<DateTime<Utc>>,
     pub signin: ReadSignal<SignIn>,
     pub refresh: Refresh,
-    /// `GET /api/summary`, fetched again whenever anything changed.
-    pub summary: LocalResource<Result<Summary, ApiError>>,
+    /// `GET /api/summary`, fetched again whenever anything changed; it moves only when
+    /// the answer does (an unchanged answer draws nothing again, so focus stays put).
+    pub summary: Memo<Option<Result<Summary, ApiError>>>,
 }
 
 impl std::fmt::Debug for Feed {
@@ -33,11 +34,12 @@ pub fn provide() -> Feed {
     let now = crate::clock::ticking_now();
     let signin = crate::signin::start();
     let refresh = crate::live::start(signin);
-    let summary = LocalResource::new(move || {
+    let fetched = LocalResource::new(move || {
         refresh.any.track();
         signin.track();
         api::summary()
     });
+    let summary = settled(fetched);
     let feed = Feed {
         now,
         signin,
@@ -46,6 +48,14 @@ pub fn provide() -> Feed {
     };
     provide_context(feed);
     feed
+}
+
+/// A resource's latest value that moves only when it differs from the one before: pages
+/// fetch again on every change event, and most answers are the same as last time.
+pub fn settled<T: Clone + PartialEq + Send + Sync + 'static>(
+    resource: LocalResource<T>,
+) -> Memo<Option<T>> {
+    Memo::new(move |_| resource.get())
 }
 
 /// The page's [`Feed`].

@@ -25,10 +25,10 @@ struct Filters {
 pub fn FleetOverview() -> impl IntoView {
     let feed = crate::feed::feed();
     let now = feed.now;
-    let fleet = LocalResource::new(move || {
+    let fleet = crate::feed::settled(LocalResource::new(move || {
         feed.refresh.fleet.track();
         api::fleet()
-    });
+    }));
     let filters = Filters {
         query: RwSignal::new(String::new()),
         only_trouble: RwSignal::new(false),
@@ -39,16 +39,11 @@ pub fn FleetOverview() -> impl IntoView {
             <h2 id="fleet-title">"Fleet"</h2>
             // The clusters' freshness comes with the summary every page shares.
             <crate::ui::SharedHealthNotice />
-            <Transition fallback=|| view! { <p class="state loading">"Loading the fleet…"</p> }>
-                {move || {
-                    fleet
-                        .get()
-                        .map(|result| match result {
-                            Ok(fleet) => view! { <FleetMatrix fleet=fleet now=now filters=filters /> }.into_any(),
-                            Err(err) => crate::ui::error_alert(&err),
-                        })
-                }}
-            </Transition>
+            {move || match fleet.get() {
+                None => view! { <p class="state loading">"Loading the fleet…"</p> }.into_any(),
+                Some(Ok(fleet)) => view! { <FleetMatrix fleet=fleet now=now filters=filters /> }.into_any(),
+                Some(Err(err)) => crate::ui::error_alert(&err),
+            }}
         </section>
     }
 }

@@ -66,22 +66,23 @@ pub fn ServicePage() -> impl IntoView {
 fn SnapshotTab(service: String, tab: Tab, run: Option<String>) -> impl IntoView {
     let feed = crate::feed::feed();
     let changed = feed.refresh.service(service.clone());
-    let snapshot = LocalResource::new({
+    let snapshot = crate::feed::settled(LocalResource::new({
         let service = service.clone();
         move || {
             changed.track();
             api::service_snapshot(service.clone())
         }
-    });
+    }));
     view! {
-        <Transition fallback=|| view! { <p class="state loading">"Loading…"</p> }>
-            {
+        {
                 let service = service.clone();
                 let run = run.clone();
                 move || {
-                    snapshot
-                        .get()
-                        .map(|result: Result<SnapshotAnswer, ApiError>| match result {
+                    let Some(result) = snapshot.get() else {
+                        return view! { <p class="state loading">"Loading…"</p> }.into_any();
+                    };
+                    let result: Result<SnapshotAnswer, ApiError> = result;
+                    match result {
                             Ok(SnapshotAnswer { snapshot, health }) => {
                                 let notice = view! { <HealthNotice health=health now=feed.now /> };
                                 let body = match tab {
@@ -97,9 +98,8 @@ fn SnapshotTab(service: String, tab: Tab, run: Option<String>) -> impl IntoView 
                                 view! { {notice} {body} }.into_any()
                             }
                             Err(err) => crate::ui::error_alert(&err),
-                        })
+                    }
                 }
-            }
-        </Transition>
+        }
     }
 }

@@ -25,10 +25,7 @@ async fn fleet_page_shows_what_the_backend_serves() {
                 .await
                 .context("the fleet table never rendered")?;
 
-            let mut shown = Vec::new();
-            for name in c.find_all(Locator::Css(".app-name")).await? {
-                shown.push(name.text().await?);
-            }
+            let mut shown = texts(c, ".app-name").await?;
             let mut served: Vec<String> = fleet.apps.iter().map(|a| a.name.clone()).collect();
             shown.sort();
             served.sort();
@@ -38,7 +35,7 @@ async fn fleet_page_shows_what_the_backend_serves() {
             );
 
             // Derived in the browser from backend data: the paused canary is amber, in words.
-            let amber = c.find(Locator::Css("td.attention")).await?.text().await?;
+            let amber = texts(c, "td.attention").await?.join(" | ");
             anyhow::ensure!(
                 amber.contains("Canary paused at 40% traffic"),
                 "amber cell reads {amber:?}"
