@@ -35,12 +35,12 @@ const BROTLI_QUALITY: u32 = 5;
 const GZIP_LEVEL: u32 = 6;
 
 impl View {
-    /// The view of `value`, with both encodings made now (for views the deriver keeps).
+    /// The view of `value`, with its brotli encoding made now (for views the deriver keeps:
+    /// every browser asks for brotli; gzip is made the first time a client wants it).
     pub fn ready<T: Serialize + ?Sized>(value: &T) -> Self {
         let view = Self::lazy(value);
         if let Some(json) = view.json.get() {
             let _ = view.br.set(brotli(json));
-            let _ = view.gzip.set(gzip(json));
         }
         view
     }

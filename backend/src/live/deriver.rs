@@ -21,6 +21,14 @@ use crate::derived::{Derived, Inputs};
 
 /// How long a burst of changes may settle into one rebuild.
 const SETTLE: Duration = Duration::from_millis(100);
+/// Rebuilds take at most a fifth of the deriver's time: after a rebuild that took `t`, the
+/// next waits until `5 t` has passed since it began. A small world (a rebuild in
+/// milliseconds) shows every change at once; a busy large one (a change every few hundred
+/// milliseconds, rebuilds of a tenth of a second) is rebuilt a couple of times a second
+/// rather than on every change.
+const REBUILD_SHARE: u32 = 5;
+/// However long rebuilds take, a change waits no longer than this.
+const LONGEST_GAP: Duration = Duration::from_secs(5);
 
 /// Starts the deriver thread; returns where finished provisions arrive for recording.
 pub(super) fn start(live: &Live, pokes: Receiver<()>) -> mpsc::UnboundedReceiver<RecordedRun> {
@@ -45,9 +53,14 @@ impl Live {
         snapshot.control_plane_cluster = self.inner.config.control_plane_cluster.clone();
         snapshot.clusters = self.inner.clusters.objects();
         let remote = self.remote();
-        snapshot.pull_requests = remote
-            .github_answered
-            .then(|| remote.pulls.values().flatten().cloned().collect());
+        snapshot.pull_requests = remote.github_answered.then(|| {
+            remote
+                .pulls
+                .values()
+                .flat_map(|p| p.iter())
+                .cloned()
+                .collect()
+        });
         snapshot.cicd = remote.cicd.clone();
         snapshot.catalog = remote
             .catalog_answered
@@ -78,6 +91,7 @@ impl Live {
             let snapshot = Arc::new(self.build_snapshot(self.now(), &observed));
             let world = World::new(&snapshot);
             let mut first = true;
+            let mut rebuilt_in = Duration::ZERO;
             loop {
                 let now = self.now();
                 let provisioning = derive(&world, now);
@@ -106,7 +120,8 @@ impl Live {
                 self.inner.derived.send_replace(Arc::new(derived));
                 if std::mem::take(&mut first) {
                     use std::sync::atomic::Ordering::Relaxed;
-                    let took = u64::try_from(rebuild.elapsed().as_micros()).unwrap_or(u64::MAX);
+                    rebuilt_in = rebuild.elapsed();
+                    let took = u64::try_from(rebuilt_in.as_micros()).unwrap_or(u64::MAX);
                     self.inner.last_rebuild_micros.store(took, Relaxed);
                     self.inner.rebuilds.fetch_add(1, Relaxed);
                 }
@@ -124,7 +139,8 @@ impl Live {
                 }
                 match pokes.recv_timeout(Duration::from_secs(1)) {
                     Ok(()) => {
-                        std::thread::sleep(SETTLE);
+                        let gap = (rebuilt_in * REBUILD_SHARE).min(LONGEST_GAP);
+                        std::thread::sleep(SETTLE.max(gap.saturating_sub(rebuild.elapsed())));
                         while pokes.try_recv().is_ok() {}
                         // A poke that brought no change (the health moved, a poller found
                         // nothing new) needs no new snapshot unless the caches moved.

@@ -97,12 +97,18 @@ struct State {
     not_modified: u64,
 }
 
+/// Per pulls path: the answer last read and the pull requests read from it.
+type ReadPulls = HashMap<String, (Arc<Value>, Arc<Vec<PullRequest>>)>;
+
 /// Tower's GitHub client. Cheap to clone.
 #[derive(Clone, Debug)]
 pub struct GitHub {
     octocrab: Octocrab,
     owner: String,
     clock: Clock,
+    /// Each repo's pull requests as last read, with the answer they were read from: an
+    /// unchanged (cached or 304) answer is not read again.
+    read_pulls: Arc<Mutex<ReadPulls>>,
     state: Arc<Mutex<State>>,
 }
 
@@ -149,6 +155,7 @@ impl GitHub {
             octocrab,
             owner: config.owner.clone(),
             clock,
+            read_pulls: Arc::default(),
             state: Arc::default(),
         })
     }
@@ -334,17 +341,35 @@ impl GitHub {
         }
     }
 
-    /// Every pull request of `repo` (`owner/name`), newest first (one page of 100).
-    pub async fn pull_requests(&self, repo: &str) -> Result<Vec<PullRequest>, GitHubError> {
+    /// Every pull request of `repo` (`owner/name`), newest first (one page of 100). The
+    /// same answer is read once: asking again for an unchanged repo copies nothing.
+    pub async fn pull_requests(&self, repo: &str) -> Result<Arc<Vec<PullRequest>>, GitHubError> {
         let path =
             format!("/repos/{repo}/pulls?state=all&per_page=100&sort=created&direction=desc");
         let value = self.get(&path, CACHE_FOR).await?;
+        let read = |read: &mut HashMap<String, (Arc<Value>, Arc<Vec<PullRequest>>)>| {
+            read.get(&path)
+                .filter(|(from, _)| Arc::ptr_eq(from, &value))
+                .map(|(_, pulls)| Arc::clone(pulls))
+        };
+        if let Some(pulls) = read(&mut self.read_pulls()) {
+            return Ok(pulls);
+        }
         let pulls: Vec<octocrab::models::pulls::PullRequest> =
             serde_json::from_value((*value).clone()).map_err(|err| GitHubError::Malformed {
-                path,
+                path: path.clone(),
                 message: err.to_string(),
             })?;
-        Ok(pulls.into_iter().map(|pr| pull_request(repo, pr)).collect())
+        let pulls: Arc<Vec<PullRequest>> =
+            Arc::new(pulls.into_iter().map(|pr| pull_request(repo, pr)).collect());
+        self.read_pulls().insert(path, (value, Arc::clone(&pulls)));
+        Ok(pulls)
+    }
+
+    fn read_pulls(&self) -> MutexGuard<'_, ReadPulls> {
+        self.read_pulls
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// A file's text on the default branch; `None` when the repo or file does not exist.

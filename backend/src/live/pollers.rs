@@ -21,7 +21,7 @@ use crate::config::Secret;
 #[derive(Debug, Default)]
 pub(super) struct Remote {
     /// Pull requests by repository (`owner/name`), as last fetched.
-    pub pulls: BTreeMap<String, Vec<PullRequest>>,
+    pub pulls: BTreeMap<String, Arc<Vec<PullRequest>>>,
     /// GitHub has answered at least one lookup.
     pub github_answered: bool,
     /// Repositories a webhook named: read at the next poll, whatever the schedule.
@@ -141,10 +141,12 @@ impl Live {
                 }
             }
             for repo in repos {
+                // A cached answer needs no await: let requests in between repos.
+                tokio::task::yield_now().await;
                 let fetched = match github.pull_requests(&repo).await {
                     Ok(pulls) => Some(pulls),
                     // Not created yet: no pull requests, which is an answer too.
-                    Err(err) if err.is_not_found() => Some(Vec::new()),
+                    Err(err) if err.is_not_found() => Some(Arc::new(Vec::new())),
                     Err(err) => {
                         tracing::warn!(%repo, error = %err, "GitHub pull request lookup");
                         None
@@ -153,8 +155,15 @@ impl Live {
                 let Some(pulls) = fetched else { continue };
                 let mut remote = self.remote();
                 remote.github_answered = true;
-                let old = remote.pulls.get(&repo).map_or(&[][..], Vec::as_slice);
-                let services = services_changed(&repo, tenants.contains(&repo), old, &pulls);
+                let services = match remote.pulls.get(&repo) {
+                    Some(old) if Arc::ptr_eq(old, &pulls) => BTreeSet::new(),
+                    old => services_changed(
+                        &repo,
+                        tenants.contains(&repo),
+                        old.map_or(&[][..], |o| o.as_slice()),
+                        &pulls,
+                    ),
+                };
                 if pulls.is_empty() {
                     remote.pulls.remove(&repo);
                 } else {

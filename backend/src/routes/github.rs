@@ -43,6 +43,7 @@ async fn pulls_of(state: &AppState, repo: &str) -> Result<Vec<PullRequest>, ApiE
     github(state)?
         .pull_requests(repo)
         .await
+        .map(|pulls| pulls.as_ref().clone())
         .map_err(|err| from_github(err, "repo"))
 }
 
