@@ -458,5 +458,13 @@ async fn schemathesis_finds_no_failure() {
         out.status.success(),
         "Schemathesis found failures:\n{said}\n{}",
         String::from_utf8_lossy(&out.stderr)
+    ); // The figures README.md gives.
+    assert!(
+        said.contains("Tested: 21"),
+        "not 21 operations tested:\n{said}"
+    );
+    assert!(
+        said.contains("1238 generated, 1238 passed"),
+        "not the 1,238 cases README.md gives:\n{said}"
     );
 }
