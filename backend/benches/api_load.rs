@@ -383,6 +383,12 @@ async fn serve_and_measure(options: &Options) -> anyhow::Result<()> {
             (now.get - then.get) as f64 / minutes,
             (now.other - then.other) as f64 / minutes,
         );
+        anyhow::ensure!(
+            now.writes == 0,
+            "Tower asked cluster {cluster} to write {} times",
+            now.writes
+        );
     }
+    println!("writes Tower asked of the clusters: 0 (each would have been refused with 405)");
     Ok(())
 }

@@ -34,6 +34,8 @@ pub struct Fixed {
 impl Fixed {
     /// Derives `snapshot` at its `now` (with `fleet` instead of the derived fleet, if given).
     pub fn new(snapshot: Snapshot, fleet: Option<Fleet>) -> Self {
+        // What a file holds reaches every signed-in user: only what derivations read.
+        let snapshot = snapshot.trimmed();
         let now = snapshot.now;
         let provisioning = derive_provisioning(&snapshot);
         let derived = Derived::next(

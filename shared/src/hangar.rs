@@ -246,6 +246,26 @@ pub fn service_of_repo(repo_name: &str) -> Option<&str> {
     is_dns_label(service).then_some(service)
 }
 
+/// Whether `service` is one the platform knows: an XR of that name on the control plane, or
+/// any object Hangar's rules give to it (an app of the fleet, its namespaces, its runs).
+pub fn is_known_service(snapshot: &Snapshot, service: &str) -> bool {
+    snapshot
+        .clusters
+        .values()
+        .flatten()
+        .any(|o| service_of(o) == Some(service))
+}
+
+/// Whether `repo_name` (without owner, lower case) is one of the repositories Hangar's rules
+/// give a known service — the only repositories Tower's GitHub routes read, besides the
+/// configured tenants repositories.
+pub fn is_known_repo(snapshot: &Snapshot, repo_name: &str) -> bool {
+    let Some(service) = service_of_repo(repo_name) else {
+        return false;
+    };
+    repos(service, None).iter().any(|r| r == repo_name) && is_known_service(snapshot, service)
+}
+
 /// An environment's values file in the GitOps repo.
 pub fn env_file(env: &str) -> String {
     format!("glidepath/envs/{env}.yaml")
@@ -368,6 +388,9 @@ pub struct WatchedKind {
     pub version: &'static str,
     pub kind: &'static str,
     pub plural: &'static str,
+    /// The one namespace it is read in (least privilege: a Role there, not a ClusterRole);
+    /// `None`: across the cluster.
+    pub namespace: Option<&'static str>,
 }
 
 const fn watched(
@@ -381,14 +404,16 @@ const fn watched(
         version,
         kind,
         plural,
+        namespace: None,
     }
 }
 
-/// Every type a derivation reads, watched on every cluster. Adding a kind here is the one
-/// step that makes Tower read it; `tests/it/tidy.rs` checks the list against
-/// [`ServiceKind`] and the simulator's resource table. Pods are read on demand, not watched.
+/// Every type a derivation reads, watched on every cluster — and nothing else (no Secrets,
+/// no kind no derivation reads). Adding a kind here is the one step that makes Tower read it;
+/// `tests/it/tidy.rs` checks the list against [`ServiceKind`], the derivations, the
+/// simulator's resource table and the RBAC that `docs/deploying.md` asks for. Pods are read
+/// on demand, not watched.
 pub const WATCHED_KINDS: &[WatchedKind] = &[
-    watched("", "v1", "Namespace", "namespaces"),
     watched(XR_GROUP, "v1alpha1", "NodeJS", "nodejs"),
     watched(XR_GROUP, "v1alpha1", "SpringBoot", "springboots"),
     watched(XR_GROUP, "v1alpha1", "Python", "pythons"),
@@ -424,9 +449,12 @@ pub const WATCHED_KINDS: &[WatchedKind] = &[
     watched("tekton.dev", "v1", "PipelineRun", "pipelineruns"),
     watched("tekton.dev", "v1", "TaskRun", "taskruns"),
     watched("argoproj.io", "v1alpha1", "Rollout", "rollouts"),
-    watched("argoproj.io", "v1alpha1", "AnalysisRun", "analysisruns"),
-    watched("argoproj.io", "v1alpha1", "Application", "applications"),
-    watched("apps", "v1", "ReplicaSet", "replicasets"),
+    // The platform's own Argo CD instance (`<s>-cicd`, `<s>-<env>`); the tenants' instance
+    // (`argocd-apps`) is read through its API.
+    WatchedKind {
+        namespace: Some(ARGOCD_NAMESPACE),
+        ..watched("argoproj.io", "v1alpha1", "Application", "applications")
+    },
 ];
 
 #[cfg(test)]

@@ -182,6 +182,17 @@ impl Snapshot {
         }
     }
 
+    /// The snapshot with every object [`Object::trimmed`](crate::kube::Object::trimmed).
+    #[must_use]
+    pub fn trimmed(mut self) -> Self {
+        for objects in self.clusters.values_mut() {
+            for object in objects.iter_mut() {
+                *object = Arc::new(Object::clone(object).trimmed());
+            }
+        }
+        self
+    }
+
     /// Parses a snapshot from JSON text.
     pub fn from_json(text: &str) -> Result<Self, SnapshotError> {
         let de = &mut serde_json::Deserializer::from_str(text);

@@ -10,7 +10,8 @@ use crate::support::{Browser, Demo};
 
 #[tokio::test]
 async fn fleet_page_shows_what_the_backend_serves() {
-    let demo = Demo::start().await.unwrap();
+    // The world stands still: what the backend serves is what the page must show.
+    let demo = Demo::start_with(&["--speed", "0"]).await.unwrap();
     // What the backend serves, fetched independently of the page.
     let fleet: Fleet = demo.get_json("api/fleet").await.unwrap();
     let browser = Browser::start().await.unwrap();
@@ -585,7 +586,7 @@ async fn a_github_rate_limit_shows_as_such_over_the_last_known_data() {
     );
     let met = tower
         .client()
-        .get(tower.url("/pull-requests?owner=acme&repo=never-asked"))
+        .get(tower.url("/pull-requests?owner=acme&repo=gitops-infra-ledger"))
         .send()
         .await
         .unwrap();

@@ -458,7 +458,8 @@ async fn schemathesis_finds_no_failure() {
         out.status.success(),
         "Schemathesis found failures:\n{said}\n{}",
         String::from_utf8_lossy(&out.stderr)
-    ); // The figures README.md gives.
+    );
+    // The figures README.md gives.
     assert!(
         said.contains("Tested: 21"),
         "not 21 operations tested:\n{said}"

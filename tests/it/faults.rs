@@ -5,7 +5,9 @@
 //!   again after it, and tells the pages (`github` beside the data, and an event).
 //! - Kubernetes: the control plane's API away for minutes while the world moves on: every
 //!   read keeps answering from the watch cache marked stale, and Tower is fresh and caught
-//!   up within one backoff period of its return.
+//!   up within one backoff period of its return. A hung API server (connections accepted,
+//!   nothing answered) is marked stale within the probe's own deadline. A kind Tower has no
+//!   RBAC grant for is read as absent: no stale mark, ready, no list loop.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -51,7 +53,11 @@ async fn github_rate_limits_are_waited_out_not_hammered() {
         assert_eq!(total() - before, 1, "{fault:?}: one attempt, no retries");
 
         // Inside the window Tower does not ask GitHub at all.
-        for other in ["nobody-polls-this", "gitops-orders-api", "hangar-tenants"] {
+        for other in [
+            "gitops-infra-orders-api",
+            "gitops-orders-api",
+            "hangar-tenants",
+        ] {
             let response = tower
                 .client()
                 .get(tower.url(&format!("/pull-requests?owner=acme&repo={other}")))
@@ -97,7 +103,7 @@ async fn github_rate_limits_are_waited_out_not_hammered() {
     assert_eq!(tower.live.github().unwrap().trouble(), None);
     let response = tower
         .client()
-        .get(tower.url("/pull-requests?owner=acme&repo=events-bus-2"))
+        .get(tower.url("/pull-requests?owner=acme&repo=gitops-thumbnailer"))
         .send()
         .await
         .unwrap();
@@ -159,7 +165,7 @@ async fn a_github_rate_limit_is_reported_with_the_data_not_instead_of_it() {
         .inject_github_fault(Fault::RateLimitSpent { reset_in: 12 }, 1);
     let response = tower
         .client()
-        .get(tower.url("/pull-requests?owner=acme&repo=never-asked"))
+        .get(tower.url("/pull-requests?owner=acme&repo=gitops-infra-ledger"))
         .send()
         .await
         .unwrap();
@@ -247,7 +253,16 @@ fn simulator_versions(tower: &Live, cluster: &str, types: &BTreeSet<(String, Str
             ))
         })
         .filter(|(api, kind, ..)| types.contains(&(api.clone(), kind.clone())))
+        .filter(|(_, kind, namespace, ..)| read_in(kind, namespace.as_deref()))
         .collect()
+}
+
+/// Whether Tower reads objects of `kind` in `namespace` (some kinds it reads in one only).
+fn read_in(kind: &str, namespace: Option<&str>) -> bool {
+    tower_shared::hangar::WATCHED_KINDS
+        .iter()
+        .filter(|w| w.kind == kind)
+        .any(|w| w.namespace.is_none() || w.namespace == namespace)
 }
 
 #[tokio::test]
@@ -345,4 +360,107 @@ async fn a_kubernetes_api_down_for_minutes_costs_no_errors_and_recovers_within_a
         recovered <= Duration::from_secs(5),
         "recovery took {recovered:?}"
     );
+}
+
+/// The health Tower puts beside its data: the names of the clusters marked stale.
+async fn stale_clusters(tower: &Live) -> Vec<String> {
+    let (_, body) = tower.get("/api/provisioning").await.unwrap();
+    body.get("stale")
+        .and_then(|s| s.as_array())
+        .map(|stale| {
+            stale
+                .iter()
+                .filter_map(|c| c["name"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn a_kind_tower_has_no_grant_for_is_read_as_absent_not_as_a_stale_cluster() {
+    use hangar_sim::kube_api::Forbidden;
+    let control_plane = "dev";
+    let denied = [
+        // The tenants' Argo CD instance: Tower reads the platform's `argocd` namespace only,
+        // so it never meets this rule.
+        (
+            control_plane,
+            Forbidden {
+                group: "argoproj.io".into(),
+                plural: "applications".into(),
+                namespace: Some("argocd-apps".into()),
+            },
+        ),
+        // The GitHub provider's Repository objects, everywhere.
+        (
+            control_plane,
+            Forbidden {
+                group: "repo.github.m.upbound.io".into(),
+                plural: "repositories".into(),
+                namespace: None,
+            },
+        ),
+    ];
+    let tower = Live::start_denied(0.0, &denied).await.unwrap();
+    assert_eq!(tower.live.config().control_plane_cluster, control_plane);
+    // Ready (Live::start waited for it), and /readyz says so.
+    let ready = tower
+        .client()
+        .get(tower.url("/readyz"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ready.status(), StatusCode::OK);
+    assert!(stale_clusters(&tower).await.is_empty());
+    // The platform has Repository objects; Tower holds none, and has its Applications.
+    let held = &tower.live.clusters().objects()[control_plane];
+    let served = tower.world.platform.store(control_plane).unwrap().objects();
+    let kind_count = |kind: &str| served.iter().filter(|o| o["kind"] == kind).count();
+    assert!(kind_count("Repository") > 0);
+    assert_eq!(held.iter().filter(|o| o.kind == "Repository").count(), 0);
+    assert!(held.iter().any(|o| o.kind == "Application"));
+    // One refusal (the first list), and no loop of lists after it: the watcher waits
+    // NO_GRANT_RETRY (10 minutes) before asking again. Its ordinary backoff would have asked
+    // 3 more times in these 5 s.
+    let forbidden = || tower.world.served.api_requests()[control_plane].forbidden;
+    assert_eq!(forbidden(), 1);
+    let lists = tower.world.served.api_requests()[control_plane].list;
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert_eq!(forbidden(), 1, "Tower asked again for what it may not read");
+    assert_eq!(tower.world.served.api_requests()[control_plane].list, lists);
+    assert!(stale_clusters(&tower).await.is_empty());
+}
+
+#[tokio::test]
+async fn a_hung_api_server_is_stale_within_the_probes_deadline_and_fresh_when_it_answers() {
+    use tower_backend::live::kube::{PROBE_DEADLINE, PROBE_EVERY};
+    let tower = Live::start(0.0).await.unwrap();
+    let cluster = tower.live.config().control_plane_cluster.clone();
+    assert!(stale_clusters(&tower).await.is_empty());
+    tower.world.served.access(&cluster).unwrap().set_hung(true);
+    let hung = std::time::Instant::now();
+    // Not kube-rs' read timeout (295 s): Tower's probe, every 3 s with a 5 s deadline.
+    let limit = PROBE_EVERY + PROBE_DEADLINE + Duration::from_secs(1);
+    let marked = eventually(limit, "the hung cluster marked stale", || async {
+        stale_clusters(&tower)
+            .await
+            .contains(&cluster)
+            .then(|| hung.elapsed())
+    })
+    .await
+    .unwrap();
+    eprintln!("a hung API server was marked stale after {marked:?}");
+    let (_, body) = tower.get("/api/provisioning").await.unwrap();
+    assert_eq!(
+        body["stale"][0]["error"], "the API server did not answer within 5 s",
+        "{body}"
+    );
+    tower.world.served.access(&cluster).unwrap().set_hung(false);
+    eventually(
+        PROBE_EVERY + Duration::from_secs(2),
+        "fresh again",
+        || async { stale_clusters(&tower).await.is_empty().then_some(()) },
+    )
+    .await
+    .unwrap();
 }

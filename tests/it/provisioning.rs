@@ -666,3 +666,72 @@ fn a_step_first_seen_done_late_ends_now_so_the_provision_is_recorded() {
         .remove("running-healthy");
     assert!(!names(&derive(&snapshot)).contains(&"shop"));
 }
+
+/// Tower keeps objects trimmed (`Object::trimmed`): every view derived from a trimmed
+/// snapshot equals the one derived from the whole snapshot, for every fixture and for the
+/// simulated platform's world (whose objects carry env, Helm values and secret params).
+#[test]
+fn trimmed_objects_derive_exactly_what_whole_ones_do() {
+    use tower_shared::cloud::derive_cloud_deploys;
+    use tower_shared::fleet::derive_fleet;
+    let mut snapshots = Vec::new();
+    for dir in ["fixtures/provisioning", "fixtures/cloud-deploys"] {
+        for entry in std::fs::read_dir(root().join(dir)).unwrap() {
+            let path = entry.unwrap().path();
+            let text = std::fs::read_to_string(&path).unwrap();
+            snapshots.push((
+                path.display().to_string(),
+                Snapshot::from_json(&text).unwrap(),
+            ));
+        }
+    }
+    snapshots.push(("the simulated world".into(), simulated_world()));
+    assert!(snapshots.len() > 30);
+    for (name, whole) in snapshots {
+        let trimmed = whole.clone().trimmed();
+        assert_eq!(
+            derive_provisioning(&trimmed),
+            derive_provisioning(&whole),
+            "{name}"
+        );
+        assert_eq!(derive_fleet(&trimmed), derive_fleet(&whole), "{name}");
+        let services: std::collections::BTreeSet<&str> = whole
+            .clusters
+            .values()
+            .flatten()
+            .filter_map(|o| tower_shared::hangar::service_of(o))
+            .collect();
+        for service in services {
+            assert_eq!(
+                derive_cloud_deploys(&trimmed, service),
+                derive_cloud_deploys(&whole, service),
+                "{name}: {service}"
+            );
+        }
+    }
+}
+
+/// The demo's world an hour in, as a snapshot of every object its clusters serve.
+fn simulated_world() -> Snapshot {
+    let start: chrono::DateTime<chrono::Utc> = "2026-11-30T08:00:00Z".parse().unwrap();
+    let clock = hangar_sim::clock::Clock::new(start, 0.0);
+    let platform = hangar_sim::platform::Platform::new(
+        clock.clone(),
+        &["dev", "prod"],
+        hangar_sim::stories::demo_world(start, 1),
+    );
+    clock.advance(chrono::Duration::minutes(60));
+    platform.tick();
+    let mut snapshot = Snapshot::empty(clock.now());
+    snapshot.control_plane_cluster = "dev".into();
+    for (cluster, store) in platform.clusters() {
+        let objects = store
+            .objects()
+            .into_iter()
+            .filter_map(tower_shared::kube::Object::from_value)
+            .map(std::sync::Arc::new)
+            .collect();
+        snapshot.clusters.insert(cluster.to_owned(), objects);
+    }
+    snapshot
+}

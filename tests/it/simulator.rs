@@ -873,3 +873,128 @@ async fn demo_serves_a_scenario_file_and_the_same_seed_gives_the_same_fleet() {
     assert_eq!(a, b);
     assert_ne!(a, c);
 }
+
+/// A kube-rs client for the platform's `dev` cluster (the identity of its kubeconfig).
+async fn dev_client(served: &hangar_sim::platform::Served) -> kube::Client {
+    let config = kube::Config::new(served.url("dev").unwrap().parse().unwrap());
+    kube::Client::try_from(config).unwrap()
+}
+
+fn api_status(err: kube::Error) -> kube::core::Status {
+    match err {
+        kube::Error::Api(status) => *status,
+        other => panic!("expected the API's Status, got {other}"),
+    }
+}
+
+#[tokio::test]
+async fn the_simulated_api_server_refuses_every_write_and_counts_it() {
+    let start: DateTime<Utc> = "2026-11-30T08:00:00Z".parse().unwrap();
+    let story = AppStory::new("shop", "NodeJS", start);
+    let (_platform, served) =
+        serve_dev_cluster(Clock::new(start, 0.0), vec![Box::new(story)]).await;
+    let client = dev_client(&served).await;
+    let runs: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), "app-shop-cicd", &taskruns());
+    let object: DynamicObject = serde_json::from_value(serde_json::json!({
+        "apiVersion": "tekton.dev/v1", "kind": "TaskRun",
+        "metadata": {"name": "written", "namespace": "app-shop-cicd"}}))
+    .unwrap();
+    let created = runs.create(&Default::default(), &object).await.unwrap_err();
+    let status = api_status(created);
+    assert_eq!(
+        (status.code, status.reason.as_str()),
+        (405, "MethodNotAllowed")
+    );
+    let deleted = runs
+        .delete("anything", &Default::default())
+        .await
+        .unwrap_err();
+    assert_eq!(api_status(deleted).code, 405);
+    let patch = kube::api::Patch::Merge(serde_json::json!({"metadata": {"labels": {"a": "b"}}}));
+    let patched = runs
+        .patch("anything", &Default::default(), &patch)
+        .await
+        .unwrap_err();
+    assert_eq!(api_status(patched).code, 405);
+    assert_eq!(served.writes(), 3);
+    assert_eq!(served.api_requests()["dev"].writes, 3);
+    // Reads still work, and the counts are in /metrics for a test in another process.
+    assert!(runs.list(&Default::default()).await.is_ok());
+    let metrics = reqwest::get(format!("{}/metrics", served.url("dev").unwrap()))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains("hangar_sim_requests_total{verb=\"write\"} 3\n"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("hangar_sim_requests_total{verb=\"list\"} 1\n"),
+        "{metrics}"
+    );
+}
+
+#[tokio::test]
+async fn rbac_rules_forbid_a_kind_across_the_cluster_or_in_one_namespace() {
+    use hangar_sim::kube_api::Forbidden;
+    let start: DateTime<Utc> = "2026-11-30T08:00:00Z".parse().unwrap();
+    let story = AppStory::new("shop", "NodeJS", start);
+    let (_platform, served) =
+        serve_dev_cluster(Clock::new(start, 0.0), vec![Box::new(story)]).await;
+    let client = dev_client(&served).await;
+    served.access("dev").unwrap().forbid(Forbidden {
+        group: "tekton.dev".into(),
+        plural: "taskruns".into(),
+        namespace: Some("app-shop-cicd".into()),
+    });
+    let everywhere: Api<DynamicObject> = Api::all_with(client.clone(), &taskruns());
+    let status = api_status(everywhere.list(&Default::default()).await.unwrap_err());
+    assert_eq!((status.code, status.reason.as_str()), (403, "Forbidden"));
+    assert_eq!(
+        status.message,
+        "taskruns.tekton.dev is forbidden: User \"tower-reader\" cannot list resource \"taskruns\" \
+         in API group \"tekton.dev\" at the cluster scope"
+    );
+    let there: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), "app-shop-cicd", &taskruns());
+    assert_eq!(
+        api_status(there.list(&Default::default()).await.unwrap_err()).code,
+        403
+    );
+    assert_eq!(api_status(there.get("any").await.unwrap_err()).code, 403);
+    // Another namespace is readable; so is everything once the rule is lifted.
+    let elsewhere: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), "app-shop-dev", &taskruns());
+    assert!(elsewhere.list(&Default::default()).await.is_ok());
+    assert_eq!(served.api_requests()["dev"].forbidden, 3);
+    served.access("dev").unwrap().allow_all();
+    assert!(everywhere.list(&Default::default()).await.is_ok());
+}
+
+#[tokio::test]
+async fn a_hung_api_server_accepts_and_answers_nothing_until_let_go() {
+    let start: DateTime<Utc> = "2026-11-30T08:00:00Z".parse().unwrap();
+    let story = AppStory::new("shop", "NodeJS", start);
+    let (_platform, served) =
+        serve_dev_cluster(Clock::new(start, 0.0), vec![Box::new(story)]).await;
+    let client = dev_client(&served).await;
+    let runs: Api<DynamicObject> = Api::all_with(client, &taskruns());
+    served.access("dev").unwrap().set_hung(true);
+    let mut asked =
+        tokio::spawn(async move { runs.list(&Default::default()).await.map(|l| l.items.len()) });
+    // The connection is accepted (not refused) and the request waits.
+    let address = served.clusters["dev"];
+    assert!(tokio::net::TcpStream::connect(address).await.is_ok());
+    // Nothing comes back while it hangs (half a second stands for "ever").
+    let waited = tokio::time::timeout(Duration::from_millis(500), &mut asked).await;
+    assert!(waited.is_err(), "a hung server answered");
+    served.access("dev").unwrap().set_hung(false);
+    let answered = tokio::time::timeout(Duration::from_secs(10), asked)
+        .await
+        .expect("no answer 10 s after the server was let go")
+        .unwrap();
+    assert!(answered.is_ok());
+}

@@ -44,7 +44,53 @@ pub struct Demo {
     pub kubeconfig: PathBuf,
     /// Everything the process wrote to stderr (its log), also passed on to the test's.
     logs: std::sync::Arc<std::sync::Mutex<String>>,
+    /// The simulated clusters' API addresses the demo printed.
+    clusters: Vec<String>,
     child: Child,
+}
+
+impl Drop for Demo {
+    /// Tower never writes to a cluster: a test that ran Tower against the simulated clusters
+    /// ends by checking that none of them was asked to write.
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            if let Err(err) = self.check_no_writes() {
+                panic!("{err:#}");
+            }
+        }
+    }
+}
+
+impl Demo {
+    /// Fails if any simulated cluster of the demo was asked to write.
+    fn check_no_writes(&self) -> anyhow::Result<()> {
+        for cluster in &self.clusters {
+            let writes = refused_writes(cluster)
+                .with_context(|| format!("could not read {cluster}/metrics"))?;
+            anyhow::ensure!(writes == 0, "Tower asked {cluster} to write {writes} times");
+        }
+        Ok(())
+    }
+}
+
+/// The writes a simulated cluster at `base` (`http://host:port`) has refused, from its
+/// `/metrics` (a blocking HTTP/1.0 GET with 5 s deadlines: this runs in `Drop`).
+pub fn refused_writes(base: &str) -> anyhow::Result<u64> {
+    use std::io::{Read as _, Write as _};
+    let address = base
+        .strip_prefix("http://")
+        .context("not an http:// address")?;
+    let mut stream = std::net::TcpStream::connect(address)?;
+    stream.set_read_timeout(Some(Duration::from_secs(5)))?;
+    stream.set_write_timeout(Some(Duration::from_secs(5)))?;
+    write!(stream, "GET /metrics HTTP/1.0\r\nHost: {address}\r\n\r\n")?;
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer)?;
+    let line = answer
+        .lines()
+        .find_map(|l| l.strip_prefix("hangar_sim_requests_total{verb=\"write\"} "))
+        .context("no write count in /metrics")?;
+    Ok(line.trim().parse()?)
 }
 
 impl Demo {
@@ -120,10 +166,17 @@ impl Demo {
         });
         let stdout = child.stdout.take().context("no stdout")?;
         let mut lines = BufReader::new(stdout).lines();
+        let mut clusters = Vec::new();
         let url = tokio::time::timeout(Duration::from_secs(60), async {
             while let Some(line) = lines.next_line().await? {
                 if let Some(url) = line.strip_prefix("Tower is running at ") {
                     return Ok(url.trim().to_owned());
+                }
+                if let Some((_, address)) = line
+                    .strip_prefix("Simulated cluster ")
+                    .and_then(|rest| rest.split_once(": "))
+                {
+                    clusters.push(address.trim().to_owned());
                 }
             }
             bail!("tower exited without printing its URL")
@@ -136,6 +189,7 @@ impl Demo {
             url,
             kubeconfig,
             logs,
+            clusters,
             child,
         })
     }
@@ -173,6 +227,9 @@ impl Demo {
     /// Sends SIGINT (what Ctrl-C sends) and waits up to 10 s for the process to exit.
     pub async fn interrupt(mut self) -> anyhow::Result<std::process::ExitStatus> {
         let pid = self.child.id().context("the demo already exited")?;
+        // Checked while the clusters still answer (Drop would find them gone).
+        self.check_no_writes()?;
+        self.clusters.clear();
         let status = Command::new("kill")
             .args(["-INT", &pid.to_string()])
             .status()
@@ -306,27 +363,29 @@ impl Browser {
 
     /// Presses Tab through the whole page from the top: every visible link, button, input
     /// and focusable cell is reached, and each shows a visible focus ring. How many were
-    /// reached.
+    /// reached. Elements are known by what they are (tag, link, label), not by handle, so a
+    /// live page that draws a part again mid-walk is still walked; an element that left the
+    /// page meanwhile is not asked for.
     pub async fn keyboard_reaches_everything(&self) -> anyhow::Result<usize> {
+        const FOCUSABLE: &str = "Array.from(document.querySelectorAll(
+            'a[href], button:not([disabled]), input:not([disabled]), select, textarea, [tabindex]:not([tabindex=\"-1\"])'))
+            .filter(e => e.getClientRects().length > 0).map(describe)";
+        const DESCRIBE: &str = "const describe = e => [e.tagName, e.getAttribute('href') || '',
+            (e.getAttribute('aria-label') || e.innerText || e.value || '').trim().slice(0, 80)].join('|');";
         let c = &self.client;
-        let count = c
-            .execute(
-                "const all = Array.from(document.querySelectorAll(
-                    'a[href], button:not([disabled]), input:not([disabled]), select, textarea, [tabindex]:not([tabindex=\"-1\"])'))
-                    .filter(e => e.getClientRects().length > 0);
-                 all.forEach((e, i) => e.setAttribute('data-kbd', String(i)));
-                 if (document.activeElement) document.activeElement.blur();
-                 window.scrollTo(0, 0);
-                 return all.length;",
+        let focusable =
+            |then: &str| format!("{DESCRIBE} const all = {FOCUSABLE}; {then} return all;");
+        let before: Vec<String> = serde_json::from_value(
+            c.execute(
+                &focusable("if (document.activeElement) document.activeElement.blur(); window.scrollTo(0, 0);"),
                 vec![],
             )
-            .await?
-            .as_u64()
-            .unwrap_or(0);
-        anyhow::ensure!(count > 0, "nothing on the page takes focus");
+            .await?,
+        )?;
+        anyhow::ensure!(!before.is_empty(), "nothing on the page takes focus");
         let mut reached = std::collections::BTreeSet::new();
         let mut unringed = Vec::new();
-        for _ in 0..count + 5 {
+        for _ in 0..before.len() + 5 {
             // Through the actions API: no element handle to go stale as the page re-renders.
             use fantoccini::actions::{InputSource as _, KeyAction, KeyActions};
             let tab = KeyActions::new("keyboard".to_owned())
@@ -335,28 +394,33 @@ impl Browser {
             c.perform_actions(tab).await?;
             let focused = c
                 .execute(
-                    "const e = document.activeElement;
+                    &format!("{DESCRIBE} const e = document.activeElement;
+                     if (!e || e === document.body) return [null, true];
                      const s = getComputedStyle(e);
-                     return [e.getAttribute('data-kbd'), s.outlineStyle !== 'none' && parseFloat(s.outlineWidth) > 0,
-                             (e.innerText || e.getAttribute('aria-label') || e.tagName).trim().slice(0, 40)];",
+                     return [describe(e), s.outlineStyle !== 'none' && parseFloat(s.outlineWidth) > 0];"),
                     vec![],
                 )
                 .await?;
-            let (index, ringed, label): (Option<String>, bool, String) =
-                serde_json::from_value(focused)?;
-            if let Some(index) = index {
+            let (which, ringed): (Option<String>, bool) = serde_json::from_value(focused)?;
+            if let Some(which) = which {
                 if !ringed {
-                    unringed.push(label);
+                    unringed.push(which.clone());
                 }
-                reached.insert(index);
+                reached.insert(which);
             }
         }
         anyhow::ensure!(unringed.is_empty(), "focus is not visible on {unringed:?}");
-        let missed = usize::try_from(count)?.saturating_sub(reached.len());
+        let after: std::collections::BTreeSet<String> =
+            serde_json::from_value(c.execute(&focusable(""), vec![]).await?)?;
+        let missed: Vec<&String> = before
+            .iter()
+            .filter(|e| after.contains(*e) && !reached.contains(*e))
+            .collect();
         anyhow::ensure!(
-            missed == 0,
-            "Tab reached {} of {count} focusable elements",
-            reached.len()
+            missed.is_empty(),
+            "Tab did not reach {} of {} focusable elements: {missed:?}",
+            missed.len(),
+            before.len()
         );
         Ok(reached.len())
     }
@@ -441,8 +505,17 @@ impl std::fmt::Debug for Live {
 }
 
 impl Drop for Live {
+    /// Stops Tower; then, unless the test failed already, checks that Tower never asked a
+    /// simulated cluster to write.
     fn drop(&mut self) {
         self.server.abort();
+        if !std::thread::panicking() {
+            let writes = self.world.served.writes();
+            assert_eq!(
+                writes, 0,
+                "Tower asked the simulated clusters to write {writes} times"
+            );
+        }
     }
 }
 
@@ -454,6 +527,23 @@ impl Live {
 
     /// [`Live::start`] with the history in `database_url` (e.g. PostgreSQL).
     pub async fn start_with(speed: f64, database_url: Option<String>) -> anyhow::Result<Self> {
+        Self::start_full(speed, database_url, &[]).await
+    }
+
+    /// [`Live::start`] on clusters whose API servers deny Tower what `denied` says (cluster,
+    /// rule), from before Tower first asks.
+    pub async fn start_denied(
+        speed: f64,
+        denied: &[(&str, hangar_sim::kube_api::Forbidden)],
+    ) -> anyhow::Result<Self> {
+        Self::start_full(speed, None, denied).await
+    }
+
+    async fn start_full(
+        speed: f64,
+        database_url: Option<String>,
+        denied: &[(&str, hangar_sim::kube_api::Forbidden)],
+    ) -> anyhow::Result<Self> {
         use tower_backend::{app, assets, demo, live};
         let dir = tempfile::tempdir()?;
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
@@ -463,6 +553,13 @@ impl Live {
             seed: 1,
         };
         let world = demo::start_world(world, speed, dir.path(), None, addr).await?;
+        for (cluster, rule) in denied {
+            world
+                .served
+                .access(cluster)
+                .context("no such simulated cluster")?
+                .forbid(rule.clone());
+        }
         let mut config = world.config.clone();
         if let Some(url) = database_url {
             config.database_url = Some(tower_backend::config::Secret(url));

@@ -245,6 +245,90 @@ fn watched_kinds_match_the_xr_kinds_and_the_simulators_resources() {
     }
 }
 
+/// Tower watches nothing its derivations do not read: every watched kind is named by a
+/// derivation in `shared/src`, but Hangar's own kinds (`*.hangar.io`: the XRs, read through
+/// `ServiceKind`, and the composed ones such as the CI/CD child XR, read by group).
+#[test]
+fn every_watched_kind_is_read_by_a_derivation() {
+    use tower_shared::hangar::WATCHED_KINDS;
+    for watched in WATCHED_KINDS
+        .iter()
+        .filter(|w| !w.group.ends_with("hangar.io"))
+    {
+        let literal = format!("\"{}\"", watched.kind);
+        let readers = lines_matching("shared/src", &[], |line| {
+            line.contains(&literal) && !line.contains("watched(")
+        });
+        assert!(
+            !readers.is_empty(),
+            "{} is watched but no derivation reads it: stop watching it",
+            watched.kind
+        );
+    }
+    assert!(
+        !WATCHED_KINDS
+            .iter()
+            .any(|w| w.kind == "Secret" || w.kind == "ConfigMap"),
+        "Tower never watches Secrets or ConfigMaps"
+    );
+}
+
+/// `docs/permissions.md` gives the RBAC Tower needs: `get`, `list`, `watch` on exactly the
+/// watched kinds — a ClusterRole for those read across clusters, a Role in the namespace of
+/// each kind read in one namespace.
+#[test]
+fn the_documented_rbac_is_exactly_the_watched_kinds_read_only() {
+    use serde::Deserialize as _;
+    use std::collections::BTreeSet;
+    use tower_shared::hangar::WATCHED_KINDS;
+    let doc = std::fs::read_to_string(root().join("docs/permissions.md")).unwrap();
+    let yaml = doc
+        .split("```yaml\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .expect("docs/permissions.md has a yaml block");
+    // (namespace or None, group, plural)
+    let mut granted = BTreeSet::new();
+    for document in serde_yaml_ng::Deserializer::from_str(yaml) {
+        let role = serde_json::Value::deserialize(document).unwrap();
+        let namespace = match role["kind"].as_str() {
+            Some("ClusterRole") => None,
+            Some("Role") => Some(role["metadata"]["namespace"].as_str().unwrap().to_owned()),
+            other => panic!("unexpected {other:?} in docs/permissions.md"),
+        };
+        for rule in role["rules"].as_array().unwrap() {
+            let verbs: Vec<&str> = rule["verbs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_str().unwrap())
+                .collect();
+            assert_eq!(verbs, ["get", "list", "watch"], "{rule}");
+            for group in rule["apiGroups"].as_array().unwrap() {
+                for resource in rule["resources"].as_array().unwrap() {
+                    let key = (
+                        namespace.clone(),
+                        group.as_str().unwrap().to_owned(),
+                        resource.as_str().unwrap().to_owned(),
+                    );
+                    assert!(granted.insert(key.clone()), "{key:?} granted twice");
+                }
+            }
+        }
+    }
+    let watched: BTreeSet<(Option<String>, String, String)> = WATCHED_KINDS
+        .iter()
+        .map(|w| {
+            (
+                w.namespace.map(str::to_owned),
+                w.group.to_owned(),
+                w.plural.to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(granted, watched, "docs/permissions.md vs WATCHED_KINDS");
+}
+
 /// A source file's text before its `#[cfg(test)]` module (tests may build JSON by hand).
 fn non_test_code(text: &str) -> &str {
     text.split("#[cfg(test)]").next().unwrap_or(text)

@@ -4,9 +4,13 @@
 //! in Tower's own model ([`Object`]). Requests never LIST: they read these maps. The watcher
 //! lists once at start, then watches from the last resource version (bookmarks keep it
 //! current); a `410 Gone` makes it list again. A type the cluster does not serve (404) is left
-//! out. When a watch fails the cluster is marked stale — with the time of the failure — and
-//! keeps serving its last objects; a cheap `/version` probe clears the mark once the API
-//! answers again.
+//! out; so, for now, is one Tower has no grant for (403): the derivations fall back as they do
+//! without the objects, the cluster is not stale, and the watcher asks again only after
+//! [`NO_GRANT_RETRY`]. When a watch fails the cluster is marked stale — with the time of the
+//! failure — and keeps serving its last objects. A cheap `/version` probe runs all the time
+//! with its own deadline: a server that stops answering (even one that keeps connections
+//! open and says nothing) is stale within [`PROBE_EVERY`] + [`PROBE_DEADLINE`], and an answer
+//! clears the mark.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -25,6 +29,13 @@ use tower_shared::kube::Object;
 
 use crate::clock::Clock;
 use crate::config::Config;
+
+/// How often each cluster's `/version` is asked.
+pub const PROBE_EVERY: Duration = Duration::from_secs(3);
+/// How long the probe waits for an answer before the cluster counts as stale.
+pub const PROBE_DEADLINE: Duration = Duration::from_secs(5);
+/// How long a watcher refused for lack of a grant (403) waits before asking again.
+pub const NO_GRANT_RETRY: Duration = Duration::from_secs(10 * 60);
 
 /// The API resource for a watched kind, for kube-rs' dynamic API.
 fn api_resource(watched: &WatchedKind) -> ApiResource {
@@ -67,7 +78,7 @@ struct TypeCache {
     /// A list in progress (between `Init` and `InitDone`).
     listing: Option<BTreeMap<Key, Arc<Object>>>,
     synced: bool,
-    /// The cluster does not serve this type.
+    /// The cluster does not serve this type, or Tower has no grant to read it.
     absent: bool,
     last_error: Option<Stamp<String>>,
 }
@@ -85,6 +96,8 @@ struct Stamp<T> {
 struct ClusterCache {
     types: Vec<TypeCache>,
     last_ok: Option<Stamp<()>>,
+    /// The probe's last failure (no answer within its deadline, or an error).
+    probe_error: Option<Stamp<String>>,
     seq: u64,
 }
 
@@ -94,6 +107,7 @@ impl ClusterCache {
         self.types
             .iter()
             .filter_map(|t| t.last_error.as_ref())
+            .chain(self.probe_error.as_ref())
             .filter(|e| self.last_ok.as_ref().is_none_or(|ok| e.seq > ok.seq))
             .max_by_key(|e| e.seq)
     }
@@ -193,6 +207,7 @@ impl Clusters {
                 let cache = ClusterCache {
                     types: WATCHED_KINDS.iter().map(|_| TypeCache::default()).collect(),
                     last_ok: None,
+                    probe_error: None,
                     seq: 0,
                 };
                 (name.clone(), Mutex::new(cache))
@@ -338,7 +353,8 @@ fn to_object(object: DynamicObject, watched: &WatchedKind) -> Option<(Key, Arc<O
         map.entry("apiVersion").or_insert(api_version.into());
         map.entry("kind").or_insert(watched.kind.into());
     }
-    let object = Object::from_value(value)?;
+    // Kept only as derivations read it: no env, args, Helm values or secret params.
+    let object = Object::from_value(value)?.trimmed();
     Some((
         (
             object.metadata.namespace.clone(),
@@ -355,13 +371,36 @@ async fn run_watcher(
     index: usize,
     watched: WatchedKind,
 ) {
-    let api: kube::Api<DynamicObject> = kube::Api::all_with(client, &api_resource(&watched));
+    loop {
+        let refused = watch_kind(&shared, &cluster, client.clone(), index, watched).await;
+        if !refused {
+            return;
+        }
+        tokio::time::sleep(NO_GRANT_RETRY).await;
+    }
+}
+
+/// Watches one kind until Tower stops (`false`) or the cluster refuses it for lack of a grant
+/// (`true`); a kind the cluster does not serve ends the watch for good (`false`).
+async fn watch_kind(
+    shared: &std::sync::Weak<Shared>,
+    cluster: &str,
+    client: kube::Client,
+    index: usize,
+    watched: WatchedKind,
+) -> bool {
+    let resource = api_resource(&watched);
+    let api: kube::Api<DynamicObject> = match watched.namespace {
+        Some(namespace) => kube::Api::namespaced_with(client, namespace, &resource),
+        None => kube::Api::all_with(client, &resource),
+    };
+    let cluster = cluster.to_owned();
     let mut stream = watcher(api, watcher::Config::default())
         .backoff(Retry(Duration::from_millis(250)))
         .boxed();
     while let Some(item) = stream.next().await {
         let Some(shared) = shared.upgrade() else {
-            return;
+            return false;
         };
         let now = shared.clock.now();
         match item {
@@ -409,13 +448,31 @@ async fn run_watcher(
                     }
                 }
             }),
-            Err(err) if is_not_served(&err) => {
+            Err(err) if refused_with(&err, 404) => {
                 record(&shared, &cluster, |cache| {
                     cache.types[index].absent = true;
                     Update::Quiet
                 });
                 tracing::debug!(%cluster, kind = watched.kind, "not served by this cluster");
-                return;
+                return false;
+            }
+            Err(err) if refused_with(&err, 403) => {
+                // No grant: read as if there were none of these objects (the derivations fall
+                // back), and say so once per attempt rather than marking the cluster stale.
+                record(&shared, &cluster, |cache| {
+                    let types = &mut cache.types[index];
+                    types.absent = true;
+                    types.listing = None;
+                    if std::mem::take(&mut types.objects).is_empty() {
+                        Update::Quiet
+                    } else {
+                        Update::Object(object_change(&cluster, &watched, "resynced", None))
+                    }
+                });
+                tracing::warn!(%cluster, kind = watched.kind, namespace = watched.namespace,
+                    error = %err, retry_in_secs = NO_GRANT_RETRY.as_secs(),
+                    "no grant to read this kind: reading without it");
+                return true;
             }
             Err(err) => {
                 tracing::warn!(%cluster, kind = watched.kind, error = %err, "watch failed");
@@ -428,42 +485,58 @@ async fn run_watcher(
             }
         }
     }
+    false
 }
 
-fn is_not_served(err: &watcher::Error) -> bool {
+/// Whether the API refused to list or watch with `code`.
+fn refused_with(err: &watcher::Error, code: u16) -> bool {
     match err {
         watcher::Error::InitialListFailed(kube::Error::Api(status))
-        | watcher::Error::WatchStartFailed(kube::Error::Api(status)) => status.code == 404,
+        | watcher::Error::WatchStartFailed(kube::Error::Api(status)) => status.code == code,
         _ => false,
     }
 }
 
-/// While a cluster is failing, asks its `/version` every 2 s; an answer marks it fresh
-/// again (the watchers resume from their resource versions on their next retry).
+/// Asks the cluster's `/version` every [`PROBE_EVERY`], waiting at most [`PROBE_DEADLINE`]:
+/// no answer marks the cluster stale (a hung server keeps its watches open and silent, so
+/// they alone would not notice for minutes); an answer marks it fresh again (the watchers
+/// resume from their resource versions on their next retry).
 async fn probe(shared: std::sync::Weak<Shared>, cluster: String, client: kube::Client) {
-    let mut ticker = tokio::time::interval(Duration::from_secs(2));
+    let mut ticker = tokio::time::interval(PROBE_EVERY);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         ticker.tick().await;
+        let answer = tokio::time::timeout(PROBE_DEADLINE, client.apiserver_version()).await;
         let Some(strong) = shared.upgrade() else {
             return;
         };
-        let failing = strong
-            .clusters
-            .get(&cluster)
-            .is_some_and(|c| lock(c).failing().is_some());
-        drop(strong);
-        if !failing {
-            continue;
-        }
-        if client.apiserver_version().await.is_ok() {
-            let Some(strong) = shared.upgrade() else {
-                return;
-            };
-            let now = strong.clock.now();
-            record(&strong, &cluster, |cache| {
-                cache.answered(now);
+        let now = strong.clock.now();
+        let failure = match answer {
+            Ok(Ok(_)) => None,
+            Ok(Err(err)) => Some(err.to_string()),
+            Err(_) => Some(format!(
+                "the API server did not answer within {} s",
+                PROBE_DEADLINE.as_secs()
+            )),
+        };
+        record(&strong, &cluster, |cache| {
+            let was_failing = cache.failing().is_some();
+            match failure {
+                None => cache.answered(now),
+                Some(message) => {
+                    // A failure already showing keeps its start (and its watcher's words).
+                    if was_failing {
+                        return Update::Quiet;
+                    }
+                    tracing::warn!(%cluster, error = %message, "the cluster's API is not answering");
+                    cache.probe_error = Some(cache.stamp(now, message));
+                }
+            }
+            if was_failing == cache.failing().is_some() {
+                Update::Quiet
+            } else {
                 Update::Freshness
-            });
-        }
+            }
+        });
     }
 }

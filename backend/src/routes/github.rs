@@ -39,6 +39,44 @@ fn from_github(err: GitHubError, field: &'static str) -> ApiError {
     }
 }
 
+/// The repository a GitHub route may read, as `owner/name` in the spelling Tower caches it
+/// under: only the configured owner's (in any letter case), and only a tenants repository
+/// or one Hangar's rules give a known service. Anything else is refused before GitHub is
+/// asked, so a signed-in user cannot spend Tower's token or fill its cache.
+fn readable_repo(state: &AppState, query: &Query) -> Result<String, ApiError> {
+    let github = github(state)?;
+    let asked = params::repo(query)?;
+    let (owner, name) = asked.split_once('/').unwrap_or((&asked, ""));
+    if !owner.eq_ignore_ascii_case(github.owner()) {
+        return Err(ApiError::Unknown {
+            field: "owner",
+            message: format!(
+                "Tower reads only {}'s repositories, not {owner:?}'s",
+                github.owner()
+            ),
+        });
+    }
+    // GitHub's names are case-insensitive: one spelling, one cache entry.
+    let name = name.to_ascii_lowercase();
+    let repo = format!("{}/{name}", github.owner());
+    let tenants = state
+        .live
+        .as_ref()
+        .map(|live| live.config().tenants_repos())
+        .unwrap_or_default();
+    let is_tenants = tenants.iter().any(|t| t.eq_ignore_ascii_case(&repo));
+    if is_tenants || hangar::is_known_repo(&state.source.derived().snapshot, &name) {
+        Ok(repo)
+    } else {
+        Err(ApiError::Unknown {
+            field: "repo",
+            message: format!(
+                "{repo} is neither a tenants repository nor a repository of a service Tower knows"
+            ),
+        })
+    }
+}
+
 async fn pulls_of(state: &AppState, repo: &str) -> Result<Vec<PullRequest>, ApiError> {
     github(state)?
         .pull_requests(repo)
@@ -52,7 +90,7 @@ pub async fn pull_requests(
     State(state): State<AppState>,
     query: Query,
 ) -> Result<Json<PullRequests>, ApiError> {
-    let repo = params::repo(&query)?;
+    let repo = readable_repo(&state, &query)?;
     let pull_requests = pulls_of(&state, &repo).await?;
     Ok(Json(PullRequests {
         repo,
@@ -75,7 +113,7 @@ pub async fn pending_requests(
     State(state): State<AppState>,
     query: Query,
 ) -> Result<Json<PendingRequests>, ApiError> {
-    let repo = params::repo(&query)?;
+    let repo = readable_repo(&state, &query)?;
     let now = state.clock().now();
     let requests = pulls_of(&state, &repo)
         .await?
@@ -96,7 +134,7 @@ pub async fn request_pr(
     State(state): State<AppState>,
     query: Query,
 ) -> Result<Json<RequestPr>, ApiError> {
-    let repo = params::repo(&query)?;
+    let repo = readable_repo(&state, &query)?;
     let kind = params::kind(&query, "kind")?;
     let name = params::dns_label(&query, "name")?;
     let pulls = pulls_of(&state, &repo).await?;
@@ -117,7 +155,14 @@ pub async fn cicd(
 ) -> Result<Json<CicdConfig>, ApiError> {
     let app = params::dns_label(&query, "app")?;
     let github = github(&state)?;
-    let (repo, path) = hangar::cicd_location(&state.source.derived().snapshot, github.owner(), app);
+    let snapshot = &state.source.derived().snapshot;
+    if !hangar::is_known_service(snapshot, app) {
+        return Err(ApiError::Unknown {
+            field: "app",
+            message: format!("Tower knows no service called {app}"),
+        });
+    }
+    let (repo, path) = hangar::cicd_location(snapshot, github.owner(), app);
     let text = github
         .file(&repo, &path)
         .await

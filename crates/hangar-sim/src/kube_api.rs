@@ -5,6 +5,12 @@
 //!
 //! Lists are served from the current state; a `continue` token carries the list's resource
 //! version and position, and expires (410) once that version leaves the history.
+//!
+//! Like a real API server reached with a read-only identity, it says no: every write (POST,
+//! PUT, PATCH, DELETE) is refused with `405 MethodNotAllowed` and counted, and [`Access`]
+//! rules forbid a kind (in one namespace or everywhere) with `403 Forbidden`. It can also
+//! hang: accept connections and answer nothing until it is let go. `GET /metrics` gives the
+//! counts in Prometheus text, so a test can read them from another process.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -14,7 +20,8 @@ use std::time::Duration;
 
 use axum::body::{Body, Bytes};
 use axum::extract::{Query, State};
-use axum::http::{header, StatusCode, Uri};
+use axum::http::{header, Method, Request, StatusCode, Uri};
+use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
@@ -39,6 +46,107 @@ pub struct Config {
     pub up: Option<tokio::sync::watch::Receiver<bool>>,
     /// Requests served, by verb.
     pub counts: Arc<RequestCounts>,
+    /// What the caller may read, and whether the server hangs.
+    pub access: Arc<Access>,
+}
+
+/// One RBAC denial: a resource type (by group and plural), in one namespace or everywhere.
+/// A cluster-wide request for the type is forbidden by either, as a real API server forbids
+/// a cluster-scoped list to an identity granted the type in some namespaces only.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Forbidden {
+    /// Empty for the core group.
+    pub group: String,
+    pub plural: String,
+    pub namespace: Option<String>,
+}
+
+/// The caller's grants (everything readable but what is forbidden) and the hang switch.
+#[derive(Debug)]
+pub struct Access {
+    forbidden: std::sync::Mutex<Vec<Forbidden>>,
+    hung: tokio::sync::watch::Sender<bool>,
+}
+
+impl Default for Access {
+    fn default() -> Self {
+        Self {
+            forbidden: std::sync::Mutex::default(),
+            hung: tokio::sync::watch::channel(false).0,
+        }
+    }
+}
+
+/// The identity the simulated clusters' kubeconfig names (it has no credentials).
+pub const USER: &str = "tower-reader";
+
+impl Access {
+    fn rules(&self) -> std::sync::MutexGuard<'_, Vec<Forbidden>> {
+        self.forbidden
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Adds a denial.
+    pub fn forbid(&self, rule: Forbidden) {
+        self.rules().push(rule);
+    }
+
+    /// Lifts every denial.
+    pub fn allow_all(&self) {
+        self.rules().clear();
+    }
+
+    /// Hangs the server (connections accepted, nothing answered, open watches silent) or
+    /// lets it go (what was waiting is answered).
+    pub fn set_hung(&self, hung: bool) {
+        self.hung.send_replace(hung);
+    }
+
+    /// Waits while the server hangs.
+    async fn while_hung(&self) {
+        let mut hung = self.hung.subscribe();
+        let _ = hung.wait_for(|hung| !*hung).await;
+    }
+
+    /// The 403 a real API server gives for `verb` on `resource` in `namespace` (`None`:
+    /// across the cluster), if a rule denies it.
+    fn check(
+        &self,
+        verb: &str,
+        resource: &ResourceType,
+        subresource: Option<&str>,
+        namespace: Option<&str>,
+    ) -> Option<Response> {
+        let denied = self.rules().iter().any(|rule| {
+            rule.group == resource.group
+                && rule.plural == resource.plural
+                && (namespace.is_none()
+                    || rule.namespace.is_none()
+                    || rule.namespace.as_deref() == namespace)
+        });
+        if !denied {
+            return None;
+        }
+        let qualified = if resource.group.is_empty() {
+            resource.plural.to_owned()
+        } else {
+            format!("{}.{}", resource.plural, resource.group)
+        };
+        let what = match subresource {
+            Some(sub) => format!("{}/{sub}", resource.plural),
+            None => resource.plural.to_owned(),
+        };
+        let scope = match namespace {
+            Some(ns) => format!("in the namespace \"{ns}\""),
+            None => "at the cluster scope".to_owned(),
+        };
+        let body = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": format!("{qualified} is forbidden: User \"{USER}\" cannot {verb} resource \"{what}\" in API group \"{}\" {scope}", resource.group),
+            "reason": "Forbidden", "details": {"group": resource.group, "kind": resource.plural},
+            "code": 403});
+        Some((StatusCode::FORBIDDEN, Json(body)).into_response())
+    }
 }
 
 /// Requests an API server has answered, by verb (for "no LIST after start-up" checks).
@@ -48,6 +156,10 @@ pub struct RequestCounts {
     pub watch: AtomicU64,
     pub get: AtomicU64,
     pub other: AtomicU64,
+    /// Writes, all refused.
+    pub writes: AtomicU64,
+    /// Requests refused by an [`Access`] rule.
+    pub forbidden: AtomicU64,
 }
 
 /// A reading of [`RequestCounts`].
@@ -57,6 +169,8 @@ pub struct Requests {
     pub watch: u64,
     pub get: u64,
     pub other: u64,
+    pub writes: u64,
+    pub forbidden: u64,
 }
 
 impl RequestCounts {
@@ -66,7 +180,35 @@ impl RequestCounts {
             watch: self.watch.load(Ordering::Relaxed),
             get: self.get.load(Ordering::Relaxed),
             other: self.other.load(Ordering::Relaxed),
+            writes: self.writes.load(Ordering::Relaxed),
+            forbidden: self.forbidden.load(Ordering::Relaxed),
         }
+    }
+
+    /// The counts in Prometheus text (`GET /metrics`).
+    pub fn prometheus(&self) -> String {
+        let read = self.read();
+        let mut text = String::from(
+            "# HELP hangar_sim_requests_total Requests answered, by verb (write: refused with 405).\n\
+             # TYPE hangar_sim_requests_total counter\n",
+        );
+        for (verb, count) in [
+            ("list", read.list),
+            ("watch", read.watch),
+            ("get", read.get),
+            ("other", read.other),
+            ("write", read.writes),
+        ] {
+            text.push_str(&format!(
+                "hangar_sim_requests_total{{verb=\"{verb}\"}} {count}\n"
+            ));
+        }
+        text.push_str(&format!(
+            "# HELP hangar_sim_forbidden_total Requests refused with 403 by an RBAC rule.\n\
+             # TYPE hangar_sim_forbidden_total counter\nhangar_sim_forbidden_total {}\n",
+            read.forbidden
+        ));
+        text
     }
 }
 
@@ -78,6 +220,7 @@ impl Default for Config {
             clock: None,
             up: None,
             counts: Arc::default(),
+            access: Arc::default(),
         }
     }
 }
@@ -90,15 +233,36 @@ struct Api {
 
 /// The router serving `store` as a Kubernetes API server.
 pub fn router(store: Store, config: Config) -> Router {
+    let api = Api {
+        store,
+        config: Arc::new(config),
+    };
+    let counts = Arc::clone(&api.config.counts);
     Router::new()
         .route("/version", get(version))
         .route("/api", get(|| async { Json(resources::core_versions()) }))
         .route("/apis", get(|| async { Json(resources::group_list()) }))
         .fallback(resource)
-        .with_state(Api {
-            store,
-            config: Arc::new(config),
-        })
+        .layer(middleware::from_fn_with_state(api.clone(), gate))
+        .route("/metrics", get(move || async move { counts.prometheus() }))
+        .with_state(api)
+}
+
+/// Before any route: waits while the server hangs, and refuses every write.
+async fn gate(State(api): State<Api>, request: Request<Body>, next: Next) -> Response {
+    api.config.access.while_hung().await;
+    if matches!(*request.method(), Method::GET | Method::HEAD) {
+        return next.run(request).await;
+    }
+    api.config.counts.writes.fetch_add(1, Ordering::Relaxed);
+    tracing::warn!(method = %request.method(), path = %request.uri().path(), "refused a write to a simulated cluster");
+    status(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "MethodNotAllowed",
+        format!(
+            "the server does not allow this method on the requested resource: {USER} may only read"
+        ),
+    )
 }
 
 async fn version() -> Json<Value> {
@@ -170,6 +334,31 @@ async fn resource(
         _ => &api.config.counts.other,
     };
     counter.fetch_add(1, Ordering::Relaxed);
+    let denied = match &target {
+        Some(Target::Object(resource, namespace, _)) => {
+            api.config.access.check("get", resource, None, *namespace)
+        }
+        Some(Target::Collection(resource, namespace)) => {
+            let verb = if query.get("watch").is_some_and(|w| w == "true" || w == "1") {
+                "watch"
+            } else {
+                "list"
+            };
+            api.config.access.check(verb, resource, None, *namespace)
+        }
+        Some(Target::Log(namespace, _)) => {
+            resources::by_plural("", "v1", "pods").and_then(|pods| {
+                api.config
+                    .access
+                    .check("get", pods, Some("log"), Some(namespace))
+            })
+        }
+        _ => None,
+    };
+    if let Some(denied) = denied {
+        api.config.counts.forbidden.fetch_add(1, Ordering::Relaxed);
+        return denied;
+    }
     match target {
         Some(Target::Discovery(group, version)) => match resources::resource_list(group, version) {
             Some(list) => Json(list).into_response(),
@@ -344,6 +533,7 @@ fn watch(api: &Api, filter: Filter, query: &HashMap<String, String>) -> Response
         }
     };
     let bookmark_every = api.config.bookmark_every;
+    let access = Arc::clone(&api.config.access);
     let mut up = api.config.up.clone();
     tokio::spawn(async move {
         let going_down = async move {
@@ -394,6 +584,8 @@ fn watch(api: &Api, filter: Filter, query: &HashMap<String, String>) -> Response
                     Err(broadcast::error::RecvError::Closed) => return,
                 },
             };
+            // A hung server's open watches fall silent too.
+            access.while_hung().await;
             if tx.send(Ok(bytes)).await.is_err() {
                 return;
             }

@@ -332,16 +332,20 @@ impl Platform {
         let mut addresses = BTreeMap::new();
         let mut switches = BTreeMap::new();
         let mut counters = BTreeMap::new();
+        let mut access = BTreeMap::new();
         let mut tasks = Vec::new();
         for (name, store) in &self.clusters {
             let (switch, up) = tokio::sync::watch::channel(true);
             let counts = Arc::new(kube_api::RequestCounts::default());
             counters.insert(name.clone(), Arc::clone(&counts));
+            let rules = Arc::new(kube_api::Access::default());
+            access.insert(name.clone(), Arc::clone(&rules));
             let app = kube_api::router(
                 store.clone(),
                 kube_api::Config {
                     up: Some(up.clone()),
                     counts,
+                    access: rules,
                     ..config.clone()
                 },
             );
@@ -391,6 +395,7 @@ impl Platform {
             clusters: addresses,
             switches,
             counters,
+            access,
             github,
             argocd,
             backstage,
@@ -484,6 +489,7 @@ pub struct Served {
     /// Each cluster API's on/off switch.
     switches: BTreeMap<String, tokio::sync::watch::Sender<bool>>,
     counters: BTreeMap<String, Arc<kube_api::RequestCounts>>,
+    access: BTreeMap<String, Arc<kube_api::Access>>,
     tasks: Vec<JoinHandle<()>>,
 }
 
@@ -524,6 +530,16 @@ impl Served {
             .get(cluster)
             .map(|switch| switch.send_replace(up))
             .is_some()
+    }
+
+    /// A cluster API's RBAC rules and hang switch; `None` for an unknown cluster.
+    pub fn access(&self, cluster: &str) -> Option<&kube_api::Access> {
+        self.access.get(cluster).map(|a| &**a)
+    }
+
+    /// Writes the clusters' APIs have refused so far, all clusters together.
+    pub fn writes(&self) -> u64 {
+        self.counters.values().map(|c| c.read().writes).sum()
     }
 
     /// Requests each cluster's API has answered so far, by verb.

@@ -165,7 +165,9 @@ pub fn pipeline_run(
     json!({"apiVersion": "tekton.dev/v1", "kind": "PipelineRun",
         "metadata": {"name": name, "namespace": namespace, "labels": {"tekton.dev/pipeline": pipeline,
                      "app.kubernetes.io/managed-by": "tekton-pipelines"}},
-        "spec": {"pipelineRef": {"name": pipeline}, "params": [{"name": "git-revision", "value": "main"}],
+        // Pipelines pass credentials as params, as real ones do: Tower must not keep them.
+        "spec": {"pipelineRef": {"name": pipeline}, "params": [{"name": "git-revision", "value": "main"},
+                                                              {"name": "registry-token", "value": SECRET_MARK}],
                  "taskRunTemplate": {"serviceAccountName": "pipeline"}},
         "status": status})
 }
@@ -245,6 +247,10 @@ pub fn task_pod(task_run: &Value) -> Value {
     pod
 }
 
+/// Text the simulated platform puts where real platforms keep secrets (containers' env, Helm
+/// values, pipeline params): Tower must never hold or show it.
+pub const SECRET_MARK: &str = "sim-secret-4f1c";
+
 /// An Argo Rollout with a canary strategy.
 pub fn rollout(
     app: &str,
@@ -274,6 +280,10 @@ pub fn rollout(
     json!({"apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout",
         "metadata": {"name": app, "namespace": format!("app-{app}-{env}"), "generation": 1},
         "spec": {"replicas": desired, "selector": {"matchLabels": {"app": app}},
+                 "template": {"metadata": {"labels": {"app": app}}, "spec": {"containers": [{
+                     "name": app, "image": format!("ghcr.io/acme/{app}:1.0.0"),
+                     "args": ["--listen=:8080"],
+                     "env": [{"name": "DATABASE_URL", "value": format!("postgres://{app}:{SECRET_MARK}@db/{app}")}]}]}},
                  "strategy": {"canary": {"steps": [{"setWeight": 20}, {"pause": {"duration": "1m"}}, {"setWeight": 60}, {"pause": {}}]}}},
         "status": status})
 }
@@ -289,7 +299,8 @@ pub fn application(
 ) -> Value {
     json!({"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
         "metadata": {"name": name, "namespace": namespace},
-        "spec": {"project": "default", "source": {"repoURL": repo, "path": ".", "targetRevision": "HEAD"},
+        "spec": {"project": "default", "source": {"repoURL": repo, "path": ".", "targetRevision": "HEAD",
+                 "helm": {"valueFiles": ["values.yaml"], "values": format!("apiKey: {SECRET_MARK}\n")}},
                  "destination": {"server": "https://kubernetes.default.svc", "namespace": name}},
         "status": {"sync": {"status": sync, "revision": "ea8759964626a583667a2bfd08f334ec2070040a"},
                    "health": {"status": health, "lastTransitionTime": ts(at)}, "reconciledAt": ts(at)}})
