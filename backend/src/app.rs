@@ -13,17 +13,29 @@ use crate::assets::Dist;
 use crate::routes;
 use crate::state::AppState;
 
+/// What the page may load and run: its own files only — scripts from Tower (and the inline
+/// loader Trunk writes, by hash) with WebAssembly compiled, requests to Tower only, no forms,
+/// no plugins, framed only by `frame_ancestors`. Style attributes are allowed (the drawings
+/// use them); nothing else inline is.
+pub fn content_security_policy(script_hashes: &[String], frame_ancestors: &[String]) -> String {
+    format!(
+        "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'{}{}; \
+         style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; \
+         form-action 'none'; object-src 'none'; base-uri 'none'; frame-ancestors {}",
+        if script_hashes.is_empty() { "" } else { " " },
+        script_hashes.join(" "),
+        frame_ancestors.join(" ")
+    )
+}
+
 /// The JSON API, `/healthz`, `/readyz`, `/metrics`, `/openapi.json`, and the built frontend
 /// for every other path. Responses are compressed (brotli or gzip, as the client accepts)
 /// unless already encoded or a Server-Sent Events stream.
 pub fn router(state: AppState, dist: &Dist) -> Router {
     let metrics = Arc::clone(&state.metrics);
-    let policy = format!(
-        "object-src 'none'; base-uri 'none'; frame-ancestors {}",
-        state.frame_ancestors.join(" ")
-    );
+    let policy = content_security_policy(&dist.inline_script_hashes(), &state.frame_ancestors);
     let policy = http::HeaderValue::from_str(&policy).unwrap_or(http::HeaderValue::from_static(
-        "object-src 'none'; base-uri 'none'; frame-ancestors 'self'",
+        "default-src 'none'; frame-ancestors 'none'",
     ));
     let gate = Arc::clone(&state.gate);
     let clock = state.clock().clone();

@@ -51,6 +51,22 @@ impl Dist {
         })
     }
 
+    /// CSP sources for the page's own inline scripts (the module loader Trunk writes into
+    /// `index.html`): `'sha256-…'` of each, so `script-src` allows them and nothing else
+    /// inline.
+    pub fn inline_script_hashes(&self) -> Vec<String> {
+        inline_scripts(&self.index_html)
+            .map(|script| {
+                use base64::Engine as _;
+                let digest = ring::digest::digest(&ring::digest::SHA256, script.as_bytes());
+                format!(
+                    "'sha256-{}'",
+                    base64::engine::general_purpose::STANDARD.encode(digest.as_ref())
+                )
+            })
+            .collect()
+    }
+
     /// Routes serving the folder, with the cache policy and page fallback described above.
     pub fn router(&self) -> Router {
         let pages = Router::new()
@@ -64,6 +80,15 @@ impl Dist {
             .fallback_service(files)
             .layer(middleware::from_fn(cache_control))
     }
+}
+
+/// The text of every `<script>` without a `src` in `html`, exactly as the browser hashes it.
+fn inline_scripts(html: &str) -> impl Iterator<Item = &str> {
+    html.split("<script").skip(1).filter_map(|rest| {
+        let (attributes, rest) = rest.split_once('>')?;
+        let (text, _) = rest.split_once("</script>")?;
+        (!attributes.contains("src=")).then_some(text)
+    })
 }
 
 async fn page_or_not_found(State(index_html): State<Arc<str>>, request: Request) -> Response {

@@ -38,7 +38,14 @@ pub struct AppState {
     pub frame_ancestors: Arc<[String]>,
     /// Who may call the API.
     pub gate: Arc<crate::auth::Gate>,
+    /// `/readyz`'s last answer and when it was found: one check at a time, reused for
+    /// [`READINESS_FOR`], so a public route cannot make Tower hammer Argo CD or the database.
+    pub readiness:
+        Arc<tokio::sync::Mutex<Option<(tokio::time::Instant, tower_shared::api::Readiness)>>>,
 }
+
+/// How long a `/readyz` answer is reused.
+pub const READINESS_FOR: std::time::Duration = std::time::Duration::from_secs(2);
 
 impl AppState {
     /// State for a fixed snapshot: no clusters or GitHub; callers checked by `gate`.
@@ -61,6 +68,7 @@ impl AppState {
             metrics: Arc::default(),
             frame_ancestors: Arc::from(vec!["'self'".to_owned()]),
             gate: Arc::new(gate),
+            readiness: Arc::default(),
         }
     }
 
@@ -84,6 +92,7 @@ impl AppState {
             metrics: Arc::default(),
             frame_ancestors: Arc::from(config.frame_ancestors()),
             live: Some(live),
+            readiness: Arc::default(),
         }
     }
 

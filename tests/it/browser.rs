@@ -19,12 +19,7 @@ async fn fleet_page_shows_what_the_backend_serves() {
     browser
         .checked("fleet", async {
             let c = &browser.client;
-            c.goto(&demo.url).await?;
-            c.wait()
-                .at_most(Duration::from_secs(20))
-                .for_element(Locator::Css("table.matrix tbody tr"))
-                .await
-                .context("the fleet table never rendered")?;
+            open_fleet(c, &demo.url).await?;
 
             let mut shown = texts(c, ".app-name").await?;
             let mut served: Vec<String> = fleet.apps.iter().map(|a| a.name.clone()).collect();
@@ -167,6 +162,17 @@ async fn cloud_deployments_tab_shows_a_simulated_ecs_service_and_opens_its_runs(
 
 /// The text of every element matching `css`, read in one go inside the page (the page
 /// re-renders as data arrives, so element handles can go stale between two calls).
+/// Opens the fleet page at `url` and waits until the matrix has rows.
+async fn open_fleet(c: &fantoccini::Client, url: &str) -> anyhow::Result<()> {
+    c.goto(url).await?;
+    c.wait()
+        .at_most(Duration::from_secs(20))
+        .for_element(Locator::Css("table.matrix tbody tr"))
+        .await
+        .context("the fleet table never rendered")?;
+    Ok(())
+}
+
 async fn texts(c: &fantoccini::Client, css: &str) -> anyhow::Result<Vec<String>> {
     let found = c
         .execute(
@@ -586,11 +592,17 @@ async fn a_github_rate_limit_shows_as_such_over_the_last_known_data() {
     );
     let met = tower
         .client()
-        .get(tower.url("/pull-requests?owner=acme&repo=gitops-infra-ledger"))
+        .get(tower.url(&tower.unasked_pulls_path().await.unwrap()))
         .send()
         .await
         .unwrap();
-    assert_eq!(met.status(), reqwest::StatusCode::SERVICE_UNAVAILABLE);
+    let status = met.status();
+    assert_eq!(
+        status,
+        reqwest::StatusCode::SERVICE_UNAVAILABLE,
+        "{}",
+        met.text().await.unwrap()
+    );
     let browser = Browser::start().await.unwrap();
     browser
         .checked("github-rate-limited", async {
@@ -792,6 +804,55 @@ async fn behind_an_authenticating_proxy_the_page_needs_no_token() {
             )
             .await?;
             browser.check_page("behind-a-proxy").await?;
+            Ok(())
+        })
+        .await
+        .unwrap();
+    browser.close().await.unwrap();
+}
+
+/// The page runs under Tower's Content-Security-Policy (its own scripts and WebAssembly,
+/// requests to Tower only) and a script injected inline does not run.
+#[tokio::test]
+async fn the_page_works_under_its_csp_and_an_injected_inline_script_does_not_run() {
+    let demo = Demo::start_with(&["--speed", "0"]).await.unwrap();
+    let page = reqwest::get(&demo.url).await.unwrap();
+    let policy = page.headers()["content-security-policy"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    for directive in [
+        "default-src 'self'",
+        "script-src 'self' 'wasm-unsafe-eval' 'sha256-",
+        "connect-src 'self'",
+        "form-action 'none'",
+    ] {
+        assert!(
+            policy.contains(directive),
+            "{directive} missing from {policy}"
+        );
+    }
+    let browser = Browser::start().await.unwrap();
+    browser
+        .checked("csp", async {
+            let c = &browser.client;
+            // The WASM app ran (under its CSP): it drew the fleet from the API.
+            open_fleet(c, &demo.url).await?;
+            let ran = c
+                .execute_async(
+                    "const done = arguments[arguments.length - 1];
+                     let refused = false;
+                     document.addEventListener('securitypolicyviolation', () => { refused = true; });
+                     const s = document.createElement('script');
+                     s.textContent = 'window.injectedRan = true;';
+                     document.body.appendChild(s);
+                     setTimeout(() => done([window.injectedRan === true, refused]), 200);",
+                    vec![],
+                )
+                .await?;
+            let (ran, refused): (bool, bool) = serde_json::from_value(ran)?;
+            anyhow::ensure!(!ran, "an injected inline script ran");
+            anyhow::ensure!(refused, "the browser reported no CSP violation");
             Ok(())
         })
         .await

@@ -314,7 +314,7 @@ async fn the_page_and_the_api_tell_the_same_time_at_twenty_times_speed() {
     );
     let limited = tower
         .client()
-        .get(tower.url("/pull-requests?owner=acme&repo=gitops-infra-ledger"))
+        .get(tower.url(&tower.unasked_pulls_path().await.unwrap()))
         .send()
         .await
         .unwrap();

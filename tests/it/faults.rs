@@ -165,7 +165,7 @@ async fn a_github_rate_limit_is_reported_with_the_data_not_instead_of_it() {
         .inject_github_fault(Fault::RateLimitSpent { reset_in: 12 }, 1);
     let response = tower
         .client()
-        .get(tower.url("/pull-requests?owner=acme&repo=gitops-infra-ledger"))
+        .get(tower.url(&tower.unasked_pulls_path().await.unwrap()))
         .send()
         .await
         .unwrap();

@@ -344,9 +344,17 @@ async fn provisioning_snapshot_readiness_metrics_and_openapi() {
     for path in ["/", "/api/provisioning"] {
         let response = tower.client().get(tower.url(path)).send().await.unwrap();
         let header = |name: &str| response.headers()[name].to_str().unwrap().to_owned();
-        assert_eq!(
-            header("content-security-policy"),
-            format!("object-src 'none'; base-uri 'none'; frame-ancestors 'self' {backstage}")
+        let policy = header("content-security-policy");
+        assert!(
+            policy.starts_with("default-src 'self'; script-src 'self' 'wasm-unsafe-eval' 'sha256-"),
+            "{policy}"
+        );
+        assert!(
+            policy.ends_with(&format!(
+                "connect-src 'self'; form-action 'none'; object-src 'none'; base-uri 'none'; \
+                 frame-ancestors 'self' {backstage}"
+            )),
+            "{policy}"
         );
         assert_eq!(header("x-content-type-options"), "nosniff");
         assert_eq!(header("referrer-policy"), "no-referrer");
@@ -1039,4 +1047,25 @@ async fn no_route_forwards_env_helm_values_or_secret_params() {
         .await
         .unwrap();
     assert!(snapshot.to_string().contains("ghcr.io/acme/"), "{snapshot}");
+}
+
+/// `/readyz` is public: however many ask at once, one check runs (one Argo CD request) and
+/// its answer is reused for `READINESS_FOR` (2 s).
+#[tokio::test]
+async fn readiness_is_checked_once_for_a_crowd_of_callers() {
+    let tower = frozen().await;
+    let anonymous = reqwest::Client::new();
+    let before = tower.world.served.argocd_requests();
+    let asks = (0..50).map(|_| {
+        let request = anonymous.get(tower.url("/readyz")).send();
+        async move { request.await.map(|r| r.status()) }
+    });
+    let statuses = futures::future::join_all(asks).await;
+    assert!(
+        statuses.iter().all(|s| matches!(s, Ok(StatusCode::OK))),
+        "{statuses:?}"
+    );
+    let asked = tower.world.served.argocd_requests() - before;
+    // A deriver or poller may ask Argo CD on its own meanwhile; /readyz adds one at most.
+    assert!(asked <= 1, "50 /readyz calls made {asked} Argo CD requests");
 }

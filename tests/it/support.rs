@@ -591,6 +591,24 @@ impl Live {
         format!("{}{path}", self.base)
     }
 
+    /// `/pull-requests?…` for a repository Tower may read (one a fleet app's name gives) but
+    /// that nobody has asked GitHub about yet, so asking for it reaches GitHub.
+    pub async fn unasked_pulls_path(&self) -> anyhow::Result<String> {
+        let (_, fleet) = self.get("/api/fleet").await?;
+        let asked = self.world.platform.github_requests();
+        let apps = fleet["apps"].as_array().context("no fleet")?;
+        apps.iter()
+            .filter_map(|app| app["name"].as_str())
+            .map(|app| format!("gitops-infra-{app}"))
+            .find(|repo| {
+                !asked
+                    .iter()
+                    .any(|(_, path)| path.contains(&format!("/{repo}/")))
+            })
+            .map(|repo| format!("/pull-requests?owner=acme&repo={repo}"))
+            .context("every fleet app's repositories were asked about")
+    }
+
     /// An HTTP client that signs in as the simulated Backstage's guest.
     pub fn client(&self) -> reqwest::Client {
         signed_in(&self.token)

@@ -329,6 +329,40 @@ fn the_documented_rbac_is_exactly_the_watched_kinds_read_only() {
     assert_eq!(granted, watched, "docs/permissions.md vs WATCHED_KINDS");
 }
 
+/// README's accessibility figure counts the pages the browser tests check: one distinct
+/// `check_page("name")` each (every call names its page literally, so the count is exact).
+#[test]
+fn readme_counts_the_pages_axe_checks() {
+    let mut files = Vec::new();
+    rust_files(&root().join("tests/it"), &mut files);
+    let mut names = std::collections::BTreeSet::new();
+    for file in files
+        .iter()
+        .filter(|f| !f.ends_with("support.rs") && !f.ends_with("tidy.rs"))
+    {
+        let text = std::fs::read_to_string(file).unwrap();
+        for call in text.split(".check_page(").skip(1) {
+            let name = call
+                .strip_prefix('"')
+                .and_then(|rest| rest.split_once('"'))
+                .map(|(name, _)| name)
+                .unwrap_or_else(|| {
+                    panic!(
+                        "{}: check_page with a name that is not a literal",
+                        file.display()
+                    )
+                });
+            names.insert(name.to_owned());
+        }
+    }
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let stated = format!("| {} pages checked", names.len());
+    assert!(
+        readme.contains(&stated),
+        "README.md should say {stated:?}: the browser tests check {names:?}"
+    );
+}
+
 /// A source file's text before its `#[cfg(test)]` module (tests may build JSON by hand).
 fn non_test_code(text: &str) -> &str {
     text.split("#[cfg(test)]").next().unwrap_or(text)

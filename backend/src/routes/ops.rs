@@ -10,8 +10,32 @@ use crate::state::AppState;
 
 /// Ready when every configured client is connected — the history database answers, every
 /// cluster's cache has been filled once, GitHub has answered, Argo CD answers its
-/// applications list — and the caches are synced. 503 names what is missing.
+/// applications list — and the caches are synced. 503 names what is missing. The route is
+/// public: one check runs at a time and its answer is reused for
+/// [`READINESS_FOR`](crate::state::READINESS_FOR), however many ask.
 pub async fn readyz(State(state): State<AppState>) -> Response {
+    let readiness = {
+        let mut last = state.readiness.lock().await;
+        match &*last {
+            Some((at, readiness)) if at.elapsed() < crate::state::READINESS_FOR => {
+                readiness.clone()
+            }
+            _ => {
+                let readiness = check_readiness(&state).await;
+                *last = Some((tokio::time::Instant::now(), readiness.clone()));
+                readiness
+            }
+        }
+    };
+    let status = if readiness.ready {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (status, Json(readiness)).into_response()
+}
+
+async fn check_readiness(state: &AppState) -> Readiness {
     let mut waiting = Vec::new();
     if !state.history.ping().await {
         waiting.push("the history database does not answer".to_owned());
@@ -44,13 +68,8 @@ pub async fn readyz(State(state): State<AppState>) -> Response {
             }
         }
     }
-    let status = if waiting.is_empty() {
-        StatusCode::OK
-    } else {
-        StatusCode::SERVICE_UNAVAILABLE
-    };
     let ready = waiting.is_empty();
-    (status, Json(Readiness { ready, waiting })).into_response()
+    Readiness { ready, waiting }
 }
 
 pub async fn metrics(State(state): State<AppState>) -> Response {

@@ -21,11 +21,22 @@ struct Instance {
     namespace: &'static str,
 }
 
-/// The router serving the Applications in `namespace` of `store`.
-pub fn router(store: Store, namespace: &'static str) -> Router {
+/// The router serving the Applications in `namespace` of `store`, counting requests in
+/// `requests`.
+pub fn router(
+    store: Store,
+    namespace: &'static str,
+    requests: std::sync::Arc<std::sync::atomic::AtomicU64>,
+) -> Router {
     Router::new()
         .route("/api/v1/applications", get(list))
         .route("/api/v1/applications/{name}", get(one))
+        .layer(axum::middleware::from_fn(
+            move |request: axum::extract::Request, next: axum::middleware::Next| {
+                requests.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                next.run(request)
+            },
+        ))
         .with_state(Instance { store, namespace })
 }
 

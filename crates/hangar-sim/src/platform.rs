@@ -363,8 +363,10 @@ impl Platform {
         tasks.push(tokio::spawn(github_api.deliver_webhooks(tick_every)));
         // The argocd-apps instance runs on the control plane (the first cluster).
         let control_plane = self.clusters.values().next().cloned().unwrap_or_default();
+        let argocd_requests = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let counter = Arc::clone(&argocd_requests);
         let (argocd, task) = serve_on_loopback("the Argo CD API", |_| {
-            Ok(crate::argocd::router(control_plane, "argocd-apps"))
+            Ok(crate::argocd::router(control_plane, "argocd-apps", counter))
         })
         .await?;
         tasks.push(task);
@@ -396,6 +398,7 @@ impl Platform {
             switches,
             counters,
             access,
+            argocd_requests,
             github,
             argocd,
             backstage,
@@ -490,6 +493,7 @@ pub struct Served {
     switches: BTreeMap<String, tokio::sync::watch::Sender<bool>>,
     counters: BTreeMap<String, Arc<kube_api::RequestCounts>>,
     access: BTreeMap<String, Arc<kube_api::Access>>,
+    argocd_requests: Arc<std::sync::atomic::AtomicU64>,
     tasks: Vec<JoinHandle<()>>,
 }
 
@@ -535,6 +539,12 @@ impl Served {
     /// A cluster API's RBAC rules and hang switch; `None` for an unknown cluster.
     pub fn access(&self, cluster: &str) -> Option<&kube_api::Access> {
         self.access.get(cluster).map(|a| &**a)
+    }
+
+    /// Requests the Argo CD API has answered so far.
+    pub fn argocd_requests(&self) -> u64 {
+        self.argocd_requests
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Writes the clusters' APIs have refused so far, all clusters together.
