@@ -586,23 +586,7 @@ async fn a_hostile_parent_cannot_frame_tower_but_an_allowed_one_can() {
 #[tokio::test]
 async fn a_github_rate_limit_shows_as_such_over_the_last_known_data() {
     let tower = crate::support::Live::start(0.0).await.unwrap();
-    tower.world.platform.inject_github_fault(
-        hangar_sim::github::Fault::RateLimitSpent { reset_in: 900 },
-        1,
-    );
-    let met = tower
-        .client()
-        .get(tower.url(&tower.unasked_pulls_path().await.unwrap()))
-        .send()
-        .await
-        .unwrap();
-    let status = met.status();
-    assert_eq!(
-        status,
-        reqwest::StatusCode::SERVICE_UNAVAILABLE,
-        "{}",
-        met.text().await.unwrap()
-    );
+    tower.spend_github_rate_limit(900).await.unwrap();
     let browser = Browser::start().await.unwrap();
     browser
         .checked("github-rate-limited", async {

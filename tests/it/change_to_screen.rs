@@ -308,17 +308,7 @@ async fn the_page_and_the_api_tell_the_same_time_at_twenty_times_speed() {
 
     // The prod cluster goes away; GitHub's limit is spent for 30 real seconds.
     assert!(tower.world.served.set_cluster_up("prod", false));
-    tower.world.platform.inject_github_fault(
-        hangar_sim::github::Fault::RateLimitSpent { reset_in: 30 },
-        1,
-    );
-    let limited = tower
-        .client()
-        .get(tower.url(&tower.unasked_pulls_path().await.unwrap()))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(limited.status(), reqwest::StatusCode::SERVICE_UNAVAILABLE);
+    tower.spend_github_rate_limit(30).await.unwrap();
 
     // /api/events: the limit's end and the cluster's last answer, on Tower's clock.
     let event = |name: &'static str, seen: &str| -> Option<Value> {

@@ -159,17 +159,7 @@ async fn a_github_rate_limit_is_reported_with_the_data_not_instead_of_it() {
         .unwrap();
     let mut seen = String::new();
     // The limit, met by any lookup: here a repo nobody asked about yet.
-    tower
-        .world
-        .platform
-        .inject_github_fault(Fault::RateLimitSpent { reset_in: 12 }, 1);
-    let response = tower
-        .client()
-        .get(tower.url(&tower.unasked_pulls_path().await.unwrap()))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    tower.spend_github_rate_limit(12).await.unwrap();
 
     // Pages are told at once (the poller's next pass, every 5 s) …
     let event = next_event(

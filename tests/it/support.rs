@@ -591,13 +591,17 @@ impl Live {
         format!("{}{path}", self.base)
     }
 
-    /// `/pull-requests?…` for a repository Tower may read (one a fleet app's name gives) but
-    /// that nobody has asked GitHub about yet, so asking for it reaches GitHub.
-    pub async fn unasked_pulls_path(&self) -> anyhow::Result<String> {
+    /// Spends GitHub's rate limit for `reset_in` seconds, as Tower meets it: the limit is
+    /// injected into the simulated GitHub and Tower is asked for a repository it may read
+    /// (a fleet app's) that nobody has asked GitHub about yet — one already met would be
+    /// answered from Tower's cache and leave the fault to the next caller. Fails unless
+    /// Tower answers 503.
+    pub async fn spend_github_rate_limit(&self, reset_in: u64) -> anyhow::Result<()> {
         let (_, fleet) = self.get("/api/fleet").await?;
         let asked = self.world.platform.github_requests();
         let apps = fleet["apps"].as_array().context("no fleet")?;
-        apps.iter()
+        let repo = apps
+            .iter()
             .filter_map(|app| app["name"].as_str())
             .map(|app| format!("gitops-infra-{app}"))
             .find(|repo| {
@@ -605,8 +609,22 @@ impl Live {
                     .iter()
                     .any(|(_, path)| path.contains(&format!("/{repo}/")))
             })
-            .map(|repo| format!("/pull-requests?owner=acme&repo={repo}"))
-            .context("every fleet app's repositories were asked about")
+            .context("every fleet app's repositories were asked about")?;
+        self.world
+            .platform
+            .inject_github_fault(hangar_sim::github::Fault::RateLimitSpent { reset_in }, 1);
+        let met = self
+            .client()
+            .get(self.url(&format!("/pull-requests?owner=acme&repo={repo}")))
+            .send()
+            .await?;
+        let status = met.status();
+        let body = met.text().await?;
+        anyhow::ensure!(
+            status == reqwest::StatusCode::SERVICE_UNAVAILABLE,
+            "{repo} with GitHub's limit spent: {status} {body}"
+        );
+        Ok(())
     }
 
     /// An HTTP client that signs in as the simulated Backstage's guest.
