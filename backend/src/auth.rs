@@ -227,7 +227,7 @@ impl Verifier {
 }
 
 /// How callers prove who they are: a Backstage user token, or a tool's static token.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Gate {
     pub verifier: Option<Verifier>,
     /// Tools' static tokens, each with its [`digest`] (computed once, not per request).
@@ -244,8 +244,19 @@ pub struct Gate {
     /// Backstage's guest token as last fetched for `/auth/guest`, and until when it is
     /// handed out: every guest is the same user, so one fetch serves them all.
     pub guest: tokio::sync::Mutex<Option<(crate::config::Secret, Instant)>>,
-    /// Writes per subject: a token bucket each.
-    writes: Mutex<std::collections::HashMap<String, (f64, Instant)>>,
+    /// Writes per subject.
+    pub writes: Budget,
+    /// Reads that may cost Tower's GitHub rate limit, per subject.
+    pub github_reads: Budget,
+}
+
+/// How many requests of one sort a subject may burst, and how many per second it gets
+/// back: a token bucket per subject.
+#[derive(Debug)]
+pub struct Budget {
+    burst: f64,
+    per_second: f64,
+    buckets: Mutex<std::collections::HashMap<String, (f64, Instant)>>,
 }
 
 /// Writes a subject may burst, and how many per second it gets back: generous for people
@@ -253,28 +264,61 @@ pub struct Gate {
 pub const WRITE_BURST: f64 = 1_200.0;
 pub const WRITES_PER_SECOND: f64 = 20.0;
 
-impl Gate {
-    /// Takes one write from `subject`'s bucket; `Err(seconds)` until one is back.
-    pub fn take_write(&self, subject: &str) -> Result<(), u64> {
-        let mut writes = self
-            .writes
+/// GitHub-backed reads (`/pull-requests`, `/pending-requests`, `/request-pr`,
+/// `/config/cicd`) a subject may burst, and how many per second it gets back: at most
+/// 3,660 in an hour, so no one caller spends the 5,000 an hour GitHub gives Tower's token.
+pub const GITHUB_READ_BURST: f64 = 60.0;
+pub const GITHUB_READS_PER_SECOND: f64 = 1.0;
+
+impl Budget {
+    pub fn new(burst: f64, per_second: f64) -> Self {
+        Self {
+            burst,
+            per_second,
+            buckets: Mutex::default(),
+        }
+    }
+
+    /// Takes one from `subject`'s bucket; `Err(seconds)` until one is back.
+    pub fn take(&self, subject: &str) -> Result<(), u64> {
+        let mut buckets = self
+            .buckets
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let now = Instant::now();
-        let (tokens, at) = writes
+        let (tokens, at) = buckets
             .entry(subject.to_owned())
-            .or_insert((WRITE_BURST, now));
+            .or_insert((self.burst, now));
         *tokens =
-            (*tokens + now.duration_since(*at).as_secs_f64() * WRITES_PER_SECOND).min(WRITE_BURST);
+            (*tokens + now.duration_since(*at).as_secs_f64() * self.per_second).min(self.burst);
         *at = now;
         if *tokens >= 1.0 {
             *tokens -= 1.0;
             Ok(())
         } else {
-            Err(((1.0 - *tokens) / WRITES_PER_SECOND).ceil().max(1.0) as u64)
+            Err(((1.0 - *tokens) / self.per_second).ceil().max(1.0) as u64)
         }
     }
+}
 
+impl Default for Gate {
+    fn default() -> Self {
+        Self {
+            verifier: None,
+            tools: Vec::new(),
+            open: false,
+            backstage_origin: None,
+            guest_sign_in: false,
+            backstage_url: None,
+            proxy: None,
+            guest: tokio::sync::Mutex::default(),
+            writes: Budget::new(WRITE_BURST, WRITES_PER_SECOND),
+            github_reads: Budget::new(GITHUB_READ_BURST, GITHUB_READS_PER_SECOND),
+        }
+    }
+}
+
+impl Gate {
     pub fn from_config(config: &crate::config::Config, http: reqwest::Client) -> Self {
         let backstage = config.backstage.as_ref();
         if config.open_api {
@@ -296,8 +340,7 @@ impl Gate {
                 let header = http::HeaderName::from_bytes(p.user_header.as_bytes()).ok()?;
                 Some((header, p.networks().ok()?))
             }),
-            writes: Mutex::default(),
-            guest: tokio::sync::Mutex::default(),
+            ..Self::default()
         }
     }
 
@@ -470,7 +513,7 @@ pub async fn require_caller(
     let method = request.method().clone();
     let writes = is_write(&method);
     if writes {
-        if let Err(wait) = gate.take_write(&caller.subject) {
+        if let Err(wait) = gate.writes.take(&caller.subject) {
             let mut response = refuse(
                 http::StatusCode::TOO_MANY_REQUESTS,
                 format!(

@@ -35,6 +35,8 @@ pub struct Metrics {
     objects: Family<ClusterLabels, Gauge>,
     github_requests: Gauge,
     github_not_modified: Gauge,
+    github_cached: Gauge,
+    github_cached_bytes: Gauge,
     provisioning_services: Gauge,
     rebuilds: Gauge,
     rebuild_seconds: Gauge<f64, std::sync::atomic::AtomicU64>,
@@ -79,6 +81,18 @@ impl Default for Metrics {
             "GitHub answers that were 304 Not Modified (no rate limit spent)",
             github_not_modified.clone(),
         );
+        let github_cached = Gauge::default();
+        registry.register(
+            "github_cached_answers",
+            "GitHub answers Tower keeps (bounded: the least recently used go first)",
+            github_cached.clone(),
+        );
+        let github_cached_bytes = Gauge::default();
+        registry.register(
+            "github_cached_bytes",
+            "Bytes of the GitHub answers Tower keeps",
+            github_cached_bytes.clone(),
+        );
         let provisioning_services = Gauge::default();
         registry.register(
             "provisioning_services",
@@ -107,6 +121,8 @@ impl Default for Metrics {
             objects,
             github_requests,
             github_not_modified,
+            github_cached,
+            github_cached_bytes,
             provisioning_services,
         }
     }
@@ -145,6 +161,10 @@ impl Metrics {
                 .set(i64::try_from(counters.requests).unwrap_or(i64::MAX));
             self.github_not_modified
                 .set(i64::try_from(counters.not_modified).unwrap_or(i64::MAX));
+            self.github_cached
+                .set(i64::try_from(counters.cached).unwrap_or(i64::MAX));
+            self.github_cached_bytes
+                .set(i64::try_from(counters.cached_bytes).unwrap_or(i64::MAX));
         }
         let mut text = String::new();
         // Writing to a String cannot fail.

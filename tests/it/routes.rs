@@ -825,37 +825,14 @@ async fn a_compacted_history_makes_the_caches_list_again() {
 async fn a_tools_tower_token_is_never_passed_on_to_backstage() {
     let tower = frozen().await;
     // The same Tower, with a tool allowed on the catalog routes.
-    let mut config = tower.live.config().clone();
     let secret = "catalog-tool-token-0123456789";
-    config.tokens.push(tower_backend::config::ToolToken {
-        subject: "tool:catalog".to_owned(),
-        token: tower_backend::config::Secret(secret.to_owned()),
-        routes: vec!["/catalog/*".to_owned()],
-    });
-    let mut state = tower_backend::state::AppState::live(tower.live.clone());
-    state.gate = std::sync::Arc::new(tower_backend::auth::Gate::from_config(
-        &config,
-        reqwest::Client::new(),
-    ));
-    let router = tower_backend::app::router(
-        state,
-        &tower_backend::assets::Dist::open(&crate::support::dist().unwrap()).unwrap(),
-    );
-    let send = |request: axum::http::request::Builder, body: &str| {
-        let request = request
-            .header("authorization", format!("Bearer {secret}"))
-            .header("content-type", "application/json")
-            .body(axum::body::Body::from(body.to_owned()))
-            .unwrap();
-        let router = router.clone();
-        async move {
-            let response = router.oneshot(request).await.unwrap();
-            let status = response.status();
-            let body = axum::body::to_bytes(response.into_body(), 1 << 20)
-                .await
-                .unwrap();
-            (status, serde_json::from_slice::<Value>(&body).unwrap())
-        }
+    let router = tower.router_with_tool("tool:catalog", secret, &["/catalog/*"]);
+    let send = |request: axum::http::request::Builder, body: &'static str| {
+        crate::support::call(
+            &router,
+            request.header("authorization", format!("Bearer {secret}")),
+            body,
+        )
     };
 
     // A lookup uses Tower's own read token (Backstage would refuse the tool's).
@@ -877,6 +854,60 @@ async fn a_tools_tower_token_is_never_passed_on_to_backstage() {
             .contains("own Backstage sign-in"),
         "{refused}"
     );
+}
+
+#[tokio::test]
+async fn github_backed_reads_have_a_budget_per_caller() {
+    use tower_backend::auth::{GITHUB_READS_PER_SECOND, GITHUB_READ_BURST};
+    let tower = frozen().await;
+    let tool = "prs-tool-token-0123456789";
+    let router = tower.router_with_tool("tool:prs", tool, &["/pull-requests"]);
+    let as_guest = |path: &str| {
+        crate::support::call(
+            &router,
+            axum::http::Request::get(path)
+                .header("authorization", format!("Bearer {}", tower.token)),
+            "",
+        )
+    };
+    let started = std::time::Instant::now();
+    let mut asked = 0;
+    let refused = loop {
+        asked += 1;
+        let (status, body) = as_guest("/pull-requests?owner=acme&repo=hangar-tenants").await;
+        if status == StatusCode::TOO_MANY_REQUESTS {
+            break body;
+        }
+        assert_eq!(status, StatusCode::OK, "{body}");
+        assert!(
+            asked <= 1_000,
+            "a thousand GitHub-backed reads and no refusal"
+        );
+    };
+    // The burst, and whatever came back while asking: nothing more.
+    let back = (started.elapsed().as_secs_f64() * GITHUB_READS_PER_SECOND).floor();
+    assert!(
+        f64::from(asked) > GITHUB_READ_BURST && f64::from(asked) <= GITHUB_READ_BURST + back + 1.0,
+        "refused at read {asked}, {back} back"
+    );
+    assert_eq!(refused["field"], "authorization", "{refused}");
+    assert!(
+        refused["error"].as_str().unwrap().contains("try again in"),
+        "{refused}"
+    );
+    // Every GitHub-backed route shares the budget; other routes and other callers do not.
+    let (status, _) = as_guest("/config/cicd?app=orders-api").await;
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS);
+    let (status, _) = as_guest("/api/fleet").await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, body) = crate::support::call(
+        &router,
+        axum::http::Request::get("/pull-requests?owner=acme&repo=hangar-tenants")
+            .header("authorization", format!("Bearer {tool}")),
+        "",
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
 }
 
 #[tokio::test]

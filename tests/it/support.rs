@@ -627,6 +627,26 @@ impl Live {
         Ok(())
     }
 
+    /// The same Tower as a router (no HTTP), with a tool token `secret` for `subject`
+    /// allowed on `routes`; guests sign in as before.
+    pub fn router_with_tool(&self, subject: &str, secret: &str, routes: &[&str]) -> axum::Router {
+        let mut config = self.live.config().clone();
+        config.tokens.push(tower_backend::config::ToolToken {
+            subject: subject.to_owned(),
+            token: tower_backend::config::Secret(secret.to_owned()),
+            routes: routes.iter().map(|r| (*r).to_owned()).collect(),
+        });
+        let mut state = tower_backend::state::AppState::live(self.live.clone());
+        state.gate = std::sync::Arc::new(tower_backend::auth::Gate::from_config(
+            &config,
+            reqwest::Client::new(),
+        ));
+        tower_backend::app::router(
+            state,
+            &tower_backend::assets::Dist::open(&dist().expect("dist")).expect("dist opens"),
+        )
+    }
+
     /// An HTTP client that signs in as the simulated Backstage's guest.
     pub fn client(&self) -> reqwest::Client {
         signed_in(&self.token)
@@ -654,6 +674,31 @@ impl Live {
             .with_context(|| format!("GET {path} answered {status} with non-JSON: {text}"))?;
         Ok((status, body))
     }
+}
+
+/// Sends `request` (with `body`, as JSON) to `router` and reads the JSON answer.
+pub async fn call(
+    router: &axum::Router,
+    request: axum::http::request::Builder,
+    body: &str,
+) -> (reqwest::StatusCode, serde_json::Value) {
+    use tower::ServiceExt as _;
+    let request = request
+        .header("content-type", "application/json")
+        .body(axum::body::Body::from(body.to_owned()))
+        .expect("request");
+    let response = router.clone().oneshot(request).await.expect("infallible");
+    let status = response.status();
+    let body = axum::body::to_bytes(response.into_body(), 1 << 22)
+        .await
+        .expect("body");
+    let body = serde_json::from_slice(&body).unwrap_or_else(|err| {
+        panic!(
+            "{status} with non-JSON ({err}): {}",
+            String::from_utf8_lossy(&body)
+        )
+    });
+    (status, body)
 }
 
 /// Polls `check` every 100 ms until it returns `Some`, for at most `limit`.

@@ -1,6 +1,7 @@
 //! GitHub through octocrab: conditional GETs (`If-None-Match` → 304 costs no rate limit),
-//! a 45-second cache per URL, and rate-limit handling (`retry-after`, `x-ratelimit-reset`):
-//! while limited, Tower answers from its cache instead of asking.
+//! a 45-second cache per URL, bounded in entries and bytes ([`CacheLimits`]), and rate-limit
+//! handling (`retry-after`, `x-ratelimit-reset`): while limited, Tower answers from its
+//! cache instead of asking.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -51,11 +52,145 @@ impl GitHubError {
 struct Cached {
     etag: Option<HeaderValue>,
     /// `None`: GitHub said 404 (cached too, so a repo not created yet costs one request
-    /// per cache period, not one per poll).
+    /// per cache period, not one per poll; dropped once older than [`CACHE_FOR`]).
     value: Option<Arc<Value>>,
+    /// The pull requests read from `value`, once a caller asked for them: an unchanged
+    /// (cached or 304) answer is not read again.
+    pulls: Option<Arc<Vec<PullRequest>>>,
+    /// The size of GitHub's answer, counted against [`CacheLimits::bytes`].
+    bytes: usize,
     fetched: Instant,
+    /// When a caller last read it: the least recently used go first.
+    used: Instant,
     /// GitHub said the resource changed (a webhook): ask again whatever its age.
     expired: bool,
+}
+
+impl Cached {
+    fn new(etag: Option<HeaderValue>, value: Option<Arc<Value>>, bytes: usize) -> Self {
+        let now = Instant::now();
+        Self {
+            etag,
+            value,
+            pulls: None,
+            bytes,
+            fetched: now,
+            used: now,
+            expired: false,
+        }
+    }
+}
+
+/// How much of GitHub's answers Tower keeps: whichever bound is met first evicts the least
+/// recently used answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CacheLimits {
+    pub entries: usize,
+    pub bytes: usize,
+}
+
+impl Default for CacheLimits {
+    /// Room for 10,000 services' pull requests and `cicd.yaml`s; 128 MiB at most.
+    fn default() -> Self {
+        Self {
+            entries: 30_000,
+            bytes: 128 << 20,
+        }
+    }
+}
+
+/// GitHub's answers by path, within [`CacheLimits`].
+#[derive(Debug, Default)]
+struct Cache {
+    entries: HashMap<String, Cached>,
+    bytes: usize,
+    limits: CacheLimits,
+    /// When 404 answers older than [`CACHE_FOR`] were last dropped.
+    swept: Option<Instant>,
+}
+
+impl Cache {
+    fn new(limits: CacheLimits) -> Self {
+        Self {
+            limits,
+            ..Self::default()
+        }
+    }
+
+    fn get(&self, path: &str) -> Option<&Cached> {
+        self.entries.get(path)
+    }
+
+    /// The entry for `path`, marked as used `now`.
+    fn touch(&mut self, path: &str, now: Instant) -> Option<&mut Cached> {
+        let cached = self.entries.get_mut(path)?;
+        cached.used = now;
+        Some(cached)
+    }
+
+    /// The pull requests read from `value`, while it is still the answer kept for `path`.
+    fn pulls_of(
+        &mut self,
+        path: &str,
+        value: &Arc<Value>,
+    ) -> Option<&mut Option<Arc<Vec<PullRequest>>>> {
+        let cached = self.entries.get_mut(path)?;
+        let same = cached.value.as_ref().is_some_and(|v| Arc::ptr_eq(v, value));
+        same.then_some(&mut cached.pulls)
+    }
+
+    /// Keeps `cached` for `path`, then drops expired 404s (at most once per [`CACHE_FOR`])
+    /// and the least recently used answers until both limits hold again, with a tenth to
+    /// spare so eviction does not run on every insert.
+    fn insert(&mut self, path: String, cached: Cached, now: Instant) {
+        self.bytes += cached.bytes;
+        if let Some(old) = self.entries.insert(path, cached) {
+            self.bytes -= old.bytes;
+        }
+        if self
+            .swept
+            .is_none_or(|at| now.saturating_duration_since(at) >= CACHE_FOR)
+        {
+            self.swept = Some(now);
+            let bytes = &mut self.bytes;
+            self.entries.retain(|_, c| {
+                let keep =
+                    c.value.is_some() || now.saturating_duration_since(c.fetched) < CACHE_FOR;
+                if !keep {
+                    *bytes -= c.bytes;
+                }
+                keep
+            });
+        }
+        let over = |entries: usize, bytes: usize| {
+            entries > self.limits.entries || bytes > self.limits.bytes
+        };
+        if !over(self.entries.len(), self.bytes) {
+            return;
+        }
+        let (keep_entries, keep_bytes) = (self.limits.entries / 10 * 9, self.limits.bytes / 10 * 9);
+        let mut by_use: Vec<(Instant, &String, usize)> = self
+            .entries
+            .iter()
+            .map(|(p, c)| (c.used, p, c.bytes))
+            .collect();
+        by_use.sort_unstable();
+        let (mut entries, mut bytes) = (self.entries.len(), self.bytes);
+        let mut evict = Vec::new();
+        for (_, path, size) in by_use {
+            if entries <= keep_entries && bytes <= keep_bytes {
+                break;
+            }
+            evict.push(path.clone());
+            entries -= 1;
+            bytes -= size;
+        }
+        for path in evict {
+            if let Some(old) = self.entries.remove(&path) {
+                self.bytes -= old.bytes;
+            }
+        }
+    }
 }
 
 fn answer(path: &str, cached: &Cached) -> Result<Arc<Value>, GitHubError> {
@@ -89,7 +224,7 @@ impl Limit {
 
 #[derive(Debug, Default)]
 struct State {
-    cache: HashMap<String, Cached>,
+    cache: Cache,
     limited_until: Option<Limit>,
     /// The last failure other than a rate limit or 404, until GitHub answers again.
     failing: Option<String>,
@@ -97,18 +232,12 @@ struct State {
     not_modified: u64,
 }
 
-/// Per pulls path: the answer last read and the pull requests read from it.
-type ReadPulls = HashMap<String, (Arc<Value>, Arc<Vec<PullRequest>>)>;
-
 /// Tower's GitHub client. Cheap to clone.
 #[derive(Clone, Debug)]
 pub struct GitHub {
     octocrab: Octocrab,
     owner: String,
     clock: Clock,
-    /// Each repo's pull requests as last read, with the answer they were read from: an
-    /// unchanged (cached or 304) answer is not read again.
-    read_pulls: Arc<Mutex<ReadPulls>>,
     state: Arc<Mutex<State>>,
 }
 
@@ -117,6 +246,9 @@ pub struct GitHub {
 pub struct GitHubCounters {
     pub requests: u64,
     pub not_modified: u64,
+    /// Answers kept, and their bytes.
+    pub cached: usize,
+    pub cached_bytes: usize,
 }
 
 impl GitHub {
@@ -155,9 +287,14 @@ impl GitHub {
             octocrab,
             owner: config.owner.clone(),
             clock,
-            read_pulls: Arc::default(),
             state: Arc::default(),
         })
+    }
+
+    /// The same client keeping at most `limits` of GitHub's answers (see [`CacheLimits`]).
+    pub fn with_cache_limits(self, limits: CacheLimits) -> Self {
+        self.state().cache = Cache::new(limits);
+        self
     }
 
     /// The organisation owning the app and GitOps repos.
@@ -195,6 +332,8 @@ impl GitHub {
         GitHubCounters {
             requests: state.requests,
             not_modified: state.not_modified,
+            cached: state.cache.entries.len(),
+            cached_bytes: state.cache.bytes,
         }
     }
 
@@ -203,13 +342,13 @@ impl GitHub {
     /// is the error.
     pub async fn get(&self, path: &str, max_age: Duration) -> Result<Arc<Value>, GitHubError> {
         let etag = {
-            let state = self.state();
-            let cached = state.cache.get(path);
-            if let Some(cached) = cached {
+            let mut state = self.state();
+            if let Some(cached) = state.cache.touch(path, Instant::now()) {
                 if !cached.expired && cached.fetched.elapsed() < max_age {
                     return answer(path, cached);
                 }
             }
+            let cached = state.cache.get(path);
             if let Some(limit) = state.limited_until {
                 if Instant::now() < limit.until {
                     return match cached {
@@ -263,14 +402,11 @@ impl GitHub {
             .await
             .map_err(|err| GitHubError::Unreachable(describe(&err)))?;
         if status == StatusCode::NOT_FOUND {
-            let cached = Cached {
-                etag: None,
-                value: None,
-                fetched: Instant::now(),
-                expired: false,
-            };
+            let cached = Cached::new(None, None, path.len());
             let err = answer(path, &cached);
-            self.state().cache.insert(path.to_owned(), cached);
+            self.state()
+                .cache
+                .insert(path.to_owned(), cached, Instant::now());
             return err;
         }
         if !status.is_success() {
@@ -291,12 +427,8 @@ impl GitHub {
         let value = Arc::new(value);
         self.state().cache.insert(
             path.to_owned(),
-            Cached {
-                etag: new_etag,
-                value: Some(Arc::clone(&value)),
-                fetched: Instant::now(),
-                expired: false,
-            },
+            Cached::new(new_etag, Some(Arc::clone(&value)), path.len() + body.len()),
+            Instant::now(),
         );
         Ok(value)
     }
@@ -320,7 +452,7 @@ impl GitHub {
         }
         if status == StatusCode::NOT_MODIFIED {
             state.not_modified += 1;
-            if let Some(cached) = state.cache.get_mut(path) {
+            if let Some(cached) = state.cache.touch(path, Instant::now()) {
                 cached.fetched = Instant::now();
                 cached.expired = false;
                 return Some(answer(path, cached));
@@ -334,7 +466,7 @@ impl GitHub {
     /// says the repo changed (a webhook).
     pub fn expire_repo(&self, repo: &str) {
         let prefix = format!("/repos/{repo}/");
-        for (path, cached) in &mut self.state().cache {
+        for (path, cached) in &mut self.state().cache.entries {
             if path.starts_with(&prefix) {
                 cached.expired = true;
             }
@@ -347,12 +479,7 @@ impl GitHub {
         let path =
             format!("/repos/{repo}/pulls?state=all&per_page=100&sort=created&direction=desc");
         let value = self.get(&path, CACHE_FOR).await?;
-        let read = |read: &mut HashMap<String, (Arc<Value>, Arc<Vec<PullRequest>>)>| {
-            read.get(&path)
-                .filter(|(from, _)| Arc::ptr_eq(from, &value))
-                .map(|(_, pulls)| Arc::clone(pulls))
-        };
-        if let Some(pulls) = read(&mut self.read_pulls()) {
+        if let Some(Some(pulls)) = self.state().cache.pulls_of(&path, &value).cloned() {
             return Ok(pulls);
         }
         let pulls: Vec<octocrab::models::pulls::PullRequest> =
@@ -362,14 +489,10 @@ impl GitHub {
             })?;
         let pulls: Arc<Vec<PullRequest>> =
             Arc::new(pulls.into_iter().map(|pr| pull_request(repo, pr)).collect());
-        self.read_pulls().insert(path, (value, Arc::clone(&pulls)));
+        if let Some(slot) = self.state().cache.pulls_of(&path, &value) {
+            *slot = Some(Arc::clone(&pulls));
+        }
         Ok(pulls)
-    }
-
-    fn read_pulls(&self) -> MutexGuard<'_, ReadPulls> {
-        self.read_pulls
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// A file's text on the default branch; `None` when the repo or file does not exist.
@@ -485,6 +608,107 @@ mod tests {
             }
             other => panic!("not failing: {other:?}"),
         }
+    }
+
+    fn found(bytes: usize, at: Instant) -> Cached {
+        Cached {
+            used: at,
+            fetched: at,
+            ..Cached::new(None, Some(Arc::new(Value::Null)), bytes)
+        }
+    }
+
+    #[test]
+    fn the_cache_keeps_to_its_entries_dropping_the_least_recently_used() {
+        let mut cache = Cache::new(CacheLimits {
+            entries: 10,
+            bytes: usize::MAX,
+        });
+        let start = Instant::now();
+        for i in 0..10u64 {
+            cache.insert(
+                format!("/p/{i}"),
+                found(1, start + Duration::from_millis(i)),
+                start,
+            );
+        }
+        assert_eq!(cache.entries.len(), 10);
+        // The oldest, read again, is the most recently used now.
+        cache.touch("/p/0", start + Duration::from_secs(1));
+        cache.insert(
+            "/p/10".to_owned(),
+            found(1, start + Duration::from_secs(2)),
+            start,
+        );
+        // Over the limit: down to nine, the least recently used (1 and 2) gone.
+        assert_eq!(cache.entries.len(), 9);
+        assert_eq!(cache.bytes, 9);
+        assert!(cache.get("/p/0").is_some(), "the one read again stays");
+        assert!(cache.get("/p/1").is_none() && cache.get("/p/2").is_none());
+        assert!(cache.get("/p/10").is_some());
+    }
+
+    #[test]
+    fn the_cache_keeps_to_its_bytes_and_counts_a_replaced_answer_once() {
+        let mut cache = Cache::new(CacheLimits {
+            entries: usize::MAX,
+            bytes: 1_000,
+        });
+        let start = Instant::now();
+        cache.insert("/a".to_owned(), found(400, start), start);
+        cache.insert("/a".to_owned(), found(500, start), start);
+        assert_eq!(
+            cache.bytes, 500,
+            "a replaced answer's bytes are not counted twice"
+        );
+        cache.insert(
+            "/b".to_owned(),
+            found(400, start + Duration::from_millis(1)),
+            start,
+        );
+        assert_eq!(cache.bytes, 900);
+        cache.insert(
+            "/c".to_owned(),
+            found(300, start + Duration::from_millis(2)),
+            start,
+        );
+        // 1,200 > 1,000: the oldest goes, leaving 700 ≤ 900.
+        assert!(cache.get("/a").is_none());
+        assert_eq!(cache.bytes, 700);
+        assert_eq!(cache.entries.len(), 2);
+    }
+
+    #[test]
+    fn not_found_answers_are_dropped_once_stale() {
+        let mut cache = Cache::new(CacheLimits::default());
+        let start = Instant::now();
+        cache.insert(
+            "/repos/acme/gone/pulls".to_owned(),
+            Cached {
+                fetched: start,
+                used: start,
+                ..Cached::new(None, None, 22)
+            },
+            start,
+        );
+        cache.insert("/repos/acme/here/pulls".to_owned(), found(10, start), start);
+        let soon = start + CACHE_FOR / 2;
+        cache.insert("/x".to_owned(), found(1, soon), soon);
+        assert!(
+            cache.get("/repos/acme/gone/pulls").is_some(),
+            "fresh: still an answer"
+        );
+        let later = start + CACHE_FOR + Duration::from_secs(1);
+        cache.insert("/y".to_owned(), found(1, later), later);
+        assert!(
+            cache.get("/repos/acme/gone/pulls").is_none(),
+            "a stale 404 is dropped"
+        );
+        assert!(
+            cache.get("/repos/acme/here/pulls").is_some(),
+            "a found answer is kept"
+        );
+        assert_eq!(cache.bytes, 12);
     }
 
     #[test]

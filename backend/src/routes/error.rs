@@ -45,6 +45,12 @@ pub enum ApiError {
         message: String,
         retry_after_secs: Option<u64>,
     },
+    /// The caller spent its budget for this sort of request (see [`crate::auth::Budget`]).
+    #[error("{message}")]
+    TooMany {
+        message: String,
+        retry_after_secs: u64,
+    },
     /// A service Tower called answered something it cannot use.
     #[error("{message}")]
     Upstream { message: String },
@@ -94,12 +100,21 @@ impl IntoResponse for ApiError {
             ApiError::Unauthorized { field, .. } => {
                 (StatusCode::UNAUTHORIZED, Some((*field).to_owned()), None)
             }
+            ApiError::TooMany { .. } => (
+                StatusCode::TOO_MANY_REQUESTS,
+                Some("authorization".to_owned()),
+                None,
+            ),
             ApiError::Unavailable { .. } => (StatusCode::SERVICE_UNAVAILABLE, None, None),
             ApiError::Upstream { .. } => (StatusCode::BAD_GATEWAY, None, None),
         };
         let mut response = (status, Json(ErrorBody { error, field, path })).into_response();
         if let ApiError::Unavailable {
             retry_after_secs: Some(secs),
+            ..
+        }
+        | ApiError::TooMany {
+            retry_after_secs: secs,
             ..
         } = self
         {

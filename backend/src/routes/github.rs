@@ -2,7 +2,7 @@
 //! XR's request PR, and an app's `cicd.yaml`.
 
 use axum::extract::State;
-use axum::Json;
+use axum::{Extension, Json};
 use serde_json::Value;
 use tower_shared::api::{CicdConfig, PendingRequests, PullRequests, RequestPr};
 use tower_shared::hangar::{self, parse_request_title};
@@ -11,6 +11,7 @@ use tower_shared::snapshot::PullRequest;
 
 use super::params::{self, Query};
 use super::ApiError;
+use crate::auth::Caller;
 use crate::live::github::{GitHub, GitHubError};
 use crate::state::AppState;
 
@@ -18,6 +19,23 @@ fn github(state: &AppState) -> Result<&GitHub, ApiError> {
     state.github.as_ref().ok_or_else(|| {
         ApiError::unavailable("Tower has no GitHub configured (see `github` in tower.yaml)")
     })
+}
+
+/// Takes one GitHub-backed read from the caller's budget ([`crate::auth::Gate::github_reads`]),
+/// once the request is known to be one Tower may answer.
+fn spend_read(state: &AppState, caller: Option<&Extension<Caller>>) -> Result<(), ApiError> {
+    let subject = caller.map_or("anonymous", |c| c.subject.as_str());
+    state
+        .gate
+        .github_reads
+        .take(subject)
+        .map_err(|wait| ApiError::TooMany {
+            message: format!(
+                "{subject} has asked about GitHub {burst} times in quick succession; try again in {wait} s",
+                burst = crate::auth::GITHUB_READ_BURST
+            ),
+            retry_after_secs: wait,
+        })
 }
 
 fn from_github(err: GitHubError, field: &'static str) -> ApiError {
@@ -88,9 +106,11 @@ async fn pulls_of(state: &AppState, repo: &str) -> Result<Vec<PullRequest>, ApiE
 /// `GET /pull-requests?owner=&repo=`: every PR of the repo, newest first.
 pub async fn pull_requests(
     State(state): State<AppState>,
+    caller: Option<Extension<Caller>>,
     query: Query,
 ) -> Result<Json<PullRequests>, ApiError> {
     let repo = readable_repo(&state, &query)?;
+    spend_read(&state, caller.as_ref())?;
     let pull_requests = pulls_of(&state, &repo).await?;
     Ok(Json(PullRequests {
         repo,
@@ -111,9 +131,11 @@ fn request_of(pr: &PullRequest) -> Option<RequestPr> {
 /// merged in the last 30 minutes.
 pub async fn pending_requests(
     State(state): State<AppState>,
+    caller: Option<Extension<Caller>>,
     query: Query,
 ) -> Result<Json<PendingRequests>, ApiError> {
     let repo = readable_repo(&state, &query)?;
+    spend_read(&state, caller.as_ref())?;
     let now = state.clock().now();
     let requests = pulls_of(&state, &repo)
         .await?
@@ -132,11 +154,13 @@ pub async fn pending_requests(
 /// title (a merged one first, then an open one, then the newest).
 pub async fn request_pr(
     State(state): State<AppState>,
+    caller: Option<Extension<Caller>>,
     query: Query,
 ) -> Result<Json<RequestPr>, ApiError> {
     let repo = readable_repo(&state, &query)?;
     let kind = params::kind(&query, "kind")?;
     let name = params::dns_label(&query, "name")?;
+    spend_read(&state, caller.as_ref())?;
     let pulls = pulls_of(&state, &repo).await?;
     hangar::request_pr(&pulls, name, Some(kind))
         .and_then(request_of)
@@ -151,6 +175,7 @@ pub async fn request_pr(
 /// scaffold writes it to.
 pub async fn cicd(
     State(state): State<AppState>,
+    caller: Option<Extension<Caller>>,
     query: Query,
 ) -> Result<Json<CicdConfig>, ApiError> {
     let app = params::dns_label(&query, "app")?;
@@ -162,6 +187,7 @@ pub async fn cicd(
             message: format!("Tower knows no service called {app}"),
         });
     }
+    spend_read(&state, caller.as_ref())?;
     let (repo, path) = hangar::cicd_location(snapshot, github.owner(), app);
     let text = github
         .file(&repo, &path)
