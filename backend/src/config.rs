@@ -201,6 +201,18 @@ pub struct GitHubConfig {
     pub webhook_secret: Option<Secret>,
 }
 
+impl GitHubConfig {
+    /// A GitHub Enterprise Server's host (its pages and API share it), for links; `None`
+    /// for github.com.
+    pub fn enterprise_host(&self) -> Option<String> {
+        let host = reqwest::Url::parse(&self.api_url)
+            .ok()?
+            .host_str()?
+            .to_ascii_lowercase();
+        (host != "api.github.com").then_some(host)
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct GitHubApp {

@@ -13,6 +13,7 @@ use serde_json::Value;
 
 use crate::hangar;
 use crate::kube::{str_at, Object};
+use crate::links;
 use crate::snapshot::Snapshot;
 use crate::tekton::{PipelineRun, RunStatus, TaskRun};
 
@@ -363,7 +364,9 @@ pub fn commit_of_image(image: &str) -> Option<String> {
     (tail.len() >= 7 && tail.bytes().all(|b| b.is_ascii_hexdigit())).then(|| tail.to_owned())
 }
 
-/// The console page of the deployed resource. Azure's portal needs a subscription id Tower
+/// The console page of the deployed resource: the region only when shaped like an AWS
+/// region (it is part of the host name), the cluster and resource encoded as path segments
+/// (all three come from the deploy run's config, which the app's team writes). Azure's portal needs a subscription id Tower
 /// does not have, so Azure opens the Container Apps list.
 pub fn console_url(
     target: CloudTarget,
@@ -373,23 +376,27 @@ pub fn console_url(
 ) -> Option<String> {
     match target {
         CloudTarget::AwsEcs => {
-            let region = region?;
+            let region = links::aws_region(region?)?;
             let base = format!("https://{region}.console.aws.amazon.com/ecs/v2");
-            Some(match (cluster, resource) {
-                (Some(cluster), Some(service)) => {
-                    format!("{base}/clusters/{cluster}/services/{service}/health?region={region}")
-                }
-                (Some(cluster), None) => {
-                    format!("{base}/clusters/{cluster}/services?region={region}")
-                }
-                _ => format!("{base}/clusters?region={region}"),
-            })
+            Some(
+                match (cluster.map(links::segment), resource.map(links::segment)) {
+                    (Some(cluster), Some(service)) => {
+                        format!(
+                            "{base}/clusters/{cluster}/services/{service}/health?region={region}"
+                        )
+                    }
+                    (Some(cluster), None) => {
+                        format!("{base}/clusters/{cluster}/services?region={region}")
+                    }
+                    _ => format!("{base}/clusters?region={region}"),
+                },
+            )
         }
         CloudTarget::AwsLambda => {
-            let region = region?;
+            let region = links::aws_region(region?)?;
             let base =
                 format!("https://{region}.console.aws.amazon.com/lambda/home?region={region}");
-            Some(match resource {
+            Some(match resource.map(links::segment) {
                 Some(function) => format!("{base}#/functions/{function}"),
                 None => format!("{base}#/functions"),
             })
@@ -449,6 +456,32 @@ mod tests {
             console_url(CloudTarget::AzureContainerApps, None, None, None)
                 .unwrap()
                 .contains("containerApps")
+        );
+    }
+
+    #[test]
+    fn console_links_stay_on_the_console_whatever_the_run_says() {
+        assert_eq!(
+            console_url(
+                CloudTarget::AwsEcs,
+                Some("s"),
+                Some("evil.example/x#"),
+                Some("c")
+            ),
+            None
+        );
+        assert_eq!(
+            console_url(CloudTarget::AwsLambda, None, Some("evil.example?"), None),
+            None
+        );
+        assert_eq!(
+            console_url(CloudTarget::AwsEcs, Some("a/../../b?x#y"), Some("us-east-1"), Some("c/d"))
+                .as_deref(),
+            Some("https://us-east-1.console.aws.amazon.com/ecs/v2/clusters/c%2Fd/services/a%2F..%2F..%2Fb%3Fx%23y/health?region=us-east-1")
+        );
+        assert_eq!(
+            console_url(CloudTarget::AwsLambda, Some("f#x"), Some("eu-west-1"), None).as_deref(),
+            Some("https://eu-west-1.console.aws.amazon.com/lambda/home?region=eu-west-1#/functions/f%23x")
         );
     }
 

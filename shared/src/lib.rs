@@ -13,6 +13,7 @@
 //!   need someone's attention.
 //! - [`hangar`] — the platform's rules: how it names namespaces, repos and Applications,
 //!   its XR kinds, request PRs, the kinds Tower watches.
+//! - [`links`] — links from cluster and GitHub data: `https:` on the expected host only.
 //! - [`kube`] — Kubernetes objects of any kind, read leniently, with their conditions.
 //! - [`provisioning`] — provisioning progress: steps, groups, events, typical durations.
 //! - [`snapshot`] — the derivations' input: cluster objects, pull requests, catalog, history, memory.
@@ -24,6 +25,7 @@ pub mod cloud;
 pub mod fleet;
 pub mod hangar;
 pub mod kube;
+pub mod links;
 pub mod provisioning;
 pub mod snapshot;
 pub mod tekton;

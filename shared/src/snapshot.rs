@@ -50,6 +50,9 @@ pub struct Snapshot {
     /// Base URL of the Infisical UI, for links to a service's secrets project.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub infisical_url: Option<String>,
+    /// A GitHub Enterprise host whose pages links may point to, besides github.com.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub github_host: Option<String>,
 }
 
 fn default_control_plane() -> String {
@@ -179,6 +182,7 @@ impl Snapshot {
             history: Vec::new(),
             observed: BTreeMap::new(),
             infisical_url: None,
+            github_host: None,
         }
     }
 
@@ -257,6 +261,7 @@ impl Snapshot {
             history: self.history.clone(),
             observed: only_entry(&self.observed, service),
             infisical_url: self.infisical_url.clone(),
+            github_host: self.github_host.clone(),
         }
     }
 

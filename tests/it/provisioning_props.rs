@@ -293,3 +293,62 @@ fn corruption_really_changes_snapshots() {
         "only {changed} of 60 corruptions changed anything"
     );
 }
+
+/// Every link the derivations put on a page for `snapshot`: the steps' links and each
+/// service's cloud console.
+fn links_of(snapshot: &Snapshot) -> Vec<String> {
+    let provisioning = derive_provisioning(snapshot);
+    let mut links: Vec<String> = provisioning
+        .services
+        .iter()
+        .flat_map(|s| s.steps.iter())
+        .flat_map(|step| step.links.iter().map(|l| l.url.clone()))
+        .collect();
+    for service in &provisioning.services {
+        let deploys = tower_shared::cloud::derive_cloud_deploys(snapshot, &service.name);
+        links.extend(deploys.console_url);
+    }
+    links
+}
+
+#[test]
+fn links_from_tenant_data_never_leave_their_hosts() {
+    let (mut plain, mut hostile) = (Vec::new(), Vec::new());
+    for (name, fixture) in every_fixture() {
+        let text = fixture.to_string();
+        plain.extend(links_of(&Snapshot::from_json(&text).unwrap()));
+        // A Repository's page elsewhere, a PR's page as script, a region that would move the
+        // console's host, a cluster and service that would add path pieces, an Infisical
+        // base over plain HTTP.
+        let text = text
+            .replace(
+                r#""htmlUrl":"https://github.com"#,
+                r#""htmlUrl":"https://evil.example"#,
+            )
+            .replace(
+                r#""html_url":"https://github.com"#,
+                r#""html_url":"javascript:alert(1)//github.com"#,
+            )
+            .replace(r#"\"region\": \""#, r#"\"region\": \"evil.example/#"#)
+            .replace(r#"\"cluster\": \""#, r#"\"cluster\": \"../../x?y#"#)
+            .replace(r#""infisicalUrl":"https://"#, r#""infisicalUrl":"http://"#);
+        let links = links_of(&Snapshot::from_json(&text).unwrap());
+        hostile.extend(links.into_iter().map(|l| format!("{name}: {l}")));
+    }
+    // The fixtures do carry every sort of link, so their absence below means something.
+    for host in [
+        "https://github.com/",
+        ".console.aws.amazon.com/",
+        "https://infisical.hangar.example/",
+    ] {
+        assert!(
+            plain.iter().any(|l| l.contains(host)),
+            "no fixture links to {host}"
+        );
+    }
+    assert_eq!(
+        hostile,
+        Vec::<String>::new(),
+        "links that follow tenant data elsewhere"
+    );
+}

@@ -51,6 +51,12 @@ impl Live {
     ) -> Snapshot {
         let mut snapshot = Snapshot::empty(now);
         snapshot.control_plane_cluster = self.inner.config.control_plane_cluster.clone();
+        snapshot.github_host = self
+            .inner
+            .config
+            .github
+            .as_ref()
+            .and_then(crate::config::GitHubConfig::enterprise_host);
         snapshot.clusters = self.inner.clusters.objects();
         let remote = self.remote();
         snapshot.pull_requests = remote.github_answered.then(|| {

@@ -8,6 +8,7 @@ use chrono::{DateTime, Utc};
 
 use crate::cloud::{self, CloudDeploys, CloudTarget};
 use crate::hangar::{self, ARGOCD_NAMESPACE};
+use crate::links;
 use crate::snapshot::{Observation, PullRequest};
 use crate::tekton::{PipelineRun, RunStatus, TaskRun};
 
@@ -72,18 +73,24 @@ impl Draft {
         self
     }
 
-    fn link(mut self, title: impl Into<Cow<'static, str>>, url: Option<&str>) -> Self {
+    /// Adds a link, when there is a checked URL for it (see [`links`]).
+    fn link(mut self, title: impl Into<Cow<'static, str>>, url: Option<links::Checked>) -> Self {
         if let Some(url) = url {
             self.links.push(Link {
                 title: title.into(),
-                url: url.to_owned(),
+                url: url.into_string(),
             });
         }
         self
     }
 
-    fn pr_link(self, what: &str, pr: &PullRequest) -> Self {
-        self.link(format!("{what} #{}", pr.number), pr.html_url.as_deref())
+    /// A pull request's page, when GitHub's `html_url` is on GitHub (or `enterprise`).
+    fn pr_link(self, what: &str, pr: &PullRequest, enterprise: Option<&str>) -> Self {
+        let url = pr
+            .html_url
+            .as_deref()
+            .and_then(|url| links::github(url, enterprise));
+        self.link(format!("{what} #{}", pr.number), url)
     }
 }
 
@@ -278,6 +285,11 @@ impl<'a> std::ops::Deref for Ctx<'_, 'a> {
 }
 
 impl<'s, 'a> Ctx<'s, 'a> {
+    /// The GitHub Enterprise host links may point to, besides github.com.
+    fn github_host(&self) -> Option<&'a str> {
+        self.index.snapshot.github_host.as_deref()
+    }
+
     fn observed(&self, step: StepId) -> Option<&'a Observation> {
         self.observed.and_then(|m| m.get(step.as_str()))
     }
@@ -526,7 +538,7 @@ fn request_pr_merged(ctx: &Ctx<'_, '_>) -> Draft {
     // The XR exists, so the request was merged and applied.
     match ctx.request_pr {
         Some(pr) if pr.is_merged() => {
-            Draft::done(pr.created_at, pr.merged_at).pr_link("Request PR", pr)
+            Draft::done(pr.created_at, pr.merged_at).pr_link("Request PR", pr, ctx.github_host())
         }
         pr => {
             let memory = ctx.observed(StepId::RequestPrMerged);
@@ -535,7 +547,7 @@ fn request_pr_merged(ctx: &Ctx<'_, '_>) -> Draft {
                 memory.and_then(|m| m.done_at),
             );
             match pr {
-                Some(pr) => draft.pr_link("Request PR", pr),
+                Some(pr) => draft.pr_link("Request PR", pr, ctx.github_host()),
                 None => draft,
             }
         }
@@ -638,7 +650,7 @@ fn repositories(ctx: &Ctx<'_, '_>) -> Draft {
                 } else {
                     "GitOps repo"
                 };
-                draft = draft.link(title, Some(url));
+                draft = draft.link(title, links::github(url, ctx.github_host()));
             }
         }
         draft
@@ -705,7 +717,11 @@ fn onboarding_prs(ctx: &Ctx<'_, '_>) -> Draft {
     };
     let with_links = |mut draft: Draft| {
         for pr in &prs {
-            draft = draft.pr_link(&format!("Onboarding PR on {}", pr.repo_name()), pr);
+            draft = draft.pr_link(
+                &format!("Onboarding PR on {}", pr.repo_name()),
+                pr,
+                ctx.github_host(),
+            );
         }
         draft
     };
@@ -776,21 +792,18 @@ fn secrets(ctx: &Ctx<'_, '_>) -> Draft {
             format!("SecretStore {} is not Ready yet", store.name()),
         ),
     };
-    draft.link("Infisical project", link.as_deref())
+    draft.link("Infisical project", link)
 }
 
 /// The Infisical project page, from the Project object's external name.
-fn infisical_link(ctx: &Ctx<'_, '_>, store_name: &str) -> Option<String> {
+fn infisical_link(ctx: &Ctx<'_, '_>, store_name: &str) -> Option<links::Checked> {
     let base = ctx.index.snapshot.infisical_url.as_deref()?;
     let project = [ctx.name, store_name]
         .iter()
         .flat_map(|key| ctx.index.infisical_projects(key))
         .min_by_key(|p| p.name())?;
     let id = project.annotation("crossplane.io/external-name")?;
-    Some(format!(
-        "{}/projects/secret-management/{id}/overview",
-        base.trim_end_matches('/')
-    ))
+    links::under(base, &["projects", "secret-management", id, "overview"])
 }
 
 fn first_build_step(ctx: &Ctx<'_, '_>) -> Draft {
@@ -911,7 +924,10 @@ fn running_healthy(ctx: &Ctx<'_, '_>) -> Draft {
 }
 
 fn deployed(ctx: &Ctx<'_, '_>, deploys: &CloudDeploys) -> Draft {
-    let console = deploys.console_url.as_deref();
+    let console = deploys
+        .console_url
+        .as_deref()
+        .and_then(links::cloud_console);
     if let Some(run) = &deploys.in_progress {
         let what = match (&run.image, &run.environment) {
             (Some(image), Some(env)) => format!("Deploying {image} to {env}"),
@@ -1049,19 +1065,22 @@ fn pending_service(
     name: &str,
 ) -> ServiceProgress {
     let step = |id: StepId, draft: Draft| Settled::new(id, id.title(kind), draft);
+    let enterprise = index.snapshot.github_host.as_deref();
     let (merged, applied) = match pr.merged_at {
         Some(merged_at) => (
-            Draft::done(pr.created_at, Some(merged_at)).pr_link("Request PR", pr),
+            Draft::done(pr.created_at, Some(merged_at)).pr_link("Request PR", pr, enterprise),
             Draft::running(
                 Some(merged_at),
                 "Merged. ArgoCD polls the repo about every 3 minutes, then creates the resource",
             ),
         ),
-        None => (
-            Draft::running(pr.created_at, "Merge the request PR to start provisioning")
-                .pr_link("Request PR", pr),
-            Draft::waiting("Waits for the request PR to be merged"),
-        ),
+        None => {
+            (
+                Draft::running(pr.created_at, "Merge the request PR to start provisioning")
+                    .pr_link("Request PR", pr, enterprise),
+                Draft::waiting("Waits for the request PR to be merged"),
+            )
+        }
     };
     let mut steps = vec![
         step(StepId::RequestPrMerged, merged),
