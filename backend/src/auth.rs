@@ -244,6 +244,8 @@ pub struct Gate {
     /// Backstage's guest token as last fetched for `/auth/guest`, and until when it is
     /// handed out: every guest is the same user, so one fetch serves them all.
     pub guest: tokio::sync::Mutex<Option<(crate::config::Secret, Instant)>>,
+    /// When an untrusted proxy header was last logged, and how many since were not.
+    proxy_warned: Mutex<(Option<Instant>, u64)>,
     /// Writes per subject.
     pub writes: Budget,
     /// Reads that may cost Tower's GitHub rate limit, per subject.
@@ -258,6 +260,9 @@ pub struct Budget {
     per_second: f64,
     buckets: Mutex<std::collections::HashMap<String, (f64, Instant)>>,
 }
+
+/// How often a proxy header from outside the proxy's addresses is logged at most.
+pub const WARN_EVERY: Duration = Duration::from_secs(10);
 
 /// Writes a subject may burst, and how many per second it gets back: generous for people
 /// and tools (a page posts a handful), fatal to a runaway loop.
@@ -312,6 +317,7 @@ impl Default for Gate {
             backstage_url: None,
             proxy: None,
             guest: tokio::sync::Mutex::default(),
+            proxy_warned: Mutex::default(),
             writes: Budget::new(WRITE_BURST, WRITES_PER_SECOND),
             github_reads: Budget::new(GITHUB_READ_BURST, GITHUB_READS_PER_SECOND),
         }
@@ -346,29 +352,64 @@ impl Gate {
 
     /// The user an authenticating proxy names, when the request came from one of its
     /// addresses (`peer`: the TCP peer; `None` when unknown, which is never trusted). The
-    /// header from anyone else is ignored, and logged.
+    /// header from anyone else is ignored, and logged (at most once per [`WARN_EVERY`]).
+    /// `Err` when the proxy's request names more than one user (the header twice, or a
+    /// list): a client's own header let through beside the proxy's is not believed.
     pub fn proxy_user(
         &self,
         headers: &http::HeaderMap,
         peer: Option<std::net::SocketAddr>,
-    ) -> Option<String> {
-        let (header, networks) = self.proxy.as_ref()?;
-        let value = headers.get(header)?;
+    ) -> Result<Option<String>, String> {
+        let Some((header, networks)) = self.proxy.as_ref() else {
+            return Ok(None);
+        };
+        let mut values = headers.get_all(header).iter();
+        let Some(value) = values.next() else {
+            return Ok(None);
+        };
         let trusted = peer.is_some_and(|peer| {
             let ip = peer.ip().to_canonical();
             networks.iter().any(|net| net.contains(&ip))
         });
         if !trusted {
-            tracing::warn!(
-                target: "tower::audit",
-                peer = ?peer,
-                %header,
-                "ignored a proxy identity header from outside the proxy's addresses"
-            );
-            return None;
+            self.untrusted_proxy_header(peer, header);
+            return Ok(None);
         }
-        let user = value.to_str().ok()?.trim();
-        (!user.is_empty() && user.len() <= 256).then(|| user.to_owned())
+        let user = value.to_str().map(str::trim).unwrap_or_default();
+        if values.next().is_some() || user.contains(',') {
+            return Err(format!(
+                "the request names more than one user in {header}; Tower believes one"
+            ));
+        }
+        Ok((!user.is_empty() && user.len() <= 256).then(|| user.to_owned()))
+    }
+
+    /// Logs a proxy header from outside the proxy's addresses: the first at once, then at
+    /// most one line per [`WARN_EVERY`], counting the ones left out.
+    fn untrusted_proxy_header(
+        &self,
+        peer: Option<std::net::SocketAddr>,
+        header: &http::HeaderName,
+    ) {
+        let mut warned = self
+            .proxy_warned
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let now = Instant::now();
+        let (last, unsaid) = &mut *warned;
+        if last.is_some_and(|at| now.duration_since(at) < WARN_EVERY) {
+            *unsaid += 1;
+            return;
+        }
+        tracing::warn!(
+            target: "tower::audit",
+            peer = ?peer,
+            %header,
+            more_since_last = *unsaid,
+            "ignored a proxy identity header from outside the proxy's addresses"
+        );
+        *last = Some(now);
+        *unsaid = 0;
     }
 
     /// Nobody asked: for tests and a local file.
@@ -458,13 +499,21 @@ pub async fn require_caller(
         .extensions()
         .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
         .map(|info| info.0);
-    let proxied = || gate.proxy_user(request.headers(), peer);
+    // A token wins over the proxy's header; nobody is asked when the API is open.
+    let proxied = if token.is_some() || gate.open {
+        None
+    } else {
+        match gate.proxy_user(request.headers(), peer) {
+            Ok(user) => user,
+            Err(message) => return refuse(http::StatusCode::BAD_REQUEST, message),
+        }
+    };
     let caller = if gate.open {
         Caller {
             subject: "anonymous".to_owned(),
             via: Via::Open,
         }
-    } else if let Some(user) = token.is_none().then(proxied).flatten() {
+    } else if let Some(user) = proxied {
         // Prefixed, so a proxy user can never pass for a tool or a Backstage user in the
         // audit log or the write limits.
         Caller {

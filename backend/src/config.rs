@@ -23,7 +23,7 @@
 //! frameAncestors: ["'self'"]                # Backstage's origin is always added
 //! proxy:                                    # optional: an authenticating proxy in front
 //!   userHeader: X-Forwarded-User
-//!   trustedAddresses: [10.0.0.0/8]          # the header from anywhere else is ignored
+//!   trustedAddresses: [10.0.3.17, 10.0.3.18]  # the proxy's own addresses; from anywhere else the header is ignored
 //! ```
 //!
 //! Environment overrides (they win over the file): `TOWER_LISTEN`, `DATABASE_URL`,
@@ -114,15 +114,16 @@ pub struct Config {
     pub open_api: bool,
 }
 
-/// An authenticating proxy: `{userHeader: X-Forwarded-User, trustedAddresses: [10.0.0.0/8]}`.
+/// An authenticating proxy: `{userHeader: X-Forwarded-User, trustedAddresses: [10.0.3.17]}`.
+/// Name the proxy's own addresses: anything else on a trusted network could name any user.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ProxyConfig {
     /// The header the proxy sets to the signed-in user (`X-Forwarded-User`,
     /// `X-Auth-Request-Email`, …).
     pub user_header: String,
-    /// Where the proxy connects from: addresses (`10.1.2.3`) or networks (`10.0.0.0/8`).
-    /// The header from any other peer is ignored.
+    /// Where the proxy connects from: its addresses (`10.0.3.17`), or a network (`10.0.3.16/30`)
+    /// only when every address in it is the proxy. The header from any other peer is ignored.
     pub trusted_addresses: Vec<String>,
 }
 

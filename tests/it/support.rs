@@ -44,6 +44,8 @@ pub struct Demo {
     pub kubeconfig: PathBuf,
     /// Everything the process wrote to stderr (its log), also passed on to the test's.
     logs: std::sync::Arc<std::sync::Mutex<String>>,
+    /// Reads stderr into `logs` until the process closes it.
+    log_reader: Option<tokio::task::JoinHandle<()>>,
     /// The simulated clusters' API addresses the demo printed.
     clusters: Vec<String>,
     child: Child,
@@ -150,7 +152,7 @@ impl Demo {
             .context("starting tower")?;
         let logs = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
         let stderr = child.stderr.take().context("no stderr")?;
-        tokio::spawn({
+        let log_reader = tokio::spawn({
             let logs = std::sync::Arc::clone(&logs);
             async move {
                 let mut lines = BufReader::new(stderr).lines();
@@ -189,6 +191,7 @@ impl Demo {
             url,
             kubeconfig,
             logs,
+            log_reader: Some(log_reader),
             clusters,
             child,
         })
@@ -222,6 +225,20 @@ impl Demo {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone()
+    }
+
+    /// Stops the process ([`Demo::interrupt`]) and answers everything it logged, to the end.
+    pub async fn logs_at_exit(mut self) -> anyhow::Result<String> {
+        let reader = self.log_reader.take().context("the log was read already")?;
+        let logs = std::sync::Arc::clone(&self.logs);
+        let status = self.interrupt().await?;
+        anyhow::ensure!(status.success(), "tower exited with {status}");
+        tokio::time::timeout(Duration::from_secs(10), reader).await??;
+        let logs = logs
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        Ok(logs)
     }
 
     /// Sends SIGINT (what Ctrl-C sends) and waits up to 10 s for the process to exit.

@@ -454,3 +454,50 @@ fn time_is_read_in_the_clock_modules_only() {
         );
     }
 }
+
+/// The documentation's proxy examples trust the proxy's own addresses, never a network a
+/// reader would copy and so trust every caller on it.
+#[test]
+fn proxy_examples_trust_exact_addresses() {
+    let mut examples = Vec::new();
+    let config = std::fs::read_to_string(root().join("backend/src/config.rs")).expect("config.rs");
+    let mut texts = vec![(
+        "backend/src/config.rs".to_owned(),
+        non_test_code(&config).to_owned(),
+    )];
+    for doc in [
+        "README.md",
+        "ARCHITECTURE.md",
+        "docs/embedding.md",
+        "docs/permissions.md",
+    ] {
+        texts.push((
+            doc.to_owned(),
+            std::fs::read_to_string(root().join(doc)).expect(doc),
+        ));
+    }
+    for (file, text) in &texts {
+        for line in text.lines() {
+            let Some((_, list)) = line.split_once("trustedAddresses: [") else {
+                continue;
+            };
+            let list = list.split(']').next().unwrap_or_default();
+            for address in list.split(',').map(str::trim) {
+                examples.push(format!("{file}: {address}"));
+                let exact = match address.split_once('/') {
+                    None => address.parse::<std::net::IpAddr>().is_ok(),
+                    Some((ip, bits)) => {
+                        let ip = ip.parse::<std::net::IpAddr>();
+                        matches!(
+                            (ip, bits),
+                            (Ok(std::net::IpAddr::V4(_)), "32")
+                                | (Ok(std::net::IpAddr::V6(_)), "128")
+                        )
+                    }
+                };
+                assert!(exact, "{file} trusts a network in its example: {line}");
+            }
+        }
+    }
+    assert!(examples.len() >= 3, "no proxy example found: {examples:?}");
+}

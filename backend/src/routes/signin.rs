@@ -34,7 +34,8 @@ pub async fn config(
         backstage_origin: state.gate.backstage_origin.clone(),
         guest_sign_in: state.gate.guest_sign_in,
         open: state.gate.open,
-        proxy_user: state.gate.proxy_user(&request.headers, peer),
+        // A request naming two users names none.
+        proxy_user: state.gate.proxy_user(&request.headers, peer).ok().flatten(),
     })
 }
 
