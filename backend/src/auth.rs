@@ -483,6 +483,84 @@ fn refuse(status: http::StatusCode, message: String) -> axum::response::Response
     (status, axum::Json(body)).into_response()
 }
 
+/// Who is calling `path`: the open API's anonymous caller, a proxy's user, a tool or a
+/// verified Backstage user; otherwise the refusal to answer with.
+async fn identify(
+    gate: &Gate,
+    headers: &http::HeaderMap,
+    peer: Option<std::net::SocketAddr>,
+    path: &str,
+) -> Result<Caller, axum::response::Response> {
+    let token = bearer_token(headers);
+    // A token wins over the proxy's header; nobody is asked when the API is open.
+    let proxied = if token.is_some() || gate.open {
+        None
+    } else {
+        gate.proxy_user(headers, peer)
+            .map_err(|message| refuse(http::StatusCode::BAD_REQUEST, message))?
+    };
+    if gate.open {
+        return Ok(Caller {
+            subject: "anonymous".to_owned(),
+            via: Via::Open,
+        });
+    }
+    if let Some(user) = proxied {
+        // Prefixed, so a proxy user can never pass for a tool or a Backstage user in the
+        // audit log or the write limits.
+        return Ok(Caller {
+            subject: format!("proxy:{user}"),
+            via: Via::Proxy,
+        });
+    }
+    let Some(token) = token else {
+        return Err(refuse(
+            http::StatusCode::UNAUTHORIZED,
+            "sign in: send a Backstage user token (or a tool token) as `Authorization: Bearer …`"
+                .to_owned(),
+        ));
+    };
+    let given = digest(&token);
+    let tool = gate
+        .tools
+        .iter()
+        .find_map(|(known, tool)| (*known == given).then_some(tool));
+    match (tool, &gate.verifier) {
+        (Some(tool), _) if tool.allows(path) => Ok(Caller {
+            subject: tool.subject.clone(),
+            via: Via::Tool,
+        }),
+        (Some(tool), _) => Err(refuse(
+            http::StatusCode::FORBIDDEN,
+            format!("{} may not call {path}", tool.subject),
+        )),
+        (None, Some(verifier)) => match verifier.verify_digested(&token, given).await {
+            Ok(user) if is_guest(&user.subject) && !gate.guest_sign_in => Err(refuse(
+                http::StatusCode::UNAUTHORIZED,
+                format!(
+                    "{} is Backstage's guest, and guest sign-in is off here (backstage.guestSignIn)",
+                    user.subject
+                ),
+            )),
+            Ok(user) => Ok(Caller {
+                subject: user.subject,
+                via: Via::BackstageUser,
+            }),
+            Err(err) => Err(refuse(http::StatusCode::UNAUTHORIZED, err.to_string())),
+        },
+        (None, None) => Err(refuse(
+            http::StatusCode::UNAUTHORIZED,
+            "Tower has no Backstage configured to check user tokens".to_owned(),
+        )),
+    }
+}
+
+/// Whether `subject` is Backstage's guest user (`user:development/guest`, or
+/// `user:default/guest` in older Backstages): anyone who can reach Backstage can be it.
+pub fn is_guest(subject: &str) -> bool {
+    matches!(subject, "user:development/guest" | "user:default/guest")
+}
+
 /// Every API route but [`PUBLIC`] needs a Backstage user token or a tool token allowed on
 /// the route; writes are logged (target `tower::audit`) with the caller.
 pub async fn require_caller(
@@ -491,73 +569,20 @@ pub async fn require_caller(
     next: axum::middleware::Next,
 ) -> axum::response::Response {
     let path = request.uri().path().to_owned();
-    if PUBLIC.contains(&path.as_str()) {
-        return next.run(request).await;
-    }
-    let token = bearer_token(request.headers());
     let peer = request
         .extensions()
         .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
         .map(|info| info.0);
-    // A token wins over the proxy's header; nobody is asked when the API is open.
-    let proxied = if token.is_some() || gate.open {
-        None
-    } else {
-        match gate.proxy_user(request.headers(), peer) {
-            Ok(user) => user,
-            Err(message) => return refuse(http::StatusCode::BAD_REQUEST, message),
+    if PUBLIC.contains(&path.as_str()) {
+        // Anyone may ask; a caller who signs in is told more (`/readyz`'s details).
+        if let Ok(caller) = identify(&gate, request.headers(), peer, &path).await {
+            request.extensions_mut().insert(caller);
         }
-    };
-    let caller = if gate.open {
-        Caller {
-            subject: "anonymous".to_owned(),
-            via: Via::Open,
-        }
-    } else if let Some(user) = proxied {
-        // Prefixed, so a proxy user can never pass for a tool or a Backstage user in the
-        // audit log or the write limits.
-        Caller {
-            subject: format!("proxy:{user}"),
-            via: Via::Proxy,
-        }
-    } else {
-        let Some(token) = token else {
-            return refuse(
-                http::StatusCode::UNAUTHORIZED,
-                "sign in: send a Backstage user token (or a tool token) as `Authorization: Bearer …`"
-                    .to_owned(),
-            );
-        };
-        let given = digest(&token);
-        let tool = gate
-            .tools
-            .iter()
-            .find_map(|(known, tool)| (*known == given).then_some(tool));
-        match (tool, &gate.verifier) {
-            (Some(tool), _) if tool.allows(&path) => Caller {
-                subject: tool.subject.clone(),
-                via: Via::Tool,
-            },
-            (Some(tool), _) => {
-                return refuse(
-                    http::StatusCode::FORBIDDEN,
-                    format!("{} may not call {path}", tool.subject),
-                )
-            }
-            (None, Some(verifier)) => match verifier.verify_digested(&token, given).await {
-                Ok(user) => Caller {
-                    subject: user.subject,
-                    via: Via::BackstageUser,
-                },
-                Err(err) => return refuse(http::StatusCode::UNAUTHORIZED, err.to_string()),
-            },
-            (None, None) => {
-                return refuse(
-                    http::StatusCode::UNAUTHORIZED,
-                    "Tower has no Backstage configured to check user tokens".to_owned(),
-                )
-            }
-        }
+        return next.run(request).await;
+    }
+    let caller = match identify(&gate, request.headers(), peer, &path).await {
+        Ok(caller) => caller,
+        Err(refusal) => return refusal,
     };
     let method = request.method().clone();
     let writes = is_write(&method);

@@ -228,6 +228,30 @@ async fn the_simulated_backstages_guest_tokens_verify() {
     let verifier = Verifier::new(&backstage, reqwest::Client::new());
     let user = verifier.verify(&tower.token).await.unwrap();
     assert!(user.subject.starts_with("user:"), "{user:?}");
+    assert!(tower_backend::auth::is_guest(&user.subject), "{user:?}");
+
+    // Anyone who reaches Backstage can be its guest: Tower takes the guest's token only where
+    // guest sign-in is on (the demo), and refuses it elsewhere.
+    let as_guest = axum::http::Request::get("/api/fleet")
+        .header("authorization", format!("Bearer {}", tower.token));
+    let on = tower.router_with(|_| {});
+    let (status, body) = crate::support::call(&on, as_guest, "").await;
+    assert_eq!(status, 200, "{body}");
+    let off = tower.router_with(|config| {
+        config.backstage.as_mut().unwrap().guest_sign_in = false;
+    });
+    let as_guest = axum::http::Request::get("/api/fleet")
+        .header("authorization", format!("Bearer {}", tower.token));
+    let (status, body) = crate::support::call(&off, as_guest, "").await;
+    assert_eq!(status, 401, "{body}");
+    assert_eq!(body["field"], "authorization");
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains("guest sign-in is off"),
+        "{body}"
+    );
 }
 
 /// Every protected route, as the OpenAPI document lists them, with a request that would

@@ -317,22 +317,23 @@ async fn provisioning_snapshot_readiness_metrics_and_openapi() {
         guest_sign_in: false,
         app_url: None,
     }));
-    let response = tower_backend::app::router(
+    let router = tower_backend::app::router(
         state,
         &tower_backend::assets::Dist::open(&crate::support::dist().unwrap()).unwrap(),
-    )
-    .oneshot(
+    );
+    // Anyone learns that Tower is not ready; only a caller who signed in learns why.
+    let (status, body) =
+        crate::support::call(&router, axum::http::Request::get("/readyz"), "").await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(body, json!({"ready": false}));
+    let (status, body) = crate::support::call(
+        &router,
         axum::http::Request::get("/readyz")
-            .body(axum::body::Body::empty())
-            .unwrap(),
+            .header("authorization", format!("Bearer {}", tower.token)),
+        "",
     )
-    .await
-    .unwrap();
-    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
-    let body = axum::body::to_bytes(response.into_body(), 1 << 20)
-        .await
-        .unwrap();
-    let body: Value = serde_json::from_slice(&body).unwrap();
+    .await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
     assert!(
         body["waiting"][0].as_str().unwrap().contains("Argo CD"),
         "{body}"

@@ -647,12 +647,22 @@ impl Live {
     /// The same Tower as a router (no HTTP), with a tool token `secret` for `subject`
     /// allowed on `routes`; guests sign in as before.
     pub fn router_with_tool(&self, subject: &str, secret: &str, routes: &[&str]) -> axum::Router {
+        self.router_with(|config| {
+            config.tokens.push(tower_backend::config::ToolToken {
+                subject: subject.to_owned(),
+                token: tower_backend::config::Secret(secret.to_owned()),
+                routes: routes.iter().map(|r| (*r).to_owned()).collect(),
+            });
+        })
+    }
+
+    /// The same Tower as a router (no HTTP), its callers checked as `edit` configures.
+    pub fn router_with(
+        &self,
+        edit: impl FnOnce(&mut tower_backend::config::Config),
+    ) -> axum::Router {
         let mut config = self.live.config().clone();
-        config.tokens.push(tower_backend::config::ToolToken {
-            subject: subject.to_owned(),
-            token: tower_backend::config::Secret(secret.to_owned()),
-            routes: routes.iter().map(|r| (*r).to_owned()).collect(),
-        });
+        edit(&mut config);
         let mut state = tower_backend::state::AppState::live(self.live.clone());
         state.gate = std::sync::Arc::new(tower_backend::auth::Gate::from_config(
             &config,

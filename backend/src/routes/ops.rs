@@ -10,10 +10,14 @@ use crate::state::AppState;
 
 /// Ready when every configured client is connected — the history database answers, every
 /// cluster's cache has been filled once, GitHub has answered, Argo CD answers its
-/// applications list — and the caches are synced. 503 names what is missing. The route is
-/// public: one check runs at a time and its answer is reused for
+/// applications list — and the caches are synced. 503 names what is missing to a caller who
+/// signed in; anyone else (a kubelet's probe) learns ready or not, nothing of what Tower
+/// talks to. The route is public: one check runs at a time and its answer is reused for
 /// [`READINESS_FOR`](crate::state::READINESS_FOR), however many ask.
-pub async fn readyz(State(state): State<AppState>) -> Response {
+pub async fn readyz(
+    State(state): State<AppState>,
+    caller: Option<axum::Extension<crate::auth::Caller>>,
+) -> Response {
     let readiness = {
         let mut last = state.readiness.lock().await;
         match &*last {
@@ -31,6 +35,13 @@ pub async fn readyz(State(state): State<AppState>) -> Response {
         StatusCode::OK
     } else {
         StatusCode::SERVICE_UNAVAILABLE
+    };
+    let readiness = match caller {
+        Some(_) => readiness,
+        None => Readiness {
+            ready: readiness.ready,
+            waiting: Vec::new(),
+        },
     };
     (status, Json(readiness)).into_response()
 }
