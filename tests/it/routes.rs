@@ -6,7 +6,6 @@ use std::time::Duration;
 
 use reqwest::StatusCode;
 use serde_json::{json, Value};
-use tower::ServiceExt as _;
 
 use crate::support::{eventually, Live, ReadJson as _};
 
