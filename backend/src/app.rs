@@ -48,7 +48,13 @@ pub fn router(state: AppState, dist: &Dist) -> Router {
                     crate::auth::require_caller,
                 ))
                 .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY_BYTES))
-                .layer(axum::middleware::from_fn_with_state(clock, clock_header)),
+                .layer(axum::middleware::from_fn_with_state(clock, clock_header))
+                // Answers carry data and tokens: no cache keeps them (the page keeps the
+                // views it needs itself, asking with `If-None-Match`).
+                .layer(SetResponseHeaderLayer::overriding(
+                    http::header::CACHE_CONTROL,
+                    http::HeaderValue::from_static("no-store"),
+                )),
         )
         .merge(routes::webhooks().with_state(state))
         .route("/healthz", get(|| async { "ok" }))

@@ -175,6 +175,9 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                 None => Config::from_env(env)?,
             };
             let listen = args.listen.unwrap_or(config.listen);
+            config
+                .check_listen(listen)
+                .map_err(|(field, message)| anyhow::anyhow!("{field}: {message}"))?;
             let fleet: Option<Fleet> = match &args.fleet_file {
                 Some(path) => {
                     let text = std::fs::read_to_string(path)

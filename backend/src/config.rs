@@ -21,6 +21,7 @@
 //! databaseUrl: sqlite:///var/lib/tower/history.db
 //! dataDir: /var/lib/tower
 //! frameAncestors: ["'self'"]                # Backstage's origin is always added
+//! insecureOnNetwork: false                  # openApi / guestSignIn listen on loopback only unless true
 //! proxy:                                    # optional: an authenticating proxy in front
 //!   userHeader: X-Forwarded-User
 //!   trustedAddresses: [10.0.3.17, 10.0.3.18]  # the proxy's own addresses; from anywhere else the header is ignored
@@ -112,6 +113,10 @@ pub struct Config {
     /// machine; Tower logs a warning when it is on.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub open_api: bool,
+    /// Lets `openApi` or `backstage.guestSignIn` — where anyone who reaches Tower is a
+    /// caller — listen on an address other than loopback. Off: Tower refuses to start so.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub insecure_on_network: bool,
 }
 
 /// An authenticating proxy: `{userHeader: X-Forwarded-User, trustedAddresses: [10.0.3.17]}`.
@@ -288,6 +293,7 @@ impl Default for Config {
             tokens: Vec::new(),
             proxy: None,
             open_api: false,
+            insecure_on_network: false,
         }
     }
 }
@@ -551,6 +557,37 @@ impl Config {
     }
 }
 
+impl Config {
+    /// Whether Tower may listen on `listen` as configured: with `openApi` or guest sign-in
+    /// (anyone who reaches it is a caller) only on loopback, unless `insecureOnNetwork`.
+    /// `Err((field, message))` names the setting that makes it unsafe.
+    pub fn check_listen(&self, listen: SocketAddr) -> Result<(), (String, String)> {
+        if listen.ip().is_loopback() || self.insecure_on_network {
+            return Ok(());
+        }
+        let open = if self.open_api {
+            Some(("openApi", "asks no caller for a token"))
+        } else if self.backstage.as_ref().is_some_and(|b| b.guest_sign_in) {
+            Some((
+                "backstage.guestSignIn",
+                "lets anyone sign in as Backstage's guest",
+            ))
+        } else {
+            None
+        };
+        match open {
+            Some((field, what)) => Err((
+                field.to_owned(),
+                format!(
+                    "{field} {what}, and Tower would listen on {listen}, which is not loopback: \
+                     listen on 127.0.0.1, or set insecureOnNetwork: true if the network is yours alone"
+                ),
+            )),
+            None => Ok(()),
+        }
+    }
+}
+
 fn check_url(url: &str) -> Result<(), String> {
     if url.starts_with("http://") || url.starts_with("https://") {
         Ok(())
@@ -669,6 +706,43 @@ mod tests {
                 other => panic!("{text:?}: {other:?}"),
             }
         }
+    }
+
+    #[test]
+    fn modes_where_anyone_is_a_caller_stay_on_loopback() {
+        let network: SocketAddr = "0.0.0.0:8080".parse().expect("address");
+        let loopback: SocketAddr = "127.0.0.1:8080".parse().expect("address");
+        let open = Config {
+            open_api: true,
+            ..Config::default()
+        };
+        assert_eq!(open.check_listen(loopback), Ok(()));
+        let (field, message) = open.check_listen(network).expect_err("refused");
+        assert_eq!(field, "openApi");
+        assert!(message.contains("insecureOnNetwork"), "{message}");
+        let guest = Config {
+            backstage: Some(HttpService {
+                url: "http://127.0.0.1:7007".to_owned(),
+                guest_sign_in: true,
+                ..HttpService::default()
+            }),
+            ..Config::default()
+        };
+        assert_eq!(
+            guest
+                .check_listen("[::]:8080".parse().expect("address"))
+                .map_err(|e| e.0),
+            Err("backstage.guestSignIn".to_owned())
+        );
+        assert_eq!(
+            Config {
+                insecure_on_network: true,
+                ..guest
+            }
+            .check_listen(network),
+            Ok(())
+        );
+        assert_eq!(Config::default().check_listen(network), Ok(()));
     }
 
     #[test]

@@ -224,5 +224,6 @@ pub fn config_for(
         tokens: Vec::new(),
         proxy: None,
         open_api: false,
+        insecure_on_network: false,
     }
 }

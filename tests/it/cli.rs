@@ -200,3 +200,25 @@ fn serve_rejects_a_bad_config_naming_the_field() {
     assert_ne!(code, 0);
     assert!(stderr.contains("/no/such/tower.yaml"), "{stderr}");
 }
+
+#[test]
+fn serve_refuses_to_open_itself_to_the_network() {
+    let dir = tempfile::tempdir().unwrap();
+    let dist = dist().unwrap();
+    let file = dir.path().join("tower.yaml");
+    std::fs::write(&file, "openApi: true\nlisten: 0.0.0.0:0\n").unwrap();
+    let config = file.to_str().unwrap();
+    for args in [
+        vec!["serve", "--config", config],
+        vec!["serve", "--config", config, "--listen", "[::]:0"],
+    ] {
+        let mut args = args.clone();
+        args.extend(["--dist", dist.to_str().unwrap()]);
+        let (code, stderr) = tower(&args);
+        assert_eq!(code, 2, "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("openApi") && stderr.contains("insecureOnNetwork"),
+            "{stderr}"
+        );
+    }
+}

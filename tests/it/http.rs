@@ -151,3 +151,34 @@ async fn snapshot_route_validates_the_service_name() {
         );
     }
 }
+
+/// DNS rebinding: a web page re-points its own name at 127.0.0.1 and reads the demo (where
+/// anyone is a caller) as same-origin. Its requests carry its name as `Host`, and are refused.
+#[tokio::test]
+async fn the_demo_answers_only_requests_addressed_to_loopback() {
+    let demo = Demo::start().await.unwrap();
+    let port = demo
+        .url
+        .trim_end_matches('/')
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .to_owned();
+    let client = demo.client().await.unwrap();
+    for path in ["auth/guest", "api/fleet", ""] {
+        let url = format!("{}{path}", demo.url);
+        let rebound = client
+            .get(&url)
+            .header("host", format!("attacker.example:{port}"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(rebound.status(), StatusCode::MISDIRECTED_REQUEST, "/{path}");
+        let body: serde_json::Value = rebound.json().await.unwrap();
+        assert_eq!(body["field"], "host", "/{path}");
+        for host in [format!("localhost:{port}"), format!("127.0.0.1:{port}")] {
+            let ok = client.get(&url).header("host", &host).send().await.unwrap();
+            assert_eq!(ok.status(), StatusCode::OK, "/{path} as {host}");
+        }
+    }
+}

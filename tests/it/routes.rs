@@ -359,6 +359,19 @@ async fn provisioning_snapshot_readiness_metrics_and_openapi() {
         assert_eq!(header("x-content-type-options"), "nosniff");
         assert_eq!(header("referrer-policy"), "no-referrer");
     }
+    // API and sign-in answers are kept by no cache; the page's own files are revalidated.
+    for path in [
+        "/api/provisioning",
+        "/api/snapshot?service=orders-api",
+        "/auth/guest",
+        "/auth/config",
+        "/api/no-such-route",
+    ] {
+        let response = tower.client().get(tower.url(path)).send().await.unwrap();
+        assert_eq!(response.headers()["cache-control"], "no-store", "{path}");
+    }
+    let page = tower.client().get(tower.url("/")).send().await.unwrap();
+    assert_eq!(page.headers()["cache-control"], "no-cache");
 
     let metrics = tower
         .client()
