@@ -154,7 +154,14 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             };
             let addr = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), args.port);
             block_on(async move {
-                let dir = std::env::temp_dir().join(format!("tower-demo-{}", std::process::id()));
+                // A new folder only this user may enter, under a name nobody can guess
+                // ahead, removed when the demo stops.
+                let dir = tempfile::Builder::new()
+                    .prefix("tower-demo-")
+                    .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
+                    .tempdir()
+                    .context("making the demo's folder")?;
+                let dir = dir.path();
                 // Bound first, so the simulated Backstage's page knows Tower's real port.
                 let listener = server::bind(addr).await?;
                 let addr = listener.local_addr()?;

@@ -247,13 +247,12 @@ pub struct HttpService {
 }
 
 impl HttpService {
-    /// `scheme://host:port` of `appUrl`, else of `url`: for Backstage, the page origin
-    /// allowed to frame Tower and hand it the user's token.
+    /// The origin of `appUrl`, else of `url`, as a browser writes it (lower case, no default
+    /// port, no credentials): for Backstage, the page origin allowed to frame Tower and hand
+    /// it the user's token. `None` for a URL without one (not http or https).
     pub fn origin(&self) -> Option<String> {
-        let url = self.app_url.as_deref().unwrap_or(&self.url);
-        let (scheme, rest) = url.split_once("://")?;
-        let host = rest.split('/').next()?;
-        (!host.is_empty()).then(|| format!("{scheme}://{host}"))
+        let url = reqwest::Url::parse(self.app_url.as_deref().unwrap_or(&self.url)).ok()?;
+        matches!(url.scheme(), "http" | "https").then(|| url.origin().ascii_serialization())
     }
 }
 
@@ -705,6 +704,40 @@ mod tests {
                 }
                 other => panic!("{text:?}: {other:?}"),
             }
+        }
+    }
+
+    #[test]
+    fn backstages_origin_is_the_one_a_browser_reports() {
+        let origin = |url: &str| {
+            HttpService {
+                url: url.to_owned(),
+                ..HttpService::default()
+            }
+            .origin()
+        };
+        for (url, expected) in [
+            (
+                "HTTPS://Backstage.Example:443/catalog",
+                Some("https://backstage.example"),
+            ),
+            ("http://127.0.0.1:7007/", Some("http://127.0.0.1:7007")),
+            (
+                "https://user:pw@backstage.example/",
+                Some("https://backstage.example"),
+            ),
+            (
+                "https://backstage.example?x=1#y",
+                Some("https://backstage.example"),
+            ),
+            (
+                "https://evil.example\\@backstage.example/",
+                Some("https://evil.example"),
+            ),
+            ("ftp://backstage.example/", None),
+            ("backstage.example", None),
+        ] {
+            assert_eq!(origin(url).as_deref(), expected, "{url}");
         }
     }
 

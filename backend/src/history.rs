@@ -180,6 +180,25 @@ impl History {
         Ok(row.try_get::<i64, _>("n")?)
     }
 
+    /// Who recorded the run of `service` started at `started_at` (a caller's subject, or
+    /// Tower's backend), for audits.
+    pub async fn recorded_by(
+        &self,
+        service: &str,
+        started_at: DateTime<Utc>,
+    ) -> Result<Option<String>, HistoryError> {
+        let row = sqlx::query(
+            "SELECT recorded_by FROM provisioning_runs WHERE service = $1 AND started_at = $2",
+        )
+        .bind(service)
+        .bind(started_at.timestamp_millis())
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(row
+            .map(|r| r.try_get::<String, _>("recorded_by"))
+            .transpose()?)
+    }
+
     /// Answers a trivial query (for `/readyz`).
     pub async fn ping(&self) -> bool {
         sqlx::query("SELECT 1").execute(&self.pool).await.is_ok()

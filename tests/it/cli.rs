@@ -65,15 +65,33 @@ fn unknown_arguments_are_refused() {
 
 #[tokio::test]
 async fn demo_stops_cleanly_on_ctrl_c() {
+    use std::os::unix::fs::PermissionsExt as _;
     let demo = Demo::start().await.unwrap();
     let url = demo.url.clone();
     assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+    // The demo's files are in a folder of its own: a name nobody could guess ahead (not
+    // its process id), that only this user may enter.
+    let dir = demo
+        .config_file
+        .clone()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .to_owned();
+    let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+    let suffix = name
+        .strip_prefix("tower-demo-")
+        .unwrap_or_else(|| panic!("{name}"));
+    assert!(suffix.parse::<u32>().is_err(), "a guessable folder: {name}");
+    let mode = std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o700, "{}", dir.display());
     let status = demo.interrupt().await.unwrap();
     assert!(status.success(), "tower demo exited with {status}");
     assert!(
         reqwest::get(format!("{url}healthz")).await.is_err(),
         "still answering after Ctrl-C"
     );
+    assert!(!dir.exists(), "{} left behind", dir.display());
 }
 
 #[test]

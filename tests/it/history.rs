@@ -37,11 +37,21 @@ async fn thousand_concurrent_posts(database_url: Option<String>) {
         let mut body = run.clone();
         // Every poster measured slightly differently: only the first record may win.
         body["steps"]["repositories"] = json!(61 + i);
-        let request = client.post(&url).json(&body);
+        // Each request has a deadline, so a stuck server fails the test instead of hanging it.
+        let request = client
+            .post(&url)
+            .json(&body)
+            .timeout(std::time::Duration::from_secs(60));
         async move {
-            let response = request.send().await.unwrap();
+            let response = request.send().await.expect("answered within 60 s");
             let status = response.status();
-            (status, response.json::<Value>().await.unwrap())
+            (
+                status,
+                response
+                    .json::<Value>()
+                    .await
+                    .expect("a JSON body within 60 s"),
+            )
         }
     });
     let answers = futures::future::join_all(posts).await;

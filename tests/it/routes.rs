@@ -467,6 +467,18 @@ async fn history_records_once_and_serves_typicals(tower: Live) {
     };
     let first = post(run.clone()).await.unwrap();
     assert_eq!(first.status(), StatusCode::CREATED);
+    // Stored with who recorded it.
+    let started = "2026-11-30T09:00:00Z".parse().unwrap();
+    assert_eq!(
+        tower
+            .live
+            .history()
+            .recorded_by("billing", started)
+            .await
+            .unwrap()
+            .as_deref(),
+        Some("user:development/guest")
+    );
     // A repeat (another browser) with other numbers gets the stored run back.
     let mut repeat = run.clone();
     repeat["steps"]["repositories"] = json!(999);
@@ -475,7 +487,39 @@ async fn history_records_once_and_serves_typicals(tower: Live) {
     let stored: Value = second.json().await.unwrap();
     assert_eq!(stored["steps"]["repositories"], 60);
 
-    for (body, field) in [
+    // Times no real run has, around Tower's clock.
+    let now = tower.world.clock().now();
+    let at = |offset: chrono::TimeDelta| (now + offset).to_rfc3339();
+    let hour = chrono::TimeDelta::hours(1);
+    let implausible = [
+        (at(-hour), at(hour), json!({}), "finishedAt"),
+        (
+            at(chrono::TimeDelta::days(-3700)),
+            at(chrono::TimeDelta::days(-3699)),
+            json!({}),
+            "startedAt",
+        ),
+        (
+            at(chrono::TimeDelta::days(-9)),
+            at(-hour),
+            json!({}),
+            "finishedAt",
+        ),
+        (
+            at(-hour),
+            at(-hour / 2),
+            json!({"first-build": 1801}),
+            "steps.first-build",
+        ),
+    ];
+    let implausible = implausible
+        .into_iter()
+        .map(|(started, finished, steps, field)| {
+            let body = json!({"service": "x", "kind": "Go", "startedAt": started,
+            "finishedAt": finished, "steps": steps});
+            (body, field)
+        });
+    for (body, field) in implausible.chain([
         (
             json!({"kind": "NodeJS", "startedAt": "2026-11-30T09:00:00Z", "finishedAt": "2026-11-30T09:01:00Z"}),
             "service",
@@ -504,7 +548,7 @@ async fn history_records_once_and_serves_typicals(tower: Live) {
             json!({"service": "x", "kind": "Go", "startedAt": "2026-11-30T09:00:00Z", "finishedAt": "2026-11-30T09:01:00Z", "steps": {"coffee": 1}}),
             "steps.coffee",
         ),
-    ] {
+    ]) {
         let response = post(body.clone()).await.unwrap();
         assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{body}");
         let error: Value = response.json().await.unwrap();

@@ -48,6 +48,8 @@ pub struct Demo {
     log_reader: Option<tokio::task::JoinHandle<()>>,
     /// The simulated clusters' API addresses the demo printed.
     clusters: Vec<String>,
+    /// The `tower.yaml` the demo printed it wrote for its world (`tower demo` only).
+    pub config_file: Option<PathBuf>,
     child: Child,
 }
 
@@ -169,10 +171,16 @@ impl Demo {
         let stdout = child.stdout.take().context("no stdout")?;
         let mut lines = BufReader::new(stdout).lines();
         let mut clusters = Vec::new();
+        let mut config_file = None;
         let url = tokio::time::timeout(Duration::from_secs(60), async {
             while let Some(line) = lines.next_line().await? {
                 if let Some(url) = line.strip_prefix("Tower is running at ") {
                     return Ok(url.trim().to_owned());
+                }
+                if let Some(path) =
+                    line.strip_prefix("Tower's config for them (tower serve --config): ")
+                {
+                    config_file = Some(PathBuf::from(path.trim()));
                 }
                 if let Some((_, address)) = line
                     .strip_prefix("Simulated cluster ")
@@ -193,6 +201,7 @@ impl Demo {
             logs,
             log_reader: Some(log_reader),
             clusters,
+            config_file,
             child,
         })
     }

@@ -3,7 +3,7 @@
 
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::Json;
+use axum::{Extension, Json};
 use tower_shared::api::{RecordedRuns, TypicalDurations, TypicalStep};
 use tower_shared::hangar::ServiceKind;
 use tower_shared::provisioning::{plan, StepId, Typicals};
@@ -11,11 +11,58 @@ use tower_shared::snapshot::RecordedRun;
 
 use super::params::{self, check_dns_label, JsonBody, Query};
 use super::ApiError;
+use crate::auth::Caller;
 use crate::history::{HistoryError, Recorded};
 use crate::state::AppState;
 
-/// Who recorded a run that came in over HTTP.
-const RECORDED_BY_BROWSER: &str = "browser";
+/// How far ahead of Tower's clock a run may say it finished (the caller's clock may run a
+/// little fast).
+const CLOCK_SKEW: chrono::TimeDelta = chrono::TimeDelta::minutes(5);
+/// The oldest start a run may claim.
+const OLDEST: chrono::TimeDelta = chrono::TimeDelta::days(10 * 366);
+/// The longest a provisioning run may have taken (Tower tracks one for a day).
+const LONGEST: chrono::TimeDelta = chrono::TimeDelta::days(7);
+
+/// Refuses times no real run has: a finish in the future (it would stay "newest" and pin the
+/// typical durations), a start ten years back, a run of over a week, a step longer than
+/// the run. `Err` names the field.
+fn check_times(run: &RecordedRun, now: chrono::DateTime<chrono::Utc>) -> Result<(), ApiError> {
+    if run.finished_at < run.started_at {
+        return Err(ApiError::bad(
+            "finishedAt",
+            "`finishedAt` is before `startedAt`",
+        ));
+    }
+    if run.finished_at > now + CLOCK_SKEW {
+        return Err(ApiError::bad(
+            "finishedAt",
+            format!("`finishedAt` is in the future (Tower's clock says {now})"),
+        ));
+    }
+    if run.started_at < now - OLDEST {
+        return Err(ApiError::bad(
+            "startedAt",
+            "`startedAt` is more than ten years ago",
+        ));
+    }
+    let took = run.finished_at - run.started_at;
+    if took > LONGEST {
+        return Err(ApiError::bad(
+            "finishedAt",
+            "the run took more than 7 days, which no provisioning does",
+        ));
+    }
+    let longest_step = u64::try_from(took.num_seconds()).unwrap_or(0);
+    if let Some((step, seconds)) = run.steps.iter().find(|(_, s)| **s > longest_step) {
+        return Err(ApiError::BadBody {
+            field: format!("steps.{step}"),
+            message: format!(
+                "{step} took {seconds} s, longer than the whole run ({longest_step} s)"
+            ),
+        });
+    }
+    Ok(())
+}
 
 fn unavailable(err: HistoryError) -> ApiError {
     tracing::warn!(error = %err, "history database");
@@ -41,6 +88,7 @@ pub async fn runs(
 /// stored run when one of the same service and start was there first.
 pub async fn record(
     State(state): State<AppState>,
+    caller: Option<Extension<Caller>>,
     JsonBody(body): JsonBody,
 ) -> Result<(StatusCode, Json<RecordedRun>), ApiError> {
     let de = &mut serde_json::Deserializer::from_slice(&body);
@@ -71,21 +119,18 @@ pub async fn record(
             format!("{:?} is not a Hangar kind", run.kind),
         ));
     }
-    if run.finished_at < run.started_at {
-        return Err(ApiError::bad(
-            "finishedAt",
-            "`finishedAt` is before `startedAt`",
-        ));
-    }
     if let Some(step) = run.steps.keys().find(|s| StepId::from_id(s).is_none()) {
         return Err(ApiError::BadBody {
             field: format!("steps.{step}"),
             message: format!("{step:?} is not a provisioning step"),
         });
     }
+    let now = state.clock().now();
+    check_times(&run, now)?;
+    let by = caller.map_or_else(|| "anonymous".to_owned(), |c| c.subject.clone());
     let (stored, how) = state
         .history
-        .record(&run, RECORDED_BY_BROWSER, state.clock().now())
+        .record(&run, &by, now)
         .await
         .map_err(unavailable)?;
     if how == Recorded::Inserted {

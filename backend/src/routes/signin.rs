@@ -42,6 +42,17 @@ pub async fn config(
 /// How long a guest token is handed out when Backstage does not say how long it lasts.
 const GUEST_UNKNOWN_LIFETIME: Duration = Duration::from_secs(60);
 
+/// The longest a guest token is handed out, whatever Backstage says it lasts.
+const GUEST_LONGEST: Duration = Duration::from_secs(3600);
+
+/// Until when a guest token that lasts `expires_in` seconds (as Backstage says) is handed
+/// out: a third of its life, at most [`GUEST_LONGEST`] — a number from elsewhere never
+/// overflows Tower's clock.
+fn hand_out_until(now: Instant, expires_in: Option<u64>) -> Instant {
+    let lasts = expires_in.map_or(GUEST_UNKNOWN_LIFETIME, |s| Duration::from_secs(s / 3));
+    now.checked_add(lasts.min(GUEST_LONGEST)).unwrap_or(now)
+}
+
 pub async fn guest(State(state): State<AppState>) -> Result<Json<GuestToken>, ApiError> {
     // Held across the fetch: callers that miss together wait for one fetch.
     let mut cached = state.gate.guest.lock().await;
@@ -80,13 +91,26 @@ pub async fn guest(State(state): State<AppState>) -> Result<Json<GuestToken>, Ap
         .ok_or_else(|| ApiError::Upstream {
             message: "Backstage's guest sign-in gave no token".to_owned(),
         })?;
-    let hand_out_for = identity["expiresInSeconds"]
-        .as_u64()
-        .map_or(GUEST_UNKNOWN_LIFETIME, |lasts| {
-            Duration::from_secs(lasts / 3)
-        });
-    *cached = Some((Secret(token.to_owned()), Instant::now() + hand_out_for));
+    let until = hand_out_until(Instant::now(), identity["expiresInSeconds"].as_u64());
+    *cached = Some((Secret(token.to_owned()), until));
     Ok(Json(GuestToken {
         token: token.to_owned(),
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_guest_tokens_lifetime_from_backstage_never_overflows_the_clock() {
+        let now = Instant::now();
+        assert_eq!(
+            hand_out_until(now, Some(3600)),
+            now + Duration::from_secs(1200)
+        );
+        assert_eq!(hand_out_until(now, None), now + GUEST_UNKNOWN_LIFETIME);
+        assert_eq!(hand_out_until(now, Some(u64::MAX)), now + GUEST_LONGEST);
+        assert_eq!(hand_out_until(now, Some(0)), now);
+    }
 }
