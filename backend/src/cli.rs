@@ -165,8 +165,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                 // Bound first, so the simulated Backstage's page knows Tower's real port.
                 let listener = server::bind(addr).await?;
                 let addr = listener.local_addr()?;
-                let demo =
-                    demo::start_world(world, args.speed, dir, args.kubeconfig, addr).await?;
+                let demo = demo::start_world(world, args.speed, dir, args.kubeconfig, addr).await?;
                 let live = live::connect(demo.config.clone(), demo.clock()).await?;
                 if !live.wait_ready(std::time::Duration::from_secs(60)).await {
                     tracing::warn!("the simulated platform is not fully read yet; serving anyway");

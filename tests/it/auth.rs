@@ -187,8 +187,8 @@ async fn a_rotated_key_is_fetched_once_and_forged_kids_cannot_hammer_backstage()
     let issuer = format!("{}/api/auth", backstage.url);
     let old = key("old");
     backstage.jwks.lock().unwrap().push(old.jwk.clone());
-    let verifier = Verifier::new(&backstage.url, reqwest::Client::new())
-        .with_refetch_every(Duration::from_millis(500));
+    let window = Duration::from_millis(500);
+    let verifier = Verifier::new(&backstage.url, reqwest::Client::new()).with_refetch_every(window);
     verifier
         .verify(&sign(&old, &claims(&issuer)))
         .await
@@ -196,6 +196,7 @@ async fn a_rotated_key_is_fetched_once_and_forged_kids_cannot_hammer_backstage()
     assert_eq!(backstage.fetches.load(Ordering::Relaxed), 1);
 
     // A burst of tokens naming keys nobody published: at most one fetch per window.
+    let burst = std::time::Instant::now();
     for i in 0..50 {
         let err = verifier
             .verify(&sign(&key(&format!("forged-{i}")), &claims(&issuer)))
@@ -203,20 +204,24 @@ async fn a_rotated_key_is_fetched_once_and_forged_kids_cannot_hammer_backstage()
             .unwrap_err();
         assert_eq!(err, AuthError::UnknownKey);
     }
+    let windows = 1 + burst.elapsed().as_millis() / window.as_millis();
+    let refetches = u128::from(backstage.fetches.load(Ordering::Relaxed) - 1);
     assert!(
-        backstage.fetches.load(Ordering::Relaxed) <= 2,
-        "re-fetches are rate limited"
+        refetches <= windows,
+        "{refetches} re-fetches in {windows} windows"
     );
 
-    // Backstage restarts with a new key: after the window, one re-fetch finds it.
-    tokio::time::sleep(Duration::from_millis(600)).await;
+    // Backstage restarts with a new key: tokens signed with it are refused without a fetch
+    // until the window ends, then one re-fetch finds it.
     let new = key("new");
     *backstage.jwks.lock().unwrap() = vec![new.jwk.clone()];
     let before = backstage.fetches.load(Ordering::Relaxed);
-    let user = verifier
-        .verify(&sign(&new, &claims(&issuer)))
-        .await
-        .unwrap();
+    let token = sign(&new, &claims(&issuer));
+    let user = crate::support::eventually(Duration::from_secs(10), "the new key found", || async {
+        verifier.verify(&token).await.ok()
+    })
+    .await
+    .unwrap();
     assert_eq!(user.subject, "user:default/jane");
     assert_eq!(backstage.fetches.load(Ordering::Relaxed), before + 1);
 }
@@ -329,8 +334,26 @@ async fn every_route_refuses_every_bad_token_without_side_effects() {
     let dist = dir.path().join("dist");
     std::fs::create_dir_all(&dist).unwrap();
     std::fs::write(dist.join("index.html"), "<!doctype html>").unwrap();
-    let router =
-        tower_backend::app::router(state, &tower_backend::assets::Dist::open(&dist).unwrap());
+    let dist = tower_backend::assets::Dist::open(&dist).unwrap();
+    let router = tower_backend::app::router(state, &dist);
+    // The same Tower asking nobody (its own history): what each route answers past the gate.
+    let ungated = tower_backend::app::router(
+        tower_backend::state::AppState::fixed(
+            None,
+            Arc::new(tower_backend::source::Fixed::new(
+                tower_shared::snapshot::Snapshot::empty(chrono::Utc::now()),
+                None,
+            )),
+            tower_backend::history::History::connect(&format!(
+                "sqlite://{}?mode=rwc",
+                dir.path().join("ungated.db").display()
+            ))
+            .await
+            .unwrap(),
+            tower_backend::auth::Gate::open(),
+        ),
+        &dist,
+    );
 
     let b64 = |v: &Value| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v.to_string());
     let with = |field: &str, value: Value| {
@@ -355,7 +378,11 @@ async fn every_route_refuses_every_bad_token_without_side_effects() {
         ("wrong audience", Some(with("aud", json!("not-backstage")))),
         ("unknown kid", Some(sign(&key("k9"), &claims(&issuer)))),
     ];
-    let send = |method: http::Method, path: &str, body: &Option<Value>, token: Option<&str>| {
+    let send_to = |router: &axum::Router,
+                   method: http::Method,
+                   path: &str,
+                   body: &Option<Value>,
+                   token: Option<&str>| {
         let mut request = http::Request::builder().method(method).uri(path);
         if let Some(token) = token {
             request = request.header("authorization", format!("Bearer {token}"));
@@ -369,8 +396,18 @@ async fn every_route_refuses_every_bad_token_without_side_effects() {
         .unwrap();
         router.clone().oneshot(request)
     };
+    let send = |method: http::Method, path: &str, body: &Option<Value>, token: Option<&str>| {
+        send_to(&router, method, path, body, token)
+    };
     let requests = protected_requests();
-    assert!(requests.len() >= 15, "{} routes", requests.len());
+    // docs/reliability.md says how many routes and requests this test tries.
+    let reliability =
+        std::fs::read_to_string(crate::support::root().join("docs/reliability.md")).unwrap();
+    let stated = format!("the OpenAPI document, {} routes", requests.len());
+    assert!(
+        reliability.contains(&stated),
+        "docs/reliability.md should say {stated:?}"
+    );
     let mut tried = 0;
     for (method, path, body) in &requests {
         for (what, token) in &bad_tokens {
@@ -393,19 +430,39 @@ async fn every_route_refuses_every_bad_token_without_side_effects() {
             tried += 1;
         }
     }
-    assert!(tried >= 90);
+    let stated = format!("for all {tried} requests");
+    assert_eq!(tried, requests.len() * bad_tokens.len());
+    assert!(
+        reliability.contains(&stated),
+        "docs/reliability.md should say {stated:?}"
+    );
     // No side effect: nothing was recorded.
     assert_eq!(history.count().await.unwrap(), 0);
 
-    // A good user token gets through (the answer is the route's own, not 401).
+    // A good user token gets through: every route answers what it answers the same request
+    // in a Tower whose gate asks nobody.
     let user = sign(&good, &claims(&issuer));
     for (method, path, body) in &requests {
         let response = send(method.clone(), path, body, Some(&user)).await.unwrap();
-        assert_ne!(
-            response.status(),
-            http::StatusCode::UNAUTHORIZED,
-            "{method} {path}"
-        );
+        let own = send_to(&ungated, method.clone(), path, body, Some(&user))
+            .await
+            .unwrap();
+        assert_eq!(response.status(), own.status(), "{method} {path}");
+        // A JSON answer (not an event stream, which never ends) is the route's, not the gate's.
+        let json = response
+            .headers()
+            .get("content-type")
+            .is_some_and(|t| t == "application/json");
+        if json {
+            let bytes = axum::body::to_bytes(response.into_body(), 1 << 20)
+                .await
+                .unwrap();
+            let answer: Value = serde_json::from_slice(&bytes).unwrap();
+            assert_ne!(
+                answer["field"], "authorization",
+                "{method} {path}: {answer}"
+            );
+        }
     }
     assert_eq!(history.count().await.unwrap(), 1, "the good POST recorded");
 
@@ -426,6 +483,7 @@ async fn every_route_refuses_every_bad_token_without_side_effects() {
     assert_eq!(off.status(), http::StatusCode::FORBIDDEN);
     // Writes are rate limited per subject: a runaway loop gets 429 with Retry-After.
     let mut limited = 0;
+    let started = std::time::Instant::now();
     for i in 0..1_300 {
         let body = Some(json!({"service": format!("loop-{i}"), "kind": "Go",
             "startedAt": "2026-11-30T08:00:00Z", "finishedAt": "2026-11-30T08:10:00Z"}));
@@ -439,13 +497,16 @@ async fn every_route_refuses_every_bad_token_without_side_effects() {
         .unwrap();
         if response.status() == http::StatusCode::TOO_MANY_REQUESTS {
             assert!(response.headers().contains_key("retry-after"));
+            assert!(i >= 1_200, "write {i} refused inside the burst allowance");
             limited += 1;
         }
     }
-    assert!(limited > 0, "1,300 writes in a burst were never limited");
+    // The last 100 are refused, but for the writes that came back meanwhile (20 a second).
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let back = (started.elapsed().as_secs_f64() * tower_backend::auth::WRITES_PER_SECOND) as u32;
     assert!(
-        limited < 300,
-        "{limited} limited: the burst allowance is 1,200"
+        limited <= 100 && limited + back + 1 >= 100,
+        "{limited} of the last 100 refused, {back} came back"
     );
 
     // The public routes need nothing.
@@ -623,9 +684,8 @@ async fn tokens_never_reach_the_log_and_writes_are_audited_with_the_subject() {
         .await
         .unwrap();
     assert_eq!(refused.status(), 401);
-    tokio::time::sleep(Duration::from_millis(500)).await;
 
-    let logs = tower.logs();
+    let logs = tower.logs_at_exit().await.unwrap();
     assert!(logs.lines().count() > 20, "debug logging is on:\n{logs}");
     let signature = token.rsplit('.').next().unwrap();
     for secret in [token.as_str(), signature, forged.as_str()] {

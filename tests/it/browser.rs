@@ -204,13 +204,14 @@ where
 
 #[tokio::test]
 async fn provisioning_deep_link_follows_the_nodejs_story_to_done() {
-    // At 60× the shop story (about 17 world minutes) plays in under half a minute.
-    let demo = Demo::start_with(&["--speed", "60"]).await.unwrap();
+    // The world stands still until the test moves it: the shop story (about 17 world
+    // minutes) is played half a world minute per look at the page.
+    let tower = crate::support::Live::start(0.0).await.unwrap();
     let browser = Browser::start().await.unwrap();
     browser
         .checked("provisioning", async {
             let c = &browser.client;
-            let url = format!("{}tower?view=provisioning&service=shop", demo.url);
+            let url = tower.url("/tower?view=provisioning&service=shop");
             c.goto(&url).await?;
             c.wait()
                 .at_most(Duration::from_secs(20))
@@ -224,8 +225,9 @@ async fn provisioning_deep_link_follows_the_nodejs_story_to_done() {
             );
             browser.check_page("provisioning-early").await?;
 
-            // The world clock runs: the last step turns done.
+            // The world clock moves on: the last step turns done.
             until(Duration::from_secs(90), "shop running healthy", || async {
+                tower.advance_world(30);
                 let done = c
                     .find_all(Locator::Css(
                         "li.step.step-done[data-step='running-healthy']",
@@ -268,16 +270,18 @@ async fn provisioning_deep_link_follows_the_nodejs_story_to_done() {
 
 #[tokio::test]
 async fn services_strip_shows_in_flight_services_and_moves_a_finished_one_out() {
-    let demo = Demo::start_with(&["--speed", "60"]).await.unwrap();
+    // The world moves only when the test moves it, half a world minute per look.
+    let tower = crate::support::Live::start(0.0).await.unwrap();
     let browser = Browser::start().await.unwrap();
     browser
         .checked("services", async {
             let c = &browser.client;
-            c.goto(&format!("{}tower?view=services", demo.url)).await?;
+            c.goto(&tower.url("/tower?view=services")).await?;
             until(
                 Duration::from_secs(30),
                 "shop in the in-flight strip",
                 || async {
+                    tower.advance_world(30);
                     Ok(texts(c, ".in-flight .strip-name")
                         .await?
                         .contains(&"shop".to_owned()))
@@ -305,6 +309,7 @@ async fn services_strip_shows_in_flight_services_and_moves_a_finished_one_out() 
             browser.keyboard_reaches_everything().await?;
 
             until(Duration::from_secs(90), "shop finished", || async {
+                tower.advance_world(30);
                 Ok(texts(c, ".finished .strip-name")
                     .await?
                     .contains(&"shop".to_owned()))
@@ -318,7 +323,10 @@ async fn services_strip_shows_in_flight_services_and_moves_a_finished_one_out() 
             until(
                 Duration::from_secs(60),
                 "shop out after its retention",
-                || async { Ok(!texts(c, ".strip-name").await?.contains(&"shop".to_owned())) },
+                || async {
+                    tower.advance_world(30);
+                    Ok(!texts(c, ".strip-name").await?.contains(&"shop".to_owned()))
+                },
             )
             .await?;
             Ok(())
@@ -556,7 +564,11 @@ async fn a_hostile_parent_cannot_frame_tower_but_an_allowed_one_can() {
         .checked("framing", async {
             let c = &browser.client;
             c.goto(&hostile).await?;
-            tokio::time::sleep(Duration::from_secs(2)).await;
+            // Chromium refuses the frame: it holds its own error page, never Tower's.
+            until(Duration::from_secs(20), "the frame refused", || async {
+                Ok(frame_location(c).await?.starts_with("chrome-error:"))
+            })
+            .await?;
             let inside = frame_text(c).await?;
             anyhow::ensure!(
                 !inside.contains("Tower"),
@@ -570,12 +582,13 @@ async fn a_hostile_parent_cannot_frame_tower_but_an_allowed_one_can() {
             );
             let parent = serve_page(html, tokio::net::TcpListener::bind(allowed_parent).await?);
             c.goto(&parent).await?;
-            tokio::time::sleep(Duration::from_secs(2)).await;
-            let inside = frame_text(c).await?;
-            anyhow::ensure!(
-                inside.contains("Tower"),
-                "the allowed origin could not frame Tower: {inside}"
-            );
+            until(
+                Duration::from_secs(20),
+                "Tower inside the allowed frame",
+                || async { Ok(frame_text(c).await?.contains("Tower")) },
+            )
+            .await
+            .context("the allowed origin could not frame Tower")?;
             Ok(())
         })
         .await
@@ -614,6 +627,15 @@ async fn a_github_rate_limit_shows_as_such_over_the_last_known_data() {
 }
 
 /// The text of the first frame's body (read from inside it).
+/// The address of the document in the page's first frame (Chromium's own error page,
+/// `chrome-error://…`, when it refused to render the frame).
+async fn frame_location(c: &fantoccini::Client) -> anyhow::Result<String> {
+    c.enter_frame(0).await?;
+    let href = c.execute("return String(location.href);", vec![]).await;
+    c.enter_parent_frame().await?;
+    Ok(href?.as_str().unwrap_or_default().to_owned())
+}
+
 async fn frame_text(c: &fantoccini::Client) -> anyhow::Result<String> {
     c.enter_frame(0).await?;
     let text = c
@@ -687,7 +709,16 @@ async fn inside_backstage_the_token_arrives_by_post_message_from_backstage_only(
                 Ok(c.execute("return window.hostileSent === true;", vec![]).await? == true)
             })
             .await?;
-            tokio::time::sleep(Duration::from_secs(2)).await;
+            // Tower asks for its token once a second until it has one: two more asks after
+            // every message arrived mean it read them all and still has none.
+            let asked = || async {
+                anyhow::Ok(c.execute("return window.towerAsked || 0;", vec![]).await?.as_u64().unwrap_or(0))
+            };
+            let after = asked().await?;
+            until(Duration::from_secs(10), "Tower asks twice more", || async {
+                Ok(asked().await? >= after + 2)
+            })
+            .await?;
             let still = frame_text(c).await?;
             anyhow::ensure!(
                 still.contains("Waiting for Backstage") && !still.contains("orders-api"),

@@ -750,11 +750,17 @@ async fn a_cluster_that_goes_away_is_served_stale_and_recovers() {
     let (_, before) = tower.get("/live-runs?app=orders-api").await.unwrap();
     assert!(tower.world.served.set_cluster_up("dev", false));
 
-    let stale = eventually(Duration::from_secs(15), "dev marked stale", || async {
-        let (status, body) = tower.get("/live-runs?app=orders-api").await.ok()?;
-        assert_eq!(status, StatusCode::OK, "still answering: {body}");
-        body.get("stale").is_some().then_some(body)
-    })
+    // A refused port: the watches fail at once, the `/version` probe within its period.
+    let probe = tower_backend::live::kube::PROBE_EVERY;
+    let stale = eventually(
+        probe + Duration::from_secs(1),
+        "dev marked stale",
+        || async {
+            let (status, body) = tower.get("/live-runs?app=orders-api").await.ok()?;
+            assert_eq!(status, StatusCode::OK, "still answering: {body}");
+            body.get("stale").is_some().then_some(body)
+        },
+    )
     .await
     .unwrap();
     assert_eq!(
@@ -781,10 +787,16 @@ async fn a_cluster_that_goes_away_is_served_stale_and_recovers() {
     );
 
     assert!(tower.world.served.set_cluster_up("dev", true));
-    let fresh = eventually(Duration::from_secs(20), "dev fresh again", || async {
-        let (_, body) = tower.get("/live-runs?app=orders-api").await.ok()?;
-        body.get("stale").is_none().then_some(body)
-    })
+    // Fresh within one probe period and one watcher backoff (at most 3 s each, side by side),
+    // with two seconds to list again.
+    let fresh = eventually(
+        probe + Duration::from_secs(2),
+        "dev fresh again",
+        || async {
+            let (_, body) = tower.get("/live-runs?app=orders-api").await.ok()?;
+            body.get("stale").is_none().then_some(body)
+        },
+    )
     .await
     .unwrap();
     assert_eq!(fresh["pipelineRuns"], before["pipelineRuns"]);

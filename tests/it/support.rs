@@ -617,6 +617,15 @@ impl Live {
         format!("{}{path}", self.base)
     }
 
+    /// Moves the simulated world's clock on by `seconds` of world time, by hand (start the
+    /// world at speed 0 so nothing else moves it); the world catches up at its next tick.
+    pub fn advance_world(&self, seconds: i64) {
+        self.world
+            .platform
+            .clock()
+            .advance(chrono::Duration::seconds(seconds));
+    }
+
     /// Spends GitHub's rate limit for `reset_in` seconds, as Tower meets it: the limit is
     /// injected into the simulated GitHub and Tower is asked for a repository it may read
     /// (a fleet app's) that nobody has asked GitHub about yet — one already met would be
