@@ -228,14 +228,6 @@ impl Demo {
         Ok(response.error_for_status()?.json().await?)
     }
 
-    /// What the process has logged so far.
-    pub fn logs(&self) -> String {
-        self.logs
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
-    }
-
     /// Stops the process ([`Demo::interrupt`]) and answers everything it logged, to the end.
     pub async fn logs_at_exit(mut self) -> anyhow::Result<String> {
         let reader = self.log_reader.take().context("the log was read already")?;
