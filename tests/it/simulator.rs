@@ -18,15 +18,24 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 
 use crate::support::{Demo, ReadJson as _};
 
-const KUBECTL: &str = "/usr/bin/kubectl";
-
-fn kubectl_path() -> &'static str {
-    assert!(
-        std::path::Path::new(KUBECTL).is_file(),
-        "kubectl is missing at {KUBECTL}: this machine image ships kubectl 1.32 there; \
-         the simulator's kubectl tests need it (do not install Debian's kubernetes-client)"
+/// The kubectl the tests drive: `$KUBECTL` (`cargo xtask test` sets it to the one it found
+/// or installed), else `kubectl` on `PATH`.
+fn kubectl_path() -> std::path::PathBuf {
+    let path = std::env::var_os("KUBECTL").map_or_else(
+        || {
+            std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+                .map(|dir| dir.join("kubectl"))
+                .find(|p| p.is_file())
+                .unwrap_or_else(|| "kubectl".into())
+        },
+        std::path::PathBuf::from,
     );
-    KUBECTL
+    assert!(
+        path.is_file(),
+        "kubectl is missing ({}): the simulator's kubectl tests need it; `cargo xtask test` installs it",
+        path.display()
+    );
+    path
 }
 
 async fn kubectl(demo: &Demo, args: &[&str]) -> String {

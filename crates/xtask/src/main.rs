@@ -138,10 +138,16 @@ fn test(root: &Path) -> anyhow::Result<()> {
     let postgres = tools::ensure_postgres()?;
     let (partner_scripts, partner_install) = tools::ensure_backstage_partner(root)?;
     let contract = tools::ensure_contract_tools()?;
+    let kubectl = toolchain
+        .kubectl
+        .as_ref()
+        .context("the simulator's tests need kubectl")?;
     steps::run(
-        "tests",
+        "tests (cargo-nextest, each with a deadline: .config/nextest.toml)",
         cargo()
             .current_dir(root)
+            .env("PATH", &toolchain.path)
+            .env("KUBECTL", kubectl)
             .env("TOWER_DIST", root.join("dist"))
             .env("CHROMEDRIVER", &browser.chromedriver)
             .env("CHROMIUM", &browser.chromium)
@@ -155,7 +161,8 @@ fn test(root: &Path) -> anyhow::Result<()> {
             .env("TOWER_BACKSTAGE_PARTNER", &partner_scripts)
             .env("TOWER_BACKSTAGE_PARTNER_DIR", &partner_install)
             .args([
-                "test",
+                "nextest",
+                "run",
                 "--locked",
                 "--workspace",
                 "--exclude",
@@ -163,6 +170,17 @@ fn test(root: &Path) -> anyhow::Result<()> {
             ]),
     )
     .context("the tests failed (browser screenshots, if any, are in target/screenshots/)")?;
+    steps::run(
+        "doc tests",
+        cargo().current_dir(root).args([
+            "test",
+            "--locked",
+            "--doc",
+            "--workspace",
+            "--exclude",
+            "tower-frontend",
+        ]),
+    )?;
     println!(
         "xtask: every check passed in {}s",
         started.elapsed().as_secs()

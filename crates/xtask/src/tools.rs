@@ -7,6 +7,8 @@
 //! | trunk 0.21.14 | `cargo install --locked` | 0.22 needs a newer rustc |
 //! | wasm-bindgen-cli = the `wasm-bindgen` in Cargo.lock | `cargo install`, not `--locked` | Trunk insists on the exact version; `--locked` pins a yanked dependency |
 //! | wasm-opt (binaryen 132) | npm, into the tools folder | Debian's binaryen 108 emits WASM that fails at load |
+//! | cargo-nextest 0.9.143 | `cargo install --locked` (this machine image has it) | runs the tests, each with a deadline (`.config/nextest.toml`) |
+//! | kubectl | the one on `PATH`, else apt-get's `kubernetes-client` | the simulator's kubectl tests (Debian's 1.20 conflicts with an image's own kubectl, so only when there is none) |
 //! | chromium, chromedriver | apt-get | browser tests |
 //! | axe-core 4.14.1 | npm, into the tools folder | the accessibility check every browser test runs on the pages it opens |
 //! | schemathesis 4.32.5, openapi-spec-validator 0.9.0 | pip, into a virtual environment in the tools folder | the API contract test (`tests/it/contract.rs`) |
@@ -25,6 +27,7 @@ use anyhow::{bail, Context};
 use crate::steps;
 
 pub const TRUNK_VERSION: &str = "0.21.14";
+pub const NEXTEST_VERSION: &str = "0.9.143";
 pub const BINARYEN_VERSION: &str = "132";
 pub const AXE_VERSION: &str = "4.14.1";
 pub const SCHEMATHESIS_VERSION: &str = "4.32.5";
@@ -94,6 +97,8 @@ pub struct Toolchain {
     /// `PATH` with cargo's bin folder and the npm tools folder first.
     pub path: OsString,
     pub browser: Option<Browser>,
+    /// kubectl, for the simulator's kubectl tests.
+    pub kubectl: Option<PathBuf>,
 }
 
 #[derive(Debug)]
@@ -121,11 +126,27 @@ impl Toolchain {
             &[],
         )?;
         ensure_wasm_opt(&path, &tools_dir)?;
-        let browser = match need {
-            Need::Build => None,
-            Need::Everything => Some(ensure_browser(&path, &tools_dir)?),
+        let (browser, kubectl) = match need {
+            Need::Build => (None, None),
+            Need::Everything => {
+                ensure_cargo_tool(
+                    &path,
+                    "cargo-nextest",
+                    "cargo-nextest",
+                    NEXTEST_VERSION,
+                    &["--locked"],
+                )?;
+                (
+                    Some(ensure_browser(&path, &tools_dir)?),
+                    Some(ensure_kubectl(&path)?),
+                )
+            }
         };
-        Ok(Self { path, browser })
+        Ok(Self {
+            path,
+            browser,
+            kubectl,
+        })
     }
 }
 
@@ -306,6 +327,17 @@ fn ensure_browser(path: &OsString, tools_dir: &Path) -> anyhow::Result<Browser> 
         }),
         _ => bail!("chromium and chromedriver are still missing after apt-get install"),
     }
+}
+
+/// kubectl on `PATH`, else Debian's `kubernetes-client` (installed only when there is no
+/// kubectl at all: it cannot be installed beside an image's own).
+fn ensure_kubectl(path: &OsString) -> anyhow::Result<PathBuf> {
+    let system = std::env::var_os("PATH").unwrap_or_default();
+    if let Some(found) = which(path, "kubectl").or_else(|| which(&system, "kubectl")) {
+        return Ok(found);
+    }
+    apt_install(&["kubernetes-client"])?;
+    which(&system, "kubectl").context("kubectl is still missing after apt-get install")
 }
 
 fn apt_install(packages: &[&str]) -> anyhow::Result<()> {
