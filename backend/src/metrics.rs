@@ -42,75 +42,70 @@ pub struct Metrics {
     rebuild_seconds: Gauge<f64, std::sync::atomic::AtomicU64>,
 }
 
+/// A new metric of type `M`, registered as `name` with `help`.
+fn register<M>(registry: &mut Registry, name: &str, help: &str) -> M
+where
+    M: Default + Clone + prometheus_client::registry::Metric,
+{
+    let metric = M::default();
+    registry.register(name, help, metric.clone());
+    metric
+}
+
 impl Default for Metrics {
     fn default() -> Self {
         let mut registry = Registry::with_prefix("tower");
-        let requests = Family::<RouteLabels, Counter>::default();
-        registry.register(
+        let requests: Family<RouteLabels, Counter> = register(
+            &mut registry,
             "http_requests",
             "HTTP requests answered, by route and status",
-            requests.clone(),
         );
-        let stale = Family::<ClusterLabels, Gauge>::default();
-        registry.register(
+        let stale: Family<ClusterLabels, Gauge> = register(
+            &mut registry,
             "cluster_stale",
             "1 while a cluster cannot be reached and its last data is served",
-            stale.clone(),
         );
-        let synced = Family::<ClusterLabels, Gauge>::default();
-        registry.register(
+        let synced: Family<ClusterLabels, Gauge> = register(
+            &mut registry,
             "cluster_synced",
             "1 once every watched type of a cluster has been listed",
-            synced.clone(),
         );
-        let objects = Family::<ClusterLabels, Gauge>::default();
-        registry.register(
+        let objects: Family<ClusterLabels, Gauge> = register(
+            &mut registry,
             "cluster_cached_objects",
             "Objects held in a cluster's watch cache",
-            objects.clone(),
         );
-        let github_requests = Gauge::default();
-        registry.register(
+        let github_requests: Gauge = register(
+            &mut registry,
             "github_requests",
             "Requests sent to GitHub since start",
-            github_requests.clone(),
         );
-        let github_not_modified = Gauge::default();
-        registry.register(
+        let github_not_modified: Gauge = register(
+            &mut registry,
             "github_not_modified",
             "GitHub answers that were 304 Not Modified (no rate limit spent)",
-            github_not_modified.clone(),
         );
-        let github_cached = Gauge::default();
-        registry.register(
+        let github_cached: Gauge = register(
+            &mut registry,
             "github_cached_answers",
             "GitHub answers Tower keeps (bounded: the least recently used go first)",
-            github_cached.clone(),
         );
-        let github_cached_bytes = Gauge::default();
-        registry.register(
+        let github_cached_bytes: Gauge = register(
+            &mut registry,
             "github_cached_bytes",
             "Bytes of the GitHub answers Tower keeps",
-            github_cached_bytes.clone(),
         );
-        let provisioning_services = Gauge::default();
-        registry.register(
+        let provisioning_services: Gauge = register(
+            &mut registry,
             "provisioning_services",
             "Services in the current provisioning derivation",
-            provisioning_services.clone(),
         );
-        let rebuilds = Gauge::default();
-        registry.register(
+        let rebuilds: Gauge = register(
+            &mut registry,
             "deriver_rebuilds",
             "Times the deriver rebuilt its snapshot since start (one per batch of changes)",
-            rebuilds.clone(),
         );
-        let rebuild_seconds = Gauge::<f64, std::sync::atomic::AtomicU64>::default();
-        registry.register(
-            "deriver_last_rebuild_seconds",
-            "How long the last rebuild took: reading the caches, indexing, deriving, making the views",
-            rebuild_seconds.clone(),
-        );
+        let rebuild_seconds: Gauge::<f64, std::sync::atomic::AtomicU64> = register(&mut registry, "deriver_last_rebuild_seconds", "How long the last rebuild took: reading the caches, indexing, deriving, making the views");
         Self {
             rebuilds,
             rebuild_seconds,

@@ -327,8 +327,7 @@ async fn provisioning_snapshot_readiness_metrics_and_openapi() {
     assert_eq!(body, json!({"ready": false}));
     let (status, body) = crate::support::call(
         &router,
-        axum::http::Request::get("/readyz")
-            .header("authorization", format!("Bearer {}", tower.token)),
+        crate::support::get_with("/readyz", &tower.token),
         "",
     )
     .await;
@@ -932,12 +931,7 @@ async fn github_backed_reads_have_a_budget_per_caller() {
     let tool = "prs-tool-token-0123456789";
     let router = tower.router_with_tool("tool:prs", tool, &["/pull-requests"]);
     let as_guest = |path: &str| {
-        crate::support::call(
-            &router,
-            axum::http::Request::get(path)
-                .header("authorization", format!("Bearer {}", tower.token)),
-            "",
-        )
+        crate::support::call(&router, crate::support::get_with(path, &tower.token), "")
     };
     let started = std::time::Instant::now();
     let mut asked = 0;
@@ -971,8 +965,7 @@ async fn github_backed_reads_have_a_budget_per_caller() {
     assert_eq!(status, StatusCode::OK);
     let (status, body) = crate::support::call(
         &router,
-        axum::http::Request::get("/pull-requests?owner=acme&repo=hangar-tenants")
-            .header("authorization", format!("Bearer {tool}")),
+        crate::support::get_with("/pull-requests?owner=acme&repo=hangar-tenants", tool),
         "",
     )
     .await;

@@ -713,6 +713,11 @@ impl Live {
     }
 }
 
+/// A GET of `path` carrying `token` as `Authorization: Bearer …`, for [`call`].
+pub fn get_with(path: &str, token: &str) -> axum::http::request::Builder {
+    axum::http::Request::get(path).header("authorization", format!("Bearer {token}"))
+}
+
 /// Sends `request` (with `body`, as JSON) to `router` and reads the JSON answer.
 pub async fn call(
     router: &axum::Router,
