@@ -49,7 +49,13 @@ pub enum Command {
     /// Print the cloud Deployments view (ECS, Lambda, Container Apps) of one service, as JSON.
     ///
     /// Reads the same snapshot format as `tower provisioning`; `--service` is required.
-    CloudDeploys(CloudDeploysArgs),
+    CloudDeploys(ServiceArgs),
+    /// Print the whole Deployments tab of one service, as JSON.
+    ///
+    /// A cloud target's deploys, or for Kubernetes each environment in promotion order: its
+    /// Argo CD Application and its Argo Rollout — phase, steps, stable and canary ReplicaSets,
+    /// analysis and measurements — in plain words. Same snapshot format as `tower provisioning`.
+    Deployments(ServiceArgs),
 }
 
 #[derive(Debug, Args)]
@@ -63,7 +69,7 @@ pub struct OfflineArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct CloudDeploysArgs {
+pub struct ServiceArgs {
     /// The snapshot file (JSON, see docs/snapshot.md); `-` reads standard input.
     #[arg(long)]
     pub snapshot: PathBuf,
@@ -218,6 +224,13 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::CloudDeploys(args) => {
             let snapshot = offline::read_snapshot(&args.snapshot)?;
             offline::print_json(&tower_shared::cloud::derive_cloud_deploys(
+                &snapshot,
+                &args.service,
+            ))
+        }
+        Command::Deployments(args) => {
+            let snapshot = offline::read_snapshot(&args.snapshot)?;
+            offline::print_json(&tower_shared::deployments::derive_deployments(
                 &snapshot,
                 &args.service,
             ))

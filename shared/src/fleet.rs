@@ -175,9 +175,6 @@ pub fn sort_by_trouble(apps: &mut [FleetApp]) {
     });
 }
 
-/// Environments Tower knows the promotion order of; others follow alphabetically.
-const PROMOTION_ORDER: [&str; 6] = ["dev", "test", "qa", "staging", "preprod", "prod"];
-
 /// The fleet as a snapshot shows it: every Argo CD Application labelled with an app and an
 /// environment (on the control plane, namespace `argocd`), with the app's Rollout from the
 /// cluster and namespace the Application deploys to. Apps come sorted by trouble.
@@ -238,10 +235,7 @@ pub fn derive_fleet(snapshot: &crate::snapshot::Snapshot) -> Fleet {
         .flatten()
         .map(|c| c.environment.clone())
         .collect();
-    let rank = |env: &str| PROMOTION_ORDER.iter().position(|e| *e == env);
-    environments
-        .sort_by(|a, b| (rank(a).is_none(), rank(a), a).cmp(&(rank(b).is_none(), rank(b), b)));
-    environments.dedup();
+    hangar::sort_environments(&mut environments);
     let mut apps: Vec<FleetApp> = cells
         .into_iter()
         .map(|(name, mut cells)| {

@@ -157,6 +157,18 @@ pub fn env_application(service: &str, env: &str) -> String {
     format!("{service}-{env}")
 }
 
+/// Environments Tower knows the promotion order of; others follow alphabetically.
+const PROMOTION_ORDER: [&str; 6] = ["dev", "test", "qa", "staging", "preprod", "prod"];
+
+/// Sorts environment names in promotion order (dev, test, qa, staging, preprod, prod, then
+/// any others alphabetically) and drops repeats.
+pub fn sort_environments(environments: &mut Vec<String>) {
+    let rank = |env: &str| PROMOTION_ORDER.iter().position(|e| *e == env);
+    environments
+        .sort_by(|a, b| (rank(a).is_none(), rank(a), a).cmp(&(rank(b).is_none(), rank(b), b)));
+    environments.dedup();
+}
+
 /// The service an object belongs to, by the platform's rules, in this order: an XR is the
 /// service; a composed resource names it in `crossplane.io/composite`; an Application in
 /// `hangar.io/app` or, unlabelled, by its name `<s>-<env>`; anything else by its namespace.
@@ -449,6 +461,9 @@ pub const WATCHED_KINDS: &[WatchedKind] = &[
     watched("tekton.dev", "v1", "PipelineRun", "pipelineruns"),
     watched("tekton.dev", "v1", "TaskRun", "taskruns"),
     watched("argoproj.io", "v1alpha1", "Rollout", "rollouts"),
+    // A rollout's analysis and its stable and canary ReplicaSets (the Deployments tab).
+    watched("argoproj.io", "v1alpha1", "AnalysisRun", "analysisruns"),
+    watched("apps", "v1", "ReplicaSet", "replicasets"),
     // The platform's own Argo CD instance (`<s>-cicd`, `<s>-<env>`); the tenants' instance
     // (`argocd-apps`) is read through its API.
     WatchedKind {

@@ -36,6 +36,13 @@ pub struct ObjectMeta {
     pub uid: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resource_version: Option<String>,
+    /// The spec's generation (a Rollout's `status.observedGeneration` is compared with it).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient_i64"
+    )]
+    pub generation: Option<i64>,
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
@@ -136,6 +143,10 @@ fn scrub(value: &mut Value, parent: Option<&str>) {
 
 fn lenient_time<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<DateTime<Utc>>, D::Error> {
     Ok(time(&Value::deserialize(d)?))
+}
+
+fn lenient_i64<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
+    Ok(Value::deserialize(d)?.as_i64())
 }
 
 fn lenient_map<'de, D: serde::Deserializer<'de>>(

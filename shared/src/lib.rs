@@ -9,6 +9,8 @@
 //! Module map:
 //! - [`api`] — every JSON answer of Tower's HTTP API and the events of `/api/events`.
 //! - [`cloud`] — cloud deploys (ECS, Lambda, Container Apps) from Tekton deploy runs.
+//! - [`deployments`] — the Deployments tab: cloud deploys, or each environment's Argo CD
+//!   Application and Argo Rollout (phase, steps, ReplicaSets, analysis) in plain words.
 //! - [`fleet`] — the fleet overview: every app in every environment, and which cells
 //!   need someone's attention.
 //! - [`hangar`] — the platform's rules: how it names namespaces, repos and Applications,
@@ -22,6 +24,7 @@
 
 pub mod api;
 pub mod cloud;
+pub mod deployments;
 pub mod fleet;
 pub mod hangar;
 pub mod kube;

@@ -29,6 +29,7 @@ mod change_to_screen;
 mod cli;
 mod cloud_deploys;
 mod contract;
+mod deployments;
 mod faults;
 mod history;
 mod hostile_input;

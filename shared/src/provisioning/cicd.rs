@@ -33,6 +33,21 @@ impl FirstEnvironment {
     }
 }
 
+/// The environments `cicd.yaml` declares, in promotion order (each entry's name, or its
+/// `name`); `None` when the text is absent, unreadable or declares none.
+pub fn environments(cicd: Option<&str>) -> Option<Vec<String>> {
+    let doc = serde_yaml_ng::from_str::<Value>(cicd?).ok()?;
+    let names: Vec<String> = doc
+        .get("deploy")?
+        .get("environments")?
+        .as_sequence()?
+        .iter()
+        .filter_map(|env| env.as_str().or_else(|| env.get("name")?.as_str()))
+        .map(str::to_owned)
+        .collect();
+    (!names.is_empty()).then_some(names)
+}
+
 /// The first environment from `cicd.yaml` text; dev on the dev cluster when the text is
 /// absent, unreadable or declares none.
 pub fn first_environment(cicd: Option<&str>) -> FirstEnvironment {

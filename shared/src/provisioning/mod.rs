@@ -26,7 +26,7 @@ use chrono::{DateTime, Duration, Utc};
 
 use crate::snapshot::{Observation, RecordedRun, Snapshot};
 
-pub use cicd::{first_environment, FirstEnvironment};
+pub use cicd::{environments, first_environment, FirstEnvironment};
 pub use model::*;
 
 pub use index::World;
