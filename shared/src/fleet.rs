@@ -226,7 +226,7 @@ pub fn derive_fleet(snapshot: &crate::snapshot::Snapshot) -> Fleet {
             sync: word(status, &["sync", "status"]).unwrap_or(SyncStatus::Unknown),
             health: word(status, &["health", "status"]).unwrap_or(HealthStatus::Unknown),
             image_tag,
-            rollout: rollout.map(|r| rollout_state(&r.status)),
+            rollout: rollout.map(|r| rollout_state(r)),
         });
     }
 
@@ -261,23 +261,21 @@ fn word<T: serde::de::DeserializeOwned>(value: &serde_json::Value, path: &[&str]
     serde_json::from_value(serde_json::Value::from(text)).ok()
 }
 
-/// A Rollout's phase as the controller reports it (`status.phase`, v1.0+), its canary
-/// weight while mid-way, and its message.
-fn rollout_state(status: &serde_json::Value) -> RolloutState {
-    use crate::kube::{at, str_at};
-
-    let phase = word(status, &["phase"]).unwrap_or(RolloutPhase::Unknown);
+/// A Rollout's phase by the same rules as the Deployments tab
+/// ([`crate::deployments::rollout_phase`]), its canary weight while mid-way, and its message.
+fn rollout_state(rollout: &crate::kube::Object) -> RolloutState {
+    let (phase, message) = crate::deployments::rollout_phase(rollout);
     let canary_weight = (phase != RolloutPhase::Healthy)
-        .then(|| at(status, &["canary", "weights", "canary", "weight"]))
+        .then(|| crate::kube::at(&rollout.status, &["canary", "weights", "canary", "weight"]))
         .flatten()
         .and_then(serde_json::Value::as_u64)
+        // No traffic on a canary (aborted, or not started) is not a weight to show.
+        .filter(|w| *w > 0)
         .and_then(|w| u8::try_from(w).ok());
     RolloutState {
         phase,
         canary_weight,
-        message: str_at(status, &["message"])
-            .filter(|m| !m.is_empty())
-            .map(str::to_owned),
+        message,
     }
 }
 

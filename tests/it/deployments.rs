@@ -291,3 +291,29 @@ fn tower_deployments_prints_the_tab_and_names_bad_input() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// The tab and the fleet say the same of each environment: the tab adds only the name of an
+/// analysis metric that failed.
+#[test]
+fn the_tab_and_the_fleet_agree() {
+    for (fixture, service) in FIXTURES {
+        let snapshot = Snapshot::from_json(&text(fixture)).unwrap();
+        let fleet = tower_shared::fleet::derive_fleet(&snapshot);
+        let Some(app) = fleet.apps.iter().find(|a| a.name == *service) else {
+            continue;
+        };
+        let envs = derive_deployments(&snapshot, service).environments.unwrap();
+        for cell in &app.cells {
+            let env = envs.iter().find(|e| e.name == cell.environment).unwrap();
+            let from_fleet = tower_shared::fleet::attention(cell).map(|a| a.reason);
+            let from_tab = env.attention.as_ref().map(|a| {
+                a.reason
+                    .split("; analysis metric")
+                    .next()
+                    .unwrap()
+                    .to_owned()
+            });
+            assert_eq!(from_tab, from_fleet, "{fixture} {}", cell.environment);
+        }
+    }
+}
