@@ -6,8 +6,10 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use chrono::{DateTime, Utc};
-use tower_shared::api::{Health, ProvisioningAnswer, SnapshotAnswer, Summary};
+use tower_shared::api::{DeploymentsAnswer, Health, ProvisioningAnswer, SnapshotAnswer, Summary};
+use tower_shared::deployments::derive_deployments;
 use tower_shared::fleet::{derive_fleet, Fleet};
+use tower_shared::hangar;
 use tower_shared::provisioning::{summary, Provisioning};
 use tower_shared::snapshot::Snapshot;
 
@@ -163,27 +165,78 @@ fn same_fleet(old: &Fleet, new: &mut Fleet) -> bool {
 /// that do not exist cannot make the cache grow without bound.
 const SERVICES_KEPT: usize = 10_000;
 
-/// `GET /api/snapshot?service=` views: each made once per [`Derived::version`] on first
-/// demand (a page asks for one service; nobody asks for all), keeping the previous
-/// version's bytes — and ETag — when the service's part did not change.
-#[derive(Debug, Default)]
-pub struct ServiceViews {
-    cache: Mutex<ServiceCache>,
+/// An answer about one service, made from a derivation on first demand.
+pub trait PerService: PartialEq + serde::Serialize + Send + Sync + Sized + 'static {
+    /// The answer for `service`; `None` when Tower knows nothing of it.
+    fn make(derived: &Derived, service: &str) -> Option<Self>;
+    /// Whether `self` shows what `old` shows (then `old`'s bytes and ETag stand).
+    fn shows_the_same(&mut self, old: &Self) -> bool {
+        self == old
+    }
+}
+
+impl PerService for SnapshotAnswer {
+    fn make(derived: &Derived, service: &str) -> Option<Self> {
+        let snapshot = derived.snapshot.for_service(service);
+        (!snapshot.is_empty()).then(|| SnapshotAnswer {
+            snapshot,
+            health: derived.health.clone(),
+        })
+    }
+
+    /// Unchanged but for the moment it was read.
+    fn shows_the_same(&mut self, old: &Self) -> bool {
+        let read_at = self.snapshot.now;
+        self.snapshot.now = old.snapshot.now;
+        let same = self == old;
+        self.snapshot.now = read_at;
+        same
+    }
+}
+
+impl PerService for DeploymentsAnswer {
+    fn make(derived: &Derived, service: &str) -> Option<Self> {
+        hangar::is_known_service(&derived.snapshot, service).then(|| DeploymentsAnswer {
+            deployments: derive_deployments(&derived.snapshot, service),
+            health: derived.health.clone(),
+        })
+    }
+}
+
+/// Views of one service (`GET /api/snapshot?service=`, `GET /api/deployments?service=`): each
+/// made once per [`Derived::version`] on first demand (a page asks for one service; nobody
+/// asks for all), keeping the previous version's bytes — and ETag — when the service's
+/// answer did not change.
+#[derive(Debug)]
+pub struct ServiceViews<A> {
+    cache: Mutex<ServiceCache<A>>,
+}
+
+impl<A> Default for ServiceViews<A> {
+    fn default() -> Self {
+        Self {
+            cache: Mutex::new(ServiceCache {
+                version: None,
+                current: HashMap::new(),
+                previous: HashMap::new(),
+            }),
+        }
+    }
 }
 
 /// A service's answer and its view.
-type Made = (Arc<SnapshotAnswer>, Arc<View>);
-type Slot = Arc<OnceLock<Option<Made>>>;
+type Made<A> = (Arc<A>, Arc<View>);
+type Slot<A> = Arc<OnceLock<Option<Made<A>>>>;
 
-#[derive(Debug, Default)]
-struct ServiceCache {
+#[derive(Debug)]
+struct ServiceCache<A> {
     version: Option<u64>,
-    current: HashMap<String, Slot>,
-    previous: HashMap<String, Made>,
+    current: HashMap<String, Slot<A>>,
+    previous: HashMap<String, Made<A>>,
 }
 
-impl ServiceViews {
-    /// `service`'s snapshot view in `derived`; `None` when the snapshot holds nothing of it.
+impl<A: PerService> ServiceViews<A> {
+    /// `service`'s view in `derived`; `None` when Tower knows nothing of it.
     pub fn get(&self, derived: &Derived, service: &str) -> Option<Arc<View>> {
         let slot = {
             let mut cache = self.lock();
@@ -206,29 +259,18 @@ impl ServiceViews {
             .map(|(_, view)| Arc::clone(view))
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, ServiceCache> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, ServiceCache<A>> {
         self.cache
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    fn make(&self, derived: &Derived, service: &str) -> Option<Made> {
-        let narrowed = derived.snapshot.for_service(service);
-        if narrowed.is_empty() {
-            return None;
-        }
-        let mut answer = SnapshotAnswer {
-            snapshot: narrowed,
-            health: derived.health.clone(),
-        };
-        // Unchanged but for the moment it was read: the previous answer stands, ETag and all.
+    fn make(&self, derived: &Derived, service: &str) -> Option<Made<A>> {
+        let mut answer = A::make(derived, service)?;
         if let Some((old, view)) = self.lock().previous.get(service) {
-            let read_at = answer.snapshot.now;
-            answer.snapshot.now = old.snapshot.now;
-            if answer == **old {
+            if answer.shows_the_same(old) {
                 return Some((Arc::clone(old), Arc::clone(view)));
             }
-            answer.snapshot.now = read_at;
         }
         let view = Arc::new(View::ready(&answer));
         Some((Arc::new(answer), view))

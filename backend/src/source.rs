@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use tower_shared::api::Health;
+use tower_shared::api::{DeploymentsAnswer, Health, SnapshotAnswer};
 use tower_shared::fleet::Fleet;
 use tower_shared::provisioning::derive_provisioning;
 use tower_shared::snapshot::Snapshot;
@@ -21,6 +21,8 @@ pub trait Source: Send + Sync + std::fmt::Debug {
     fn derived(&self) -> Arc<Derived>;
     /// One service's snapshot view; `None` when nothing of it is known.
     fn service_snapshot(&self, service: &str) -> Option<Arc<View>>;
+    /// One service's Deployments tab; `None` for a service Tower does not know.
+    fn service_deployments(&self, service: &str) -> Option<Arc<View>>;
 }
 
 /// A snapshot read once from a file, derived once; time stands still at its `now`.
@@ -28,7 +30,8 @@ pub trait Source: Send + Sync + std::fmt::Debug {
 pub struct Fixed {
     clock: Clock,
     derived: Arc<Derived>,
-    services: ServiceViews,
+    services: ServiceViews<SnapshotAnswer>,
+    deployments: ServiceViews<DeploymentsAnswer>,
 }
 
 impl Fixed {
@@ -54,6 +57,7 @@ impl Fixed {
             clock: Clock::stopped(now),
             derived: Arc::new(derived),
             services: ServiceViews::default(),
+            deployments: ServiceViews::default(),
         }
     }
 }
@@ -70,6 +74,10 @@ impl Source for Fixed {
     fn service_snapshot(&self, service: &str) -> Option<Arc<View>> {
         self.services.get(&self.derived, service)
     }
+
+    fn service_deployments(&self, service: &str) -> Option<Arc<View>> {
+        self.deployments.get(&self.derived, service)
+    }
 }
 
 impl Source for crate::live::Live {
@@ -83,5 +91,9 @@ impl Source for crate::live::Live {
 
     fn service_snapshot(&self, service: &str) -> Option<Arc<View>> {
         crate::live::Live::service_snapshot(self, service)
+    }
+
+    fn service_deployments(&self, service: &str) -> Option<Arc<View>> {
+        crate::live::Live::service_deployments(self, service)
     }
 }

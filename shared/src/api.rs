@@ -172,6 +172,17 @@ pub struct SnapshotAnswer {
     pub health: Health,
 }
 
+/// `GET /api/deployments?service=NAME`: the service's Deployments tab
+/// ([`crate::deployments`]), with the health notices.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeploymentsAnswer {
+    #[serde(flatten)]
+    pub deployments: crate::deployments::Deployments,
+    #[serde(flatten)]
+    pub health: Health,
+}
+
 /// `GET /live-runs?app=NAME`: the app's Tekton runs, newest first.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

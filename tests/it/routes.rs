@@ -1162,3 +1162,60 @@ async fn readiness_is_checked_once_for_a_crowd_of_callers() {
     // A deriver or poller may ask Argo CD on its own meanwhile; /readyz adds one at most.
     assert!(asked <= 1, "50 /readyz calls made {asked} Argo CD requests");
 }
+
+/// `/api/deployments` serves the Deployments tab derived once per change: the fleet's paused
+/// canary in plain words, a cloud service's deploys, 304 on a matching ETag.
+#[tokio::test]
+async fn deployments_are_served_as_a_view() {
+    let tower = frozen().await;
+    let (_, fleet) = tower.get("/api/fleet").await.unwrap();
+    let canary = fleet["apps"][0]["name"].as_str().unwrap().to_owned();
+    let path = format!("/api/deployments?service={canary}");
+    let response = tower.client().get(tower.url(&path)).send().await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    let etag = response.headers()["etag"].clone();
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["capability"], "k8s-runtime");
+    let prod = body["environments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "prod")
+        .unwrap_or_else(|| panic!("no prod: {body}"));
+    let rollout = &prod["rollout"];
+    assert_eq!(rollout["phase"], "Paused", "{rollout}");
+    assert_eq!(rollout["canaryWeight"], 40);
+    let summary = rollout["summary"].as_str().unwrap();
+    assert!(summary.contains("paused at 40% of traffic"), "{summary}");
+    assert!(!summary.contains("Suspended"), "{summary}");
+    assert_eq!(rollout["analysis"][0]["type"], "Background", "{rollout}");
+    // The same view again: 304.
+    let again = tower
+        .client()
+        .get(tower.url(&path))
+        .header("if-none-match", etag)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(again.status(), StatusCode::NOT_MODIFIED);
+
+    let (status, cloud) = tower
+        .get("/api/deployments?service=orders-api")
+        .await
+        .unwrap();
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(cloud["capability"], "cloud-runtime");
+    assert_eq!(cloud["cloud"]["service"], "orders-api");
+    assert!(cloud.get("environments").is_none());
+
+    for (query, code) in [
+        ("service=no-such-service", StatusCode::NOT_FOUND),
+        ("service=Bad_Name", StatusCode::BAD_REQUEST),
+    ] {
+        let refusal = tower
+            .refusal(&format!("/api/deployments?{query}"))
+            .await
+            .unwrap();
+        assert_eq!(refusal, (code, Some("service".to_owned())), "{query}");
+    }
+}

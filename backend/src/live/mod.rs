@@ -58,7 +58,8 @@ struct Inner {
     history: History,
     remote: Mutex<Remote>,
     derived: watch::Sender<Arc<Derived>>,
-    services: ServiceViews,
+    services: ServiceViews<tower_shared::api::SnapshotAnswer>,
+    deployments: ServiceViews<tower_shared::api::DeploymentsAnswer>,
     /// Changes noted since the deriver last took them.
     pending: Mutex<BTreeSet<Change>>,
     /// How long the deriver's last rebuild took (snapshot, index, derivation, views), µs.
@@ -135,6 +136,7 @@ impl Live {
                 remote: Mutex::default(),
                 derived: watch::channel(Arc::new(first)).0,
                 services: ServiceViews::default(),
+                deployments: ServiceViews::default(),
                 pending: Mutex::default(),
                 last_rebuild_micros: std::sync::atomic::AtomicU64::new(0),
                 rebuilds: std::sync::atomic::AtomicU64::new(0),
@@ -209,6 +211,12 @@ impl Live {
     /// knows nothing of it.
     pub fn service_snapshot(&self, service: &str) -> Option<Arc<View>> {
         self.inner.services.get(&self.derived(), service)
+    }
+
+    /// `service`'s Deployments tab, made once per change of the snapshot; `None` for a
+    /// service Tower does not know.
+    pub fn service_deployments(&self, service: &str) -> Option<Arc<View>> {
+        self.inner.deployments.get(&self.derived(), service)
     }
 
     /// How many times the deriver rebuilt the snapshot, and how long the last rebuild took

@@ -29,6 +29,7 @@ pub fn api() -> Router<AppState> {
     Router::new()
         .route("/api/fleet", get(fleet::get))
         .route("/api/snapshot", get(snapshot::get))
+        .route("/api/deployments", get(snapshot::deployments))
         .route("/api/provisioning", get(provisioning::get))
         .route("/api/summary", get(provisioning::summary))
         .route("/api/events", get(events::get))
