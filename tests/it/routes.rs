@@ -405,6 +405,7 @@ async fn provisioning_snapshot_readiness_metrics_and_openapi() {
     let served: BTreeSet<&str> = [
         "/api/fleet",
         "/api/snapshot",
+        "/api/deployments",
         "/api/provisioning",
         "/api/summary",
         "/api/events",
