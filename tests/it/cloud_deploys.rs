@@ -32,18 +32,7 @@ fn derive(fixture: &str) -> CloudDeploys {
 
 #[test]
 fn every_fixture_matches_its_snapshot() {
-    let dir = root().join("fixtures/cloud-deploys");
-    let mut files: Vec<String> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    files.sort();
-    let listed: Vec<String> = {
-        let mut l: Vec<String> = FIXTURES.iter().map(|(f, _)| format!("{f}.json")).collect();
-        l.sort();
-        l
-    };
-    assert_eq!(files, listed, "every fixture needs a service in FIXTURES");
+    crate::support::fixtures_are_exactly("cloud-deploys", FIXTURES.iter().map(|(f, _)| *f));
     for (fixture, _) in FIXTURES {
         insta::assert_json_snapshot!(format!("cloud-{fixture}"), derive(fixture));
     }

@@ -31,14 +31,7 @@ fn derive(fixture: &str) -> Deployments {
 
 #[test]
 fn every_fixture_matches_its_snapshot() {
-    let mut files: Vec<String> = std::fs::read_dir(root().join("fixtures/deployments"))
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    files.sort();
-    let mut listed: Vec<String> = FIXTURES.iter().map(|(f, _)| format!("{f}.json")).collect();
-    listed.sort();
-    assert_eq!(files, listed, "every fixture needs a service in FIXTURES");
+    crate::support::fixtures_are_exactly("deployments", FIXTURES.iter().map(|(f, _)| *f));
     for (fixture, _) in FIXTURES {
         insta::assert_json_snapshot!(format!("deployments-{fixture}"), derive(fixture));
     }

@@ -713,6 +713,27 @@ impl Live {
     }
 }
 
+/// Checks that `fixtures/<dir>/` holds exactly the fixtures `listed` names (without `.json`):
+/// a fixture nobody derives, or a listed one missing, fails.
+pub fn fixtures_are_exactly(dir: &str, listed: impl IntoIterator<Item = &'static str>) {
+    let mut files: Vec<String> = std::fs::read_dir(root().join("fixtures").join(dir))
+        .expect("the fixtures folder")
+        .map(|e| {
+            e.expect("an entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    files.sort();
+    let mut listed: Vec<String> = listed.into_iter().map(|f| format!("{f}.json")).collect();
+    listed.sort();
+    assert_eq!(
+        files, listed,
+        "fixtures/{dir}: every fixture needs a service in FIXTURES"
+    );
+}
+
 /// A GET of `path` carrying `token` as `Authorization: Bearer …`, for [`call`].
 pub fn get_with(path: &str, token: &str) -> axum::http::request::Builder {
     axum::http::Request::get(path).header("authorization", format!("Bearer {token}"))

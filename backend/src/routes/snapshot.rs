@@ -3,13 +3,29 @@
 //! from) and `GET /api/deployments?service=NAME` (its Deployments tab), with the health
 //! notices.
 
+use std::sync::Arc;
+
 use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::Response;
 
 use super::params::{self, Query};
 use super::ApiError;
+use crate::source::Source;
 use crate::state::AppState;
+use crate::views::View;
+
+/// `GET /api/snapshot?service=NAME`.
+pub async fn get(
+    State(state): State<AppState>,
+    query: Query,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    serve(&state, &query, &headers, |source, s| {
+        source.service_snapshot(s)
+    })
+    .await
+}
 
 /// `GET /api/deployments?service=NAME`.
 pub async fn deployments(
@@ -17,30 +33,23 @@ pub async fn deployments(
     query: Query,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let service = params::dns_label(&query, "service")?;
-    let view = state
-        .source
-        .service_deployments(service)
-        .ok_or_else(|| unknown(service))?;
-    Ok(view.respond(&headers).await)
+    serve(&state, &query, &headers, |source, s| {
+        source.service_deployments(s)
+    })
+    .await
 }
 
-fn unknown(service: &str) -> ApiError {
-    ApiError::Unknown {
+/// The view `pick` finds for the `service` parameter; 404 naming it when there is none.
+async fn serve(
+    state: &AppState,
+    query: &Query,
+    headers: &HeaderMap,
+    pick: impl Fn(&dyn Source, &str) -> Option<Arc<View>>,
+) -> Result<Response, ApiError> {
+    let service = params::dns_label(query, "service")?;
+    let view = pick(state.source.as_ref(), service).ok_or_else(|| ApiError::Unknown {
         field: "service",
         message: format!("Tower knows no service called {service}"),
-    }
-}
-
-pub async fn get(
-    State(state): State<AppState>,
-    query: Query,
-    headers: HeaderMap,
-) -> Result<Response, ApiError> {
-    let service = params::dns_label(&query, "service")?;
-    let view = state
-        .source
-        .service_snapshot(service)
-        .ok_or_else(|| unknown(service))?;
-    Ok(view.respond(&headers).await)
+    })?;
+    Ok(view.respond(headers).await)
 }
