@@ -1190,6 +1190,22 @@ async fn deployments_are_served_as_a_view() {
     assert!(summary.contains("paused at 40% of traffic"), "{summary}");
     assert!(!summary.contains("Suspended"), "{summary}");
     assert_eq!(rollout["analysis"][0]["type"], "Background", "{rollout}");
+    // The stable and canary ReplicaSets, found by pod hash: the previous release on 3
+    // pods, the new one on 2.
+    let (stable, canary) = (&rollout["stable"], &rollout["canary"]);
+    assert!(
+        stable["replicaSet"].is_string() && canary["replicaSet"].is_string(),
+        "{rollout}"
+    );
+    assert_eq!(
+        (&stable["replicas"], &stable["ready"]),
+        (&json!(3), &json!(3))
+    );
+    assert_eq!(
+        (&canary["replicas"], &canary["ready"]),
+        (&json!(2), &json!(2))
+    );
+    assert_ne!(stable["image"], canary["image"]);
     // The same view again: 304.
     let again = tower
         .client()

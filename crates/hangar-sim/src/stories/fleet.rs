@@ -205,6 +205,12 @@ impl SteadyApp {
                     cluster.to_owned(),
                     self.analysis_run(&namespace, release, now),
                 ));
+                // The canary's pods beside the previous release's, still stable.
+                let stable = self.previous(release);
+                out.push((cluster.to_owned(), self.replica_set(&namespace, stable, 3)));
+                out.push((cluster.to_owned(), self.replica_set(&namespace, release, 2)));
+            } else {
+                out.push((cluster.to_owned(), self.replica_set(&namespace, release, 3)));
             }
         }
         out
@@ -258,6 +264,31 @@ impl SteadyApp {
                               {"setWeight": 40}, {"pause": {}}, {"setWeight": 80}]}}}})
     }
 
+    /// The release before `release`.
+    fn previous(&self, release: Release) -> Release {
+        Release {
+            n: release.n - 1,
+            at: release.at - Duration::seconds(self.cadence),
+        }
+    }
+
+    /// The ReplicaSet Argo Rollouts keeps for `release`'s pod template, all `replicas` ready.
+    fn replica_set(&self, namespace: &str, release: Release, replicas: u32) -> Value {
+        let hash = self.pod_hash(release);
+        json!({"apiVersion": "apps/v1", "kind": "ReplicaSet",
+            "metadata": {"name": format!("{}-{hash}", self.name), "namespace": namespace,
+                "labels": {"app": self.name, "rollouts-pod-template-hash": hash},
+                "annotations": {"rollout.argoproj.io/revision": release.n.to_string()},
+                "ownerReferences": [{"apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout",
+                                     "name": self.name, "controller": true}]},
+            "spec": {"replicas": replicas,
+                "selector": {"matchLabels": {"app": self.name, "rollouts-pod-template-hash": hash}},
+                "template": {"metadata": {"labels": {"app": self.name, "rollouts-pod-template-hash": hash}},
+                             "spec": {"containers": [{"name": "app", "image": self.image(release)}]}}},
+            "status": {"replicas": replicas, "readyReplicas": replicas, "availableReplicas": replicas,
+                       "observedGeneration": 1}})
+    }
+
     fn pod_hash(&self, release: Release) -> String {
         crate::store::uid_of(&self.tag(release))[..10].replace('-', "")
     }
@@ -280,10 +311,7 @@ impl SteadyApp {
     /// Paused at step 3 (`setWeight: 40` done, waiting for a promote), the previous
     /// release still stable.
     fn paused_canary(&self, namespace: &str, release: Release, now: DateTime<Utc>) -> Value {
-        let stable = Release {
-            n: release.n - 1,
-            at: release.at - Duration::seconds(self.cadence),
-        };
+        let stable = self.previous(release);
         let mut rollout = self.rollout_base(namespace, release);
         let (hash, stable_hash) = (self.pod_hash(release), self.pod_hash(stable));
         let paused_at =
