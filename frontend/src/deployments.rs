@@ -1,4 +1,5 @@
-//! The Deployments tab, cloud variant (ECS, Lambda, Container Apps): what the deploy runs say.
+//! The Deployments tab: the cloud variant (ECS, Lambda, Container Apps: what the deploy runs
+//! say) here, the Kubernetes variant in [`crate::rollout`].
 
 use chrono::{DateTime, Utc};
 use leptos::prelude::*;
@@ -21,15 +22,11 @@ pub fn DeploymentsTab(
 ) -> impl IntoView {
     let deploys = derive_cloud_deploys(&snapshot, &service);
     if deploys.capability == Capability::K8sRuntime {
-        return view! {
-            <section class="deployments k8s">
-                <h2>"Deployments"</h2>
-                <p class="state empty">
-                    {format!("{service} runs on Kubernetes: its deployments are Argo Rollouts, shown on the Kubernetes variant of this tab.")}
-                </p>
-            </section>
-        }
-        .into_any();
+        let environments = tower_shared::deployments::derive_deployments(&snapshot, &service)
+            .environments
+            .unwrap_or_default();
+        return view! { <crate::rollout::K8sDeployments service=service environments=environments /> }
+            .into_any();
     }
     let target = deploys.target.map_or("Unknown target", |t| t.title());
     let console = match deploys.console_url.clone() {

@@ -27,6 +27,7 @@ mod live;
 mod nav;
 mod pipelines;
 mod provisioning;
+mod rollout;
 mod service;
 mod signin;
 mod ui;

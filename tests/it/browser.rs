@@ -874,3 +874,63 @@ async fn the_page_works_under_its_csp_and_an_injected_inline_script_does_not_run
         .unwrap();
     browser.close().await.unwrap();
 }
+
+#[tokio::test]
+async fn the_kubernetes_deployments_tab_says_the_paused_canary_in_plain_words_and_draws_it() {
+    // The world at the demo's start, standing still: the fleet's canary is paused at 40% in
+    // prod while a background analysis measures its error rate.
+    let tower = crate::support::Live::start(0.0).await.unwrap();
+    let (_, fleet) = tower.get("/api/fleet").await.unwrap();
+    let canary = fleet["apps"][0]["name"].as_str().unwrap().to_owned();
+    let browser = Browser::start().await.unwrap();
+    browser
+        .checked("deployments-k8s", async {
+            let c = &browser.client;
+            c.goto(&tower.url(&format!("/tower?service={canary}")))
+                .await?;
+            let prod = c
+                .wait()
+                .at_most(Duration::from_secs(20))
+                .for_element(Locator::Css(
+                    "section.deployments.k8s article[data-env='prod']",
+                ))
+                .await
+                .context("the Kubernetes Deployments tab never rendered prod")?;
+            let summary = prod.find(Locator::Css(".summary")).await?.text().await?;
+            anyhow::ensure!(
+                summary.contains("paused at 40% of traffic")
+                    && summary.contains("waiting for someone to promote it")
+                    && !summary.contains("Suspended"),
+                "summary reads {summary:?}"
+            );
+            // The ramp marks the current step, the split shows 60/40, the metric is charted.
+            let current = prod
+                .find_all(Locator::Css(".ramp .ramp-step.current"))
+                .await?;
+            anyhow::ensure!(current.len() == 1, "{} current steps", current.len());
+            let split = prod
+                .find(Locator::Css(".split svg"))
+                .await?
+                .attr("aria-label")
+                .await?;
+            anyhow::ensure!(
+                split.as_deref() == Some("Traffic: 60% stable, 40% canary"),
+                "split {split:?}"
+            );
+            let points = prod.find_all(Locator::Css(".metric circle.ok")).await?;
+            anyhow::ensure!(!points.is_empty(), "no measurement drawn");
+            let envs = texts(c, "section.deployments.k8s article h3").await?;
+            anyhow::ensure!(
+                envs.iter()
+                    .map(|e| e.split(' ').next().unwrap_or_default())
+                    .collect::<Vec<_>>()
+                    == ["dev", "staging", "prod"],
+                "environments {envs:?}"
+            );
+            browser.check_page("deployments-k8s").await?;
+            Ok(())
+        })
+        .await
+        .unwrap();
+    browser.close().await.unwrap();
+}

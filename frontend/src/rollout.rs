@@ -1,0 +1,266 @@
+//! The Deployments tab, Kubernetes variant: per environment, the canary in plain words, its
+//! ramp, the traffic split and each analysis metric as drawings (SVG drawn here from the
+//! derived tab, no chart library), and Argo CD's sync, health and revision.
+
+use leptos::prelude::*;
+use tower_shared::deployments::{Environment, Metric, RolloutView, StepKind, StepStatus};
+
+/// The tab for a service running on Kubernetes: one card per environment, in promotion order.
+#[component]
+pub fn K8sDeployments(service: String, environments: Vec<Environment>) -> impl IntoView {
+    let nothing = environments.is_empty().then(|| {
+        view! {
+            <p class="state empty">
+                {format!("Tower found no Argo CD Application and no Rollout of {service} in any environment yet.")}
+            </p>
+        }
+    });
+    let cards = environments
+        .into_iter()
+        .map(environment_card)
+        .collect_view();
+    view! {
+        <section class="deployments k8s" aria-labelledby="deployments-title">
+            <h2 id="deployments-title">"Deployments"</h2>
+            {nothing}
+            <div class="environments">{cards}</div>
+        </section>
+    }
+}
+
+fn environment_card(env: Environment) -> impl IntoView {
+    let class = match env.attention.as_ref().map(|a| a.severity) {
+        Some(tower_shared::fleet::Severity::Failing) => "card env failing",
+        Some(tower_shared::fleet::Severity::Attention) => "card env attention",
+        Some(tower_shared::fleet::Severity::Notice) => "card env running",
+        None => "card env",
+    };
+    let summary = env
+        .rollout
+        .as_ref()
+        .map_or_else(|| "No Rollout here yet.".to_owned(), |r| r.summary.clone());
+    let attention = env
+        .attention
+        .as_ref()
+        .map(|a| view! { <p class="attention">"⚠ " {a.reason.clone()}</p> });
+    let argo = env.argo.clone().map_or_else(
+        || view! { <p class="argo missing">"No Argo CD Application for this environment."</p> }.into_any(),
+        |a| {
+            let unknown = || "unknown".to_owned();
+            view! {
+                <dl class="argo">
+                    <dt>"Argo CD"</dt><dd>{a.name.clone()}</dd>
+                    <dt>"Sync"</dt><dd>{a.sync.clone().unwrap_or_else(unknown)}</dd>
+                    <dt>"Health"</dt><dd>{a.health.clone().unwrap_or_else(unknown)}</dd>
+                    <dt>"Revision"</dt>
+                    <dd class="commit">{a.revision.as_deref().map_or_else(unknown, |r| r.chars().take(7).collect())}</dd>
+                    <dt>"Last sync"</dt>
+                    <dd>{a.last_synced_at.map_or_else(unknown, |t| t.format("%Y-%m-%d %H:%M UTC").to_string())}</dd>
+                </dl>
+                {a.message.clone().map(|m| view! { <p class="failure">{m}</p> })}
+            }
+            .into_any()
+        },
+    );
+    let drawings = env.rollout.clone().map(rollout_drawings);
+    view! {
+        <article class=class data-env=env.name.clone()>
+            <h3>{env.name.clone()}<span class="where">{format!(" · {} / {}", env.cluster, env.namespace)}</span></h3>
+            <p class="summary">{summary}</p>
+            {attention}
+            {drawings}
+            {argo}
+        </article>
+    }
+}
+
+fn rollout_drawings(rollout: RolloutView) -> impl IntoView {
+    let metrics: Vec<Metric> = rollout
+        .analysis
+        .iter()
+        .flat_map(|a| a.metrics.clone())
+        .collect();
+    view! {
+        {(!rollout.steps.is_empty()).then(|| ramp(&rollout))}
+        {split(&rollout)}
+        {metrics.into_iter().map(metric_chart).collect_view()}
+    }
+}
+
+/// The canary's steps as a row of boxes: done filled, the current one outlined.
+fn ramp(rollout: &RolloutView) -> impl IntoView {
+    const W: usize = 72;
+    let width = rollout.steps.len() * W;
+    let label = |kind: StepKind, weight: Option<u32>, duration: &Option<Option<String>>| match kind
+    {
+        StepKind::SetWeight => weight.map_or_else(|| "weight ?".to_owned(), |w| format!("{w}%")),
+        StepKind::Pause => match duration {
+            Some(Some(d)) => format!("pause {d}"),
+            _ => "pause ∞".to_owned(),
+        },
+        StepKind::Analysis => "analysis".to_owned(),
+        StepKind::Experiment => "experiment".to_owned(),
+        StepKind::Other => "step".to_owned(),
+    };
+    let described: Vec<String> = rollout
+        .steps
+        .iter()
+        .map(|s| {
+            let state = match s.status {
+                StepStatus::Done => "done",
+                StepStatus::Current => "current",
+                StepStatus::Pending => "to come",
+            };
+            format!("{} ({state})", label(s.kind, s.weight, &s.duration))
+        })
+        .collect();
+    let aria = format!("Canary steps: {}", described.join(", "));
+    let boxes = rollout
+        .steps
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let x = i * W + 2;
+            let class = match s.status {
+                StepStatus::Done => "ramp-step done",
+                StepStatus::Current => "ramp-step current",
+                StepStatus::Pending => "ramp-step pending",
+            };
+            let text = label(s.kind, s.weight, &s.duration);
+            view! {
+                <g class=class>
+                    <rect x=x y="4" width=W - 6 height="28" rx="4"></rect>
+                    <text x=x + (W - 6) / 2 y="23" text-anchor="middle">{text}</text>
+                </g>
+            }
+        })
+        .collect_view();
+    view! {
+        <figure class="ramp">
+            <svg viewBox=format!("0 0 {width} 36") role="img" aria-label=aria>{boxes}</svg>
+        </figure>
+    }
+}
+
+/// The traffic split as one bar: stable and canary shares, with their images and pods.
+fn split(rollout: &RolloutView) -> impl IntoView {
+    let canary = rollout.canary_weight.unwrap_or(0).min(100);
+    let stable = 100 - canary;
+    let pods = |rs: &Option<tower_shared::deployments::ReplicaSetView>| {
+        rs.as_ref().map_or_else(
+            || "unknown".to_owned(),
+            |r| {
+                let count = |n: Option<u32>| n.map_or_else(|| "?".to_owned(), |n| n.to_string());
+                format!(
+                    "{} ({}/{} ready)",
+                    r.image
+                        .clone()
+                        .unwrap_or_else(|| "image unknown".to_owned()),
+                    count(r.ready),
+                    count(r.replicas)
+                )
+            },
+        )
+    };
+    let weights_known = rollout.canary_weight.is_some();
+    let aria = if weights_known {
+        format!("Traffic: {stable}% stable, {canary}% canary")
+    } else {
+        "Traffic split unknown".to_owned()
+    };
+    let has_canary = rollout.canary.is_some();
+    view! {
+        <figure class="split">
+            <svg viewBox="0 0 100 10" preserveAspectRatio="none" role="img" aria-label=aria>
+                <rect class="stable" x="0" y="0" width=stable height="10"></rect>
+                <rect class="canary" x=stable y="0" width=canary height="10"></rect>
+            </svg>
+            <figcaption>
+                <span class="stable">{format!("Stable {stable}%: {}", pods(&rollout.stable))}</span>
+                {has_canary.then(|| view! {
+                    <span class="canary">{format!(" · Canary {canary}%: {}", pods(&rollout.canary))}</span>
+                })}
+            </figcaption>
+        </figure>
+    }
+}
+
+/// The threshold a success condition like `result[0] < 0.05` names, if it is that simple.
+fn threshold(condition: Option<&str>) -> Option<f64> {
+    let condition = condition?;
+    let (_, number) = condition.rsplit_once(['<', '>'])?;
+    number.trim_start_matches('=').trim().parse().ok()
+}
+
+/// One metric's measurements over time as points (failed ones marked ✖), against the
+/// threshold its success condition names.
+fn metric_chart(metric: Metric) -> impl IntoView {
+    const W: f64 = 240.0;
+    const H: f64 = 60.0;
+    let values: Vec<(f64, bool)> = metric
+        .measurements
+        .iter()
+        .filter_map(|m| {
+            Some((
+                m.value?,
+                matches!(m.phase.as_deref(), Some("Failed" | "Error")),
+            ))
+        })
+        .collect();
+    let limit = threshold(metric.success_condition.as_deref());
+    let top = values
+        .iter()
+        .map(|(v, _)| *v)
+        .chain(limit)
+        .fold(0.0_f64, f64::max)
+        .max(f64::EPSILON)
+        * 1.2;
+    let y = move |v: f64| H - v / top * (H - 4.0);
+    let step = if values.len() > 1 {
+        (W - 10.0) / (values.len() - 1) as f64
+    } else {
+        0.0
+    };
+    let points: Vec<(f64, f64, bool)> = values
+        .iter()
+        .enumerate()
+        .map(|(i, (v, failed))| (5.0 + i as f64 * step, y(*v), *failed))
+        .collect();
+    let line = points
+        .iter()
+        .map(|(x, y, _)| format!("{x:.1},{y:.1}"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let failed = values.iter().filter(|(_, f)| *f).count();
+    let aria = format!(
+        "{}: {} measurements, {failed} failed{}",
+        metric.name,
+        values.len(),
+        metric
+            .success_condition
+            .as_deref()
+            .map(|c| format!("; passes when {c}"))
+            .unwrap_or_default()
+    );
+    let dots = points
+        .into_iter()
+        .map(|(x, y, failed)| {
+            if failed {
+                view! { <text class="failed" x=x y=y + 4.0 text-anchor="middle">"✖"</text> }
+                    .into_any()
+            } else {
+                view! { <circle class="ok" cx=x cy=y r="2.5"></circle> }.into_any()
+            }
+        })
+        .collect_view();
+    view! {
+        <figure class="metric">
+            <svg viewBox=format!("0 0 {W} {H}") role="img" aria-label=aria.clone()>
+                {limit.map(|l| view! { <line class="threshold" x1="0" x2=W y1=y(l) y2=y(l)></line> })}
+                <polyline class="values" points=line fill="none"></polyline>
+                {dots}
+            </svg>
+            <figcaption>{aria}</figcaption>
+        </figure>
+    }
+}
