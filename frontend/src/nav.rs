@@ -84,5 +84,14 @@ pub fn tab_href(tab: Tab, service: &str, run: Option<&str>) -> String {
     href
 }
 
+/// The link to one environment of a service's Deployments tab.
+pub fn environment_href(service: &str, env: &str) -> String {
+    format!(
+        "{}&env={}",
+        tab_href(Tab::Deployments, service, None),
+        encode(env)
+    )
+}
+
 /// The Services tab.
 pub const SERVICES_HREF: &str = "/tower?view=services";

@@ -3,11 +3,27 @@
 //! derived tab, no chart library), and Argo CD's sync, health and revision.
 
 use leptos::prelude::*;
+use leptos_router::hooks::use_query_map;
 use tower_shared::deployments::{Environment, Metric, RolloutView, StepKind, StepStatus};
 
 /// The tab for a service running on Kubernetes: one card per environment, in promotion order.
+/// `&env=NAME` picks one: it is marked, and on a narrow screen it is the only card shown;
+/// the picker links to each.
 #[component]
 pub fn K8sDeployments(service: String, environments: Vec<Environment>) -> impl IntoView {
+    let asked = use_query_map().with_untracked(|q| q.get("env"));
+    let selected = asked.filter(|e| environments.iter().any(|env| env.name == *e));
+    let picker = (environments.len() > 1).then(|| {
+        let links = environments
+            .iter()
+            .map(|env| {
+                let href = crate::nav::environment_href(&service, &env.name);
+                let current = (selected.as_deref() == Some(env.name.as_str())).then_some("page");
+                view! { <li><a href=href aria-current=current>{env.name.clone()}</a></li> }
+            })
+            .collect_view();
+        view! { <nav class="env-picker" aria-label="Environments"><ul>{links}</ul></nav> }
+    });
     let nothing = environments.is_empty().then(|| {
         view! {
             <p class="state empty">
@@ -17,23 +33,39 @@ pub fn K8sDeployments(service: String, environments: Vec<Environment>) -> impl I
     });
     let cards = environments
         .into_iter()
-        .map(environment_card)
+        .map(|env| {
+            let picked = selected.as_ref().map(|s| *s == env.name);
+            environment_card(env, picked)
+        })
         .collect_view();
+    let class = if selected.is_some() {
+        "environments picked"
+    } else {
+        "environments"
+    };
     view! {
         <section class="deployments k8s" aria-labelledby="deployments-title">
             <h2 id="deployments-title">"Deployments"</h2>
+            {picker}
             {nothing}
-            <div class="environments">{cards}</div>
+            <div class=class>{cards}</div>
         </section>
     }
 }
 
-fn environment_card(env: Environment) -> impl IntoView {
-    let class = match env.attention.as_ref().map(|a| a.severity) {
+/// One environment's card; `picked`: `Some(true)` for the environment `&env=` names,
+/// `Some(false)` for the others, `None` when none is named.
+fn environment_card(env: Environment, picked: Option<bool>) -> impl IntoView {
+    let severity = match env.attention.as_ref().map(|a| a.severity) {
         Some(tower_shared::fleet::Severity::Failing) => "card env failing",
         Some(tower_shared::fleet::Severity::Attention) => "card env attention",
         Some(tower_shared::fleet::Severity::Notice) => "card env running",
         None => "card env",
+    };
+    let class = match picked {
+        Some(true) => format!("{severity} selected"),
+        Some(false) => format!("{severity} other"),
+        None => severity.to_owned(),
     };
     let summary = env
         .rollout

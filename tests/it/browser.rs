@@ -928,6 +928,21 @@ async fn the_kubernetes_deployments_tab_says_the_paused_canary_in_plain_words_an
                 "environments {envs:?}"
             );
             browser.check_page("deployments-k8s").await?;
+
+            // A deep link to one environment marks it, and the picker names it.
+            c.goto(&tower.url(&format!(
+                "/tower?view=deployments&service={canary}&env=prod"
+            )))
+            .await?;
+            c.wait()
+                .at_most(Duration::from_secs(20))
+                .for_element(Locator::Css("article.card.env.selected[data-env='prod']"))
+                .await
+                .context("env=prod did not pick prod")?;
+            let picked = texts(c, ".env-picker a[aria-current='page']").await?;
+            anyhow::ensure!(picked == ["prod"], "picker marks {picked:?}");
+            let others = c.find_all(Locator::Css("article.card.env.other")).await?;
+            anyhow::ensure!(others.len() == 2, "{} other environments", others.len());
             Ok(())
         })
         .await
