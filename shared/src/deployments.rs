@@ -823,6 +823,7 @@ fn attention(
                 .filter(|w| *w > 0 && !r.aborted)
                 .and_then(|w| u8::try_from(w).ok()),
             message: r.message.clone(),
+            blue_green: r.strategy == Some(Strategy::BlueGreen),
         }),
     };
     let mut attention = fleet::attention(&cell);

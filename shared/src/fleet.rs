@@ -86,6 +86,9 @@ pub struct RolloutState {
     pub canary_weight: Option<u8>,
     /// The controller's own message, e.g. `CanaryPauseStep`.
     pub message: Option<String>,
+    /// A blue-green rollout's words differ: a preview waits, no canary takes traffic.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub blue_green: bool,
 }
 
 /// How loudly a cell asks for attention.
@@ -139,10 +142,21 @@ pub fn attention(cell: &FleetCell) -> Option<Attention> {
             .canary_weight
             .map(|w| format!(" at {w}% traffic"))
             .unwrap_or_default();
+        let moving = if rollout.blue_green {
+            "Blue-green rollout"
+        } else {
+            "Canary"
+        };
         match rollout.phase {
             RolloutPhase::Healthy => {}
+            RolloutPhase::Paused if rollout.blue_green => note(
+                Severity::Attention,
+                "Preview waiting for promotion".to_owned(),
+            ),
             RolloutPhase::Paused => note(Severity::Attention, format!("Canary paused{at}")),
-            RolloutPhase::Progressing => note(Severity::Notice, format!("Canary progressing{at}")),
+            RolloutPhase::Progressing => {
+                note(Severity::Notice, format!("{moving} progressing{at}"))
+            }
             RolloutPhase::Degraded => note(Severity::Failing, format!("Rollout degraded{at}")),
             RolloutPhase::Unknown => note(Severity::Attention, "Rollout state unknown".to_owned()),
         }
@@ -276,6 +290,7 @@ fn rollout_state(rollout: &crate::kube::Object) -> RolloutState {
         phase,
         canary_weight,
         message,
+        blue_green: crate::kube::at(&rollout.spec, &["strategy", "blueGreen"]).is_some(),
     }
 }
 
@@ -298,6 +313,7 @@ mod tests {
             phase: RolloutPhase::Paused,
             canary_weight: weight,
             message: Some("CanaryPauseStep".to_owned()),
+            blue_green: false,
         })
     }
 
@@ -345,6 +361,7 @@ mod tests {
             phase: RolloutPhase::Degraded,
             canary_weight: None,
             message: None,
+            blue_green: false,
         });
         let a = attention(&cell(SyncStatus::Synced, HealthStatus::Degraded, degraded)).unwrap();
         assert_eq!(a.severity, Severity::Failing);
@@ -355,6 +372,7 @@ mod tests {
             phase: RolloutPhase::Healthy,
             canary_weight: None,
             message: None,
+            blue_green: false,
         });
         let a = attention(&cell(SyncStatus::Synced, HealthStatus::Degraded, healthy)).unwrap();
         assert_eq!(a.reason, "Degraded");

@@ -293,6 +293,7 @@ fn samples() -> Vec<(&'static str, Value)> {
                             phase: RolloutPhase::Paused,
                             canary_weight: Some(40),
                             message: Some("CanaryPauseStep".to_owned()),
+                            blue_green: true,
                         }),
                     }],
                 }],

@@ -159,6 +159,9 @@ fn blue_green_shows_active_and_preview_and_no_steps() {
         r.summary
     );
     assert_eq!(r.pause_reason.as_deref(), Some("BlueGreenPause"));
+    // No canary takes traffic: the fleet and the tab say a preview waits.
+    let attention = envs[0].attention.as_ref().unwrap();
+    assert_eq!(attention.reason, "Preview waiting for promotion");
 }
 
 #[test]
