@@ -288,7 +288,7 @@ fn environments(snapshot: &Snapshot, service: &str) -> Vec<Environment> {
             let argo = application.map(argo_app);
             let rollout =
                 found.map(|(cluster, r)| rollout_view(r, snapshot.cluster(cluster), service));
-            let attention = attention(&name, argo.as_ref(), rollout.as_ref());
+            let attention = attention(&name, application, rollout.as_ref());
             Environment {
                 name,
                 cluster,
@@ -781,12 +781,13 @@ fn summary(rollout: &RolloutView) -> String {
                 .filter(|m| m.starts_with("waiting"))
                 .map(|m| format!(": {m}"))
                 .unwrap_or_default();
-            match &rollout.canary {
-                Some(canary) => format!(
+            if rollout.canary.is_some() {
+                format!(
                     "The canary{} is progressing{weight}{at_step}{what}{analysis}.",
-                    image(&Some(canary.clone()))
-                ),
-                None => format!("The rollout is progressing{what}."),
+                    image(&rollout.canary)
+                )
+            } else {
+                format!("The rollout is progressing{what}.")
             }
         }
         (_, RolloutPhase::Healthy) => match &rollout.canary {
@@ -800,17 +801,18 @@ fn summary(rollout: &RolloutView) -> String {
 /// The environment's attention in the fleet's words; a failed analysis names its metric.
 fn attention(
     env: &str,
-    argo: Option<&ArgoApp>,
+    application: Option<&Object>,
     rollout: Option<&RolloutView>,
 ) -> Option<Attention> {
-    let word = |w: Option<&String>| w.map(|w| Value::from(w.as_str()));
+    // The Application's status words read as the fleet reads them.
+    let status = application.map(|a| &a.status);
     let cell = FleetCell {
         environment: env.to_owned(),
-        sync: word(argo.and_then(|a| a.sync.as_ref()))
-            .and_then(|w| serde_json::from_value(w).ok())
+        sync: status
+            .and_then(|s| fleet::word(s, &["sync", "status"]))
             .unwrap_or(fleet::SyncStatus::Unknown),
-        health: word(argo.and_then(|a| a.health.as_ref()))
-            .and_then(|w| serde_json::from_value(w).ok())
+        health: status
+            .and_then(|s| fleet::word(s, &["health", "status"]))
             .unwrap_or(HealthStatus::Unknown),
         image_tag: None,
         rollout: rollout.map(|r| RolloutState {

@@ -270,7 +270,10 @@ pub fn derive_fleet(snapshot: &crate::snapshot::Snapshot) -> Fleet {
 }
 
 /// A status word at `path` read as one of our enums (whose unknown words read as `Unknown`).
-fn word<T: serde::de::DeserializeOwned>(value: &serde_json::Value, path: &[&str]) -> Option<T> {
+pub(crate) fn word<T: serde::de::DeserializeOwned>(
+    value: &serde_json::Value,
+    path: &[&str],
+) -> Option<T> {
     let text = crate::kube::str_at(value, path)?;
     serde_json::from_value(serde_json::Value::from(text)).ok()
 }

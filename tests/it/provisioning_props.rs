@@ -89,7 +89,7 @@ fn shuffle(items: &mut [Value], rng: &mut Rng) {
 }
 
 /// Every list whose order carries no meaning, shuffled.
-fn shuffled(snapshot: &Value, seed: u64) -> Value {
+pub fn shuffled(snapshot: &Value, seed: u64) -> Value {
     let mut rng = Rng(seed | 1);
     let mut s = snapshot.clone();
     if let Some(clusters) = s.get_mut("clusters").and_then(Value::as_object_mut) {
