@@ -9,8 +9,8 @@ use std::collections::HashMap;
 use gloo_net::http::{Request, RequestBuilder, Response};
 use serde::de::DeserializeOwned;
 use tower_shared::api::{
-    AuthConfig, CatalogRefresh, ClockReading, ErrorBody, GuestToken, RecordedRuns, SnapshotAnswer,
-    Summary, CLOCK_HEADER,
+    AuthConfig, CatalogRefresh, ClockReading, DeploymentsAnswer, ErrorBody, GuestToken,
+    RecordedRuns, SnapshotAnswer, Summary, CLOCK_HEADER,
 };
 use tower_shared::fleet::Fleet;
 
@@ -127,6 +127,12 @@ pub async fn summary() -> Result<Summary, ApiError> {
 pub async fn service_snapshot(service: String) -> Result<SnapshotAnswer, ApiError> {
     let service = String::from(js_sys::encode_uri_component(&service));
     get_json(&format!("/api/snapshot?service={service}")).await
+}
+
+/// `GET /api/deployments?service=…`: the Deployments tab, derived by the backend.
+pub async fn deployments(service: String) -> Result<DeploymentsAnswer, ApiError> {
+    let service = String::from(js_sys::encode_uri_component(&service));
+    get_json(&format!("/api/deployments?service={service}")).await
 }
 
 /// `GET /provisioning-history/runs?limit=10`: the newest recorded provisions.

@@ -3,8 +3,8 @@
 
 use chrono::{DateTime, Utc};
 use leptos::prelude::*;
-use tower_shared::cloud::{derive_cloud_deploys, Capability, DeployRun, BLIND_SPOTS, FAILURE_NOTE};
-use tower_shared::snapshot::Snapshot;
+use tower_shared::cloud::{Capability, DeployRun, BLIND_SPOTS, FAILURE_NOTE};
+use tower_shared::deployments::Deployments;
 use tower_shared::time::age;
 
 use crate::nav::{tab_href, Tab};
@@ -15,19 +15,21 @@ fn when(time: Option<DateTime<Utc>>, now: ReadSignal<DateTime<Utc>>) -> impl Int
 }
 
 #[component]
-pub fn DeploymentsTab(
-    snapshot: Snapshot,
-    service: String,
-    now: ReadSignal<DateTime<Utc>>,
-) -> impl IntoView {
-    let deploys = derive_cloud_deploys(&snapshot, &service);
-    if deploys.capability == Capability::K8sRuntime {
-        let environments = tower_shared::deployments::derive_deployments(&snapshot, &service)
-            .environments
-            .unwrap_or_default();
-        return view! { <crate::rollout::K8sDeployments service=service environments=environments /> }
-            .into_any();
-    }
+pub fn DeploymentsTab(deployments: Deployments, now: ReadSignal<DateTime<Utc>>) -> impl IntoView {
+    let Deployments {
+        service,
+        capability,
+        cloud,
+        environments,
+    } = deployments;
+    let deploys = match (capability, cloud) {
+        (Capability::CloudRuntime, Some(deploys)) => deploys,
+        _ => {
+            let environments = environments.unwrap_or_default();
+            return view! { <crate::rollout::K8sDeployments service=service environments=environments /> }
+                .into_any();
+        }
+    };
     let target = deploys.target.map_or("Unknown target", |t| t.title());
     let console = match deploys.console_url.clone() {
         Some(url) => view! {

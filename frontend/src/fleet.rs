@@ -152,13 +152,15 @@ fn FleetRow(app: FleetApp, environments: Vec<String>) -> impl IntoView {
         .into_iter()
         .map(|env| {
             let cell = app.cells.iter().find(|c| c.environment == env).cloned();
-            view! { <FleetCellView cell=cell /> }
+            view! { <FleetCellView service=app.name.clone() cell=cell /> }
         })
         .collect_view();
     view! {
         <tr>
             <th scope="row" class="app">
-                <span class="app-name">{app.name.clone()}</span>
+                <a class="app-name" href=crate::nav::tab_href(crate::nav::Tab::Deployments, &app.name, None)>
+                    {app.name.clone()}
+                </a>
                 <span class="app-kind">{app.kind.clone()}</span>
             </th>
             {cells}
@@ -166,8 +168,9 @@ fn FleetRow(app: FleetApp, environments: Vec<String>) -> impl IntoView {
     }
 }
 
+/// One app in one environment; it links to that environment on the app's Deployments tab.
 #[component]
-fn FleetCellView(cell: Option<FleetCell>) -> impl IntoView {
+fn FleetCellView(service: String, cell: Option<FleetCell>) -> impl IntoView {
     let Some(cell) = cell else {
         return view! { <td class="cell absent" title="Not deployed here">"—"</td> }.into_any();
     };
@@ -175,11 +178,14 @@ fn FleetCellView(cell: Option<FleetCell>) -> impl IntoView {
         .image_tag
         .clone()
         .unwrap_or_else(|| "image unknown".to_owned());
+    let href = crate::nav::environment_href(&service, &cell.environment);
     match attention(&cell) {
         None => view! {
-            <td class="cell calm" tabindex="0" title="Synced and healthy">
-                <span class="status">"✔ Healthy"</span>
-                <span class="tag">{tag}</span>
+            <td class="cell calm" title="Synced and healthy">
+                <a href=href>
+                    <span class="status">"✔ Healthy"</span>
+                    <span class="tag">{tag}</span>
+                </a>
             </td>
         }
         .into_any(),
@@ -190,9 +196,11 @@ fn FleetCellView(cell: Option<FleetCell>) -> impl IntoView {
                 Severity::Failing => ("cell failing", "✖"),
             };
             view! {
-                <td class=class tabindex="0" title=a.reason.clone()>
-                    <span class="status">{icon} " " {a.reason.clone()}</span>
-                    <span class="tag">{tag}</span>
+                <td class=class title=a.reason.clone()>
+                    <a href=href>
+                        <span class="status">{icon} " " {a.reason.clone()}</span>
+                        <span class="tag">{tag}</span>
+                    </a>
                 </td>
             }
             .into_any()

@@ -5,6 +5,7 @@
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
 use tower_shared::deployments::{Environment, Metric, RolloutView, StepKind, StepStatus};
+use tower_shared::evidence::{Evidence, Signing, Transparency};
 
 /// The tab for a service running on Kubernetes: one card per environment, in promotion order.
 /// `&env=NAME` picks one: it is marked, and on a narrow screen it is the only card shown;
@@ -35,7 +36,7 @@ pub fn K8sDeployments(service: String, environments: Vec<Environment>) -> impl I
         .into_iter()
         .map(|env| {
             let picked = selected.as_ref().map(|s| *s == env.name);
-            environment_card(env, picked)
+            environment_card(&service, env, picked)
         })
         .collect_view();
     let class = if selected.is_some() {
@@ -55,7 +56,7 @@ pub fn K8sDeployments(service: String, environments: Vec<Environment>) -> impl I
 
 /// One environment's card; `picked`: `Some(true)` for the environment `&env=` names,
 /// `Some(false)` for the others, `None` when none is named.
-fn environment_card(env: Environment, picked: Option<bool>) -> impl IntoView {
+fn environment_card(service: &str, env: Environment, picked: Option<bool>) -> impl IntoView {
     let severity = match env.attention.as_ref().map(|a| a.severity) {
         Some(tower_shared::fleet::Severity::Failing) => "card env failing",
         Some(tower_shared::fleet::Severity::Attention) => "card env attention",
@@ -85,7 +86,7 @@ fn environment_card(env: Environment, picked: Option<bool>) -> impl IntoView {
                     <dt>"Sync"</dt><dd>{a.sync.clone().unwrap_or_else(unknown)}</dd>
                     <dt>"Health"</dt><dd>{a.health.clone().unwrap_or_else(unknown)}</dd>
                     <dt>"Revision"</dt>
-                    <dd class="commit">{a.revision.as_deref().map_or_else(unknown, |r| r.chars().take(7).collect())}</dd>
+                    <dd class="commit">{revision(a.revision.as_deref(), a.revision_url.clone())}</dd>
                     <dt>"Last sync"</dt>
                     <dd>{a.last_synced_at.map_or_else(unknown, |t| t.format("%Y-%m-%d %H:%M UTC").to_string())}</dd>
                 </dl>
@@ -95,6 +96,13 @@ fn environment_card(env: Environment, picked: Option<bool>) -> impl IntoView {
         },
     );
     let drawings = env.rollout.clone().map(rollout_drawings);
+    let evidence = env.rollout.as_ref().map(|r| {
+        [("Canary", &r.canary), ("Stable", &r.stable)]
+            .into_iter()
+            .filter_map(|(role, rs)| Some((role, rs.as_ref()?.evidence.clone()?)))
+            .map(|(role, e)| evidence_panel(service, role, e))
+            .collect_view()
+    });
     view! {
         <article class=class data-env=env.name.clone()>
             <h3>{env.name.clone()}<span class="where">{format!(" · {} / {}", env.cluster, env.namespace)}</span></h3>
@@ -102,7 +110,100 @@ fn environment_card(env: Environment, picked: Option<bool>) -> impl IntoView {
             {attention}
             {drawings}
             {argo}
+            {evidence}
         </article>
+    }
+}
+
+/// A revision's first seven characters, linking its commit when Tower could build the link.
+fn revision(revision: Option<&str>, url: Option<String>) -> AnyView {
+    let Some(revision) = revision else {
+        return "unknown".into_any();
+    };
+    let short: String = revision.chars().take(7).collect();
+    match url {
+        Some(href) => view! {
+            <a href=href target="_blank" rel="noopener noreferrer" title=revision.to_owned()>{short}</a>
+        }
+        .into_any(),
+        None => short.into_any(),
+    }
+}
+
+/// What vouches for one deployed image: the sentence first, then each piece, missing ones
+/// said plainly.
+fn evidence_panel(service: &str, role: &'static str, e: Evidence) -> impl IntoView {
+    let (class, badge) = match e.signing {
+        Signing::Signed => ("evidence signed", "✔ Signed"),
+        Signing::Failed => ("evidence unsigned", "✖ Signing failed"),
+        Signing::Unsigned => ("evidence unsigned", "✖ Not signed"),
+        Signing::Unknown => ("evidence unknown", "? No build found"),
+    };
+    let build = e.build.clone().map_or_else(
+        || "none found".into_any(),
+        |b| {
+            let run = b.pipeline_run.clone().unwrap_or_else(|| b.name.clone());
+            let href = crate::nav::tab_href(crate::nav::Tab::Pipelines, service, Some(&run));
+            view! { <a href=href>{b.name.clone()}</a> }.into_any()
+        },
+    );
+    let provenance = e.provenance.clone().map_or_else(
+        || "no provenance recorded".into_any(),
+        |p| {
+            let source = p.source.clone().map(|s| {
+                let commit = s.commit.clone().unwrap_or_else(|| "commit unknown".to_owned());
+                let short: String = commit.chars().take(7).collect();
+                let link = match s.url.clone() {
+                    Some(href) => view! { <a href=href target="_blank" rel="noopener noreferrer">{short}</a> }.into_any(),
+                    None => short.into_any(),
+                };
+                view! { <span class="source">" · from " {s.repository.clone()} " @ " {link}</span> }
+            });
+            let kind = p.predicate_type.clone().unwrap_or_else(|| "unknown type".to_owned());
+            let builder = p.builder.clone().unwrap_or_else(|| "builder unknown".to_owned());
+            view! {
+                <span>{format!("{kind}, built by {builder}, {} materials", p.materials.len())}</span>
+                {source}
+            }
+            .into_any()
+        },
+    );
+    let transparency = match e.transparency.clone() {
+        Some(Transparency {
+            log_index: Some(n),
+            url: Some(href),
+        }) => view! {
+            <a href=href target="_blank" rel="noopener noreferrer">{format!("entry {n}")}</a>
+        }
+        .into_any(),
+        Some(Transparency {
+            log_index: Some(n),
+            url: None,
+        }) => format!("entry {n}").into_any(),
+        Some(_) => "an entry Tower cannot read".into_any(),
+        None => "no transparency log entry".into_any(),
+    };
+    let signature = e.signature.clone().map_or_else(
+        || "no signature".to_owned(),
+        |k| format!("stored under {k}"),
+    );
+    let sbom = e
+        .sbom
+        .clone()
+        .map_or_else(|| "no SBOM published".to_owned(), |s| s.uri);
+    view! {
+        <section class=class aria-label=format!("{role} image evidence")>
+            <h4>{format!("{role} image evidence ")}<span class="verdict">{badge}</span></h4>
+            <p class="evidence-summary">{e.summary.clone()}</p>
+            <dl>
+                <dt>"Image"</dt><dd class="image">{e.image.clone()}</dd>
+                <dt>"Build"</dt><dd>{build}</dd>
+                <dt>"Provenance"</dt><dd class="provenance">{provenance}</dd>
+                <dt>"Signature"</dt><dd>{signature}</dd>
+                <dt>"Transparency log"</dt><dd class="transparency">{transparency}</dd>
+                <dt>"SBOM"</dt><dd class="sbom">{sbom}</dd>
+            </dl>
+        </section>
     }
 }
 

@@ -3,7 +3,7 @@
 
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
-use tower_shared::api::SnapshotAnswer;
+use tower_shared::api::{DeploymentsAnswer, SnapshotAnswer};
 
 use crate::api::{self, ApiError};
 use crate::nav::{tab_href, Page, Tab};
@@ -45,8 +45,11 @@ pub fn ServicePage() -> impl IntoView {
                 Ok(Tab::Provisioning) => {
                     view! { <provisioning::ProvisioningTab service=service.clone() /> }.into_any()
                 }
-                Ok(tab) => {
-                    view! { <SnapshotTab service=service.clone() tab=tab run=run /> }.into_any()
+                Ok(Tab::Pipelines) => {
+                    view! { <PipelinesPage service=service.clone() run=run /> }.into_any()
+                }
+                Ok(Tab::Deployments) => {
+                    view! { <DeploymentsPage service=service.clone() /> }.into_any()
                 }
                 Err(view) => view! {
                     <p class="state error" role="alert">
@@ -61,45 +64,65 @@ pub fn ServicePage() -> impl IntoView {
     }
 }
 
-/// The tabs drawn from the service's snapshot: Deployments and Pipelines.
-#[component]
-fn SnapshotTab(service: String, tab: Tab, run: Option<String>) -> impl IntoView {
+/// A tab's answer, fetched again whenever an event names the service; `body` draws it.
+fn fetched<T, Fut>(
+    service: String,
+    fetch: impl Fn(String) -> Fut + 'static,
+    body: impl Fn(T) -> AnyView + Send + Sync + 'static,
+) -> impl IntoView
+where
+    T: Clone + PartialEq + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Result<T, ApiError>> + 'static,
+{
     let feed = crate::feed::feed();
     let changed = feed.refresh.service(service.clone());
-    let snapshot = crate::feed::settled(LocalResource::new({
-        let service = service.clone();
-        move || {
-            changed.track();
-            api::service_snapshot(service.clone())
-        }
+    let answer = crate::feed::settled(LocalResource::new(move || {
+        changed.track();
+        fetch(service.clone())
     }));
-    view! {
-        {
-                let service = service.clone();
-                let run = run.clone();
-                move || {
-                    let Some(result) = snapshot.get() else {
-                        return view! { <p class="state loading">"Loading…"</p> }.into_any();
-                    };
-                    let result: Result<SnapshotAnswer, ApiError> = result;
-                    match result {
-                            Ok(SnapshotAnswer { snapshot, health }) => {
-                                let notice = view! { <HealthNotice health=health now=feed.now /> };
-                                let body = match tab {
-                                    Tab::Pipelines => view! {
-                                        <pipelines::PipelinesTab snapshot=snapshot service=service.clone() run=run.clone() now=feed.now />
-                                    }
-                                    .into_any(),
-                                    _ => view! {
-                                        <deployments::DeploymentsTab snapshot=snapshot service=service.clone() now=feed.now />
-                                    }
-                                    .into_any(),
-                                };
-                                view! { {notice} {body} }.into_any()
-                            }
-                            Err(err) => crate::ui::error_alert(&err),
-                    }
-                }
-        }
+    move || match answer.get() {
+        None => view! { <p class="state loading">"Loading…"</p> }.into_any(),
+        Some(Ok(answer)) => body(answer),
+        Some(Err(err)) => crate::ui::error_alert(&err),
     }
+}
+
+/// The Pipelines tab, drawn from the service's snapshot.
+#[component]
+fn PipelinesPage(service: String, run: Option<String>) -> impl IntoView {
+    let now = crate::feed::feed().now;
+    let name = service.clone();
+    fetched(
+        service,
+        api::service_snapshot,
+        move |answer: SnapshotAnswer| {
+            let SnapshotAnswer { snapshot, health } = answer;
+            view! {
+            <HealthNotice health=health now=now />
+            <pipelines::PipelinesTab snapshot=snapshot service=name.clone() run=run.clone() now=now />
+        }
+        .into_any()
+        },
+    )
+}
+
+/// The Deployments tab, as the backend derived it (`GET /api/deployments`).
+#[component]
+fn DeploymentsPage(service: String) -> impl IntoView {
+    let now = crate::feed::feed().now;
+    fetched(
+        service,
+        api::deployments,
+        move |answer: DeploymentsAnswer| {
+            let DeploymentsAnswer {
+                deployments,
+                health,
+            } = answer;
+            view! {
+                <HealthNotice health=health now=now />
+                <deployments::DeploymentsTab deployments=deployments now=now />
+            }
+            .into_any()
+        },
+    )
 }

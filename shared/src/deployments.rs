@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::cloud::{self, Capability, CloudDeploys};
+use crate::evidence::{Builds, Evidence};
 use crate::fleet::{
     self, Attention, FleetCell, HealthStatus, RolloutPhase, RolloutState, Severity,
 };
@@ -64,6 +65,8 @@ pub struct ArgoApp {
     pub health: Option<String>,
     /// The Git revision it is synced to.
     pub revision: Option<String>,
+    /// That revision's commit on GitHub, when the Application's repository is there.
+    pub revision_url: Option<String>,
     /// When its last sync operation finished.
     pub last_synced_at: Option<DateTime<Utc>>,
     /// What Argo CD says is wrong (a condition, or a failed sync's message).
@@ -162,6 +165,8 @@ pub struct ReplicaSetView {
     pub image: Option<String>,
     pub replicas: Option<u32>,
     pub ready: Option<u32>,
+    /// What vouches for its image; `None` when the image is not known.
+    pub evidence: Option<Evidence>,
 }
 
 /// One AnalysisRun.
@@ -269,6 +274,7 @@ fn environments(snapshot: &Snapshot, service: &str) -> Vec<Environment> {
         names.sort_by_key(|n| declared.iter().position(|d| d == n).unwrap_or(usize::MAX));
     }
 
+    let builds = Builds::of(snapshot, service);
     names
         .into_iter()
         .map(|name| {
@@ -285,9 +291,9 @@ fn environments(snapshot: &Snapshot, service: &str) -> Vec<Environment> {
                 .and_then(|(_, r)| r.namespace())
                 .or_else(|| destination("namespace"))
                 .map_or_else(|| hangar::env_namespace(service, &name), str::to_owned);
-            let argo = application.map(argo_app);
-            let rollout =
-                found.map(|(cluster, r)| rollout_view(r, snapshot.cluster(cluster), service));
+            let argo = application.map(|a| argo_app(a, snapshot.github_host.as_deref()));
+            let rollout = found
+                .map(|(cluster, r)| rollout_view(r, snapshot.cluster(cluster), service, &builds));
             let attention = attention(&name, application, rollout.as_ref());
             Environment {
                 name,
@@ -301,7 +307,7 @@ fn environments(snapshot: &Snapshot, service: &str) -> Vec<Environment> {
         .collect()
 }
 
-fn argo_app(application: &Object) -> ArgoApp {
+fn argo_app(application: &Object, github_host: Option<&str>) -> ArgoApp {
     let status = &application.status;
     let text = |path: &[&str]| {
         str_at(status, path)
@@ -319,11 +325,17 @@ fn argo_app(application: &Object) -> ArgoApp {
     )
     .then(|| text(&["operationState", "message"]))
     .flatten();
+    let revision = text(&["sync", "revision"]);
+    let repository = str_at(&application.spec, &["source", "repoURL"]);
     ArgoApp {
         name: application.name().to_owned(),
         sync: text(&["sync", "status"]),
         health: text(&["health", "status"]),
-        revision: text(&["sync", "revision"]),
+        revision_url: revision
+            .as_deref()
+            .zip(repository)
+            .and_then(|(rev, repo)| crate::evidence::commit_url(repo, rev, github_host)),
+        revision,
         last_synced_at: at(status, &["operationState", "finishedAt"]).and_then(time),
         message: condition.or(failed_sync),
     }
@@ -399,6 +411,7 @@ fn rollout_view(
     rollout: &Object,
     cluster: &[std::sync::Arc<Object>],
     service: &str,
+    builds: &Builds<'_>,
 ) -> RolloutView {
     let status = &rollout.status;
     let (phase, message) = rollout_phase(rollout);
@@ -421,7 +434,7 @@ fn rollout_view(
             .filter(same_place)
             .filter(|o| o.kind == "ReplicaSet" && o.label(POD_HASH_LABEL) == Some(hash))
             .min_by(|a, b| a.name().cmp(b.name()));
-        replica_set_view(hash, found.map(|o| &**o))
+        replica_set_view(hash, found.map(|o| &**o), builds)
     };
     let hash = |path: &[&str]| str_at(status, path).filter(|h| !h.is_empty());
     let (stable_hash, canary_hash) = match strategy {
@@ -535,7 +548,11 @@ fn weights(
     (canary, stable)
 }
 
-fn replica_set_view(hash: &str, replica_set: Option<&Object>) -> ReplicaSetView {
+fn replica_set_view(
+    hash: &str,
+    replica_set: Option<&Object>,
+    builds: &Builds<'_>,
+) -> ReplicaSetView {
     let count = |field| {
         let rs = replica_set?;
         // Kubernetes leaves zero counts out of a status it wrote.
@@ -546,16 +563,18 @@ fn replica_set_view(hash: &str, replica_set: Option<&Object>) -> ReplicaSetView 
                 .unwrap_or(0)
         })
     };
+    let image = replica_set.and_then(|rs| {
+        array_at(&rs.spec, &["template", "spec", "containers"])
+            .first()
+            .and_then(|c| c.get("image"))
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    });
     ReplicaSetView {
         replica_set: replica_set.map(|rs| rs.name().to_owned()),
         pod_hash: hash.to_owned(),
-        image: replica_set.and_then(|rs| {
-            array_at(&rs.spec, &["template", "spec", "containers"])
-                .first()
-                .and_then(|c| c.get("image"))
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-        }),
+        evidence: image.as_deref().map(|i| builds.evidence(i)),
+        image,
         replicas: count("replicas"),
         ready: count("readyReplicas"),
     }

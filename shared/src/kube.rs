@@ -76,12 +76,18 @@ impl Object {
     /// `envFrom`, `args` and `command` (only their `name` and `image` stay), pod volumes,
     /// Helm `values`/`valuesObject`/`parameters`/`fileParameters` and plugin `env` of Argo
     /// CD sources, Tekton inline task specs and scripts and the values of params no
-    /// derivation reads, a `RepositoryFile`'s content, and the last-applied annotation.
+    /// derivation reads, a `RepositoryFile`'s content, the last-applied annotation and Tekton
+    /// Chains' certificate annotations.
     /// Deriving from a trimmed object gives what deriving from the whole one gives
     /// (`tests/it/provisioning.rs` checks every fixture).
     #[must_use]
     pub fn trimmed(mut self) -> Self {
         self.metadata.annotations.remove(LAST_APPLIED);
+        // Chains' keyless certificates and chains: large, and read by no derivation.
+        self.metadata.annotations.retain(|key, _| {
+            !key.starts_with("chains.tekton.dev/cert-")
+                && !key.starts_with("chains.tekton.dev/chain-")
+        });
         scrub(&mut self.spec, None);
         scrub(&mut self.status, None);
         if self.group() == "tekton.dev" {

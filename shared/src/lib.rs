@@ -11,6 +11,8 @@
 //! - [`cloud`] — cloud deploys (ECS, Lambda, Container Apps) from Tekton deploy runs.
 //! - [`deployments`] — the Deployments tab: cloud deploys, or each environment's Argo CD
 //!   Application and Argo Rollout (phase, steps, ReplicaSets, analysis) in plain words.
+//! - [`evidence`] — supply-chain evidence for a deployed image: its build, Tekton Chains'
+//!   signing, provenance, signature, transparency log entry and SBOM.
 //! - [`fleet`] — the fleet overview: every app in every environment, and which cells
 //!   need someone's attention.
 //! - [`hangar`] — the platform's rules: how it names namespaces, repos and Applications,
@@ -25,6 +27,7 @@
 pub mod api;
 pub mod cloud;
 pub mod deployments;
+pub mod evidence;
 pub mod fleet;
 pub mod hangar;
 pub mod kube;

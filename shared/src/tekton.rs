@@ -16,7 +16,7 @@ pub enum RunStatus {
     Failed,
 }
 
-fn run_status(object: &Object) -> RunStatus {
+pub fn run_status(object: &Object) -> RunStatus {
     match object.condition("Succeeded").map(|c| c.status) {
         Some(ConditionStatus::True) => RunStatus::Succeeded,
         Some(ConditionStatus::False) => RunStatus::Failed,

@@ -385,8 +385,12 @@ async fn a_fleet_of_a_thousand_apps_keeps_the_page_small() {
                 more.iter().any(|m| m.contains("Showing 100 of 1000")),
                 "{more:?}"
             );
-            // Trouble first: the copies of the paused canary lead.
-            let first = texts(c, "table.matrix tbody tr:first-child td.attention").await?;
+            // Trouble first: copies of the fleet's troubled apps lead.
+            let first = texts(
+                c,
+                "table.matrix tbody tr:first-child :is(td.attention, td.failing)",
+            )
+            .await?;
             anyhow::ensure!(!first.is_empty(), "the first row needs attention");
             c.find(Locator::Css(".more button")).await?.click().await?;
             until(Duration::from_secs(5), "200 rows", || async {
@@ -880,8 +884,7 @@ async fn the_kubernetes_deployments_tab_says_the_paused_canary_in_plain_words_an
     // The world at the demo's start, standing still: the fleet's canary is paused at 40% in
     // prod while a background analysis measures its error rate.
     let tower = crate::support::Live::start(0.0).await.unwrap();
-    let (_, fleet) = tower.get("/api/fleet").await.unwrap();
-    let canary = fleet["apps"][0]["name"].as_str().unwrap().to_owned();
+    let canary = tower.paused_canary_at_40().await.unwrap();
     let browser = Browser::start().await.unwrap();
     browser
         .checked("deployments-k8s", async {
@@ -927,6 +930,42 @@ async fn the_kubernetes_deployments_tab_says_the_paused_canary_in_plain_words_an
                     == ["dev", "staging", "prod"],
                 "environments {envs:?}"
             );
+            // The canary's image is vouched for beside it: signed, its provenance's commit and
+            // its transparency log entry linked, its SBOM named.
+            let evidence = prod
+                .find(Locator::Css(
+                    "section.evidence.signed[aria-label='Canary image evidence']",
+                ))
+                .await
+                .context("no signed evidence for the canary's image")?;
+            let badge = evidence
+                .find(Locator::Css(".verdict"))
+                .await?
+                .text()
+                .await?;
+            anyhow::ensure!(badge == "✔ Signed", "badge {badge:?}");
+            let rekor = evidence
+                .find(Locator::Css(".transparency a"))
+                .await?
+                .attr("href")
+                .await?
+                .unwrap_or_default();
+            anyhow::ensure!(
+                rekor.starts_with("https://search.sigstore.dev/?logIndex="),
+                "transparency link {rekor:?}"
+            );
+            let commit = evidence
+                .find(Locator::Css(".provenance .source a"))
+                .await?
+                .attr("href")
+                .await?
+                .unwrap_or_default();
+            anyhow::ensure!(
+                commit.starts_with(&format!("https://github.com/acme/{canary}/commit/")),
+                "provenance commit link {commit:?}"
+            );
+            let sbom = evidence.find(Locator::Css(".sbom")).await?.text().await?;
+            anyhow::ensure!(sbom.ends_with(".sbom"), "sbom {sbom:?}");
             browser.check_page("deployments-k8s").await?;
 
             // A deep link to one environment marks it, and the picker names it.
@@ -943,6 +982,137 @@ async fn the_kubernetes_deployments_tab_says_the_paused_canary_in_plain_words_an
             anyhow::ensure!(picked == ["prod"], "picker marks {picked:?}");
             let others = c.find_all(Locator::Css("article.card.env.other")).await?;
             anyhow::ensure!(others.len() == 2, "{} other environments", others.len());
+            Ok(())
+        })
+        .await
+        .unwrap();
+    browser.close().await.unwrap();
+}
+
+/// Reads the prod card's summary and its traffic split's label.
+async fn prod_card(c: &fantoccini::Client) -> anyhow::Result<(String, String)> {
+    let prod = c
+        .find(Locator::Css(
+            "section.deployments.k8s article[data-env='prod']",
+        ))
+        .await?;
+    let summary = prod.find(Locator::Css(".summary")).await?.text().await?;
+    let split = prod
+        .find(Locator::Css(".split svg"))
+        .await?
+        .attr("aria-label")
+        .await?
+        .unwrap_or_default();
+    Ok((summary, split))
+}
+
+#[tokio::test]
+async fn the_deployments_tab_follows_a_canary_live_and_explains_an_aborted_one() {
+    use hangar_sim::stories::fleet::{Chains, Role, SteadyFleet};
+    let tower = crate::support::Live::start(0.0).await.unwrap();
+    let browser = Browser::start().await.unwrap();
+    browser
+        .checked("deployments-live", async {
+            let c = &browser.client;
+            // A canary a minute into its prod rollout: 20 %, pausing ten minutes.
+            let moving = crate::support::fleet_app(Role::CompletingCanary);
+            let start = moving.prod_rollout_at(tower.world_now());
+            tower.advance_world((start - tower.world_now()).num_seconds() + 60);
+            tower
+                .deployments_until(&moving.name, "the canary at 20%", |body| {
+                    crate::support::prod_rollout(body)["canaryWeight"] == 20
+                })
+                .await?;
+            c.goto(&tower.url(&format!(
+                "/tower?view=deployments&service={}&env=prod",
+                moving.name
+            )))
+            .await?;
+            until(Duration::from_secs(20), "the canary at 20%", || async {
+                Ok(prod_card(c).await.is_ok_and(|(_, split)| split == "Traffic: 80% stable, 20% canary"))
+            })
+            .await?;
+            let (summary, _) = prod_card(c).await?;
+            anyhow::ensure!(
+                summary.contains("paused at 20% of traffic, for a pause of 10m that ends on its own"),
+                "summary {summary:?}"
+            );
+            // Ten minutes on, the page redraws at 40 % by itself: no reload (the mark stays).
+            c.execute("window.towerMark = 'still here';", vec![]).await?;
+            tower.advance_world(600);
+            until(Duration::from_secs(20), "the canary at 40% without a reload", || async {
+                Ok(prod_card(c).await.is_ok_and(|(_, split)| split == "Traffic: 60% stable, 40% canary"))
+            })
+            .await?;
+            let mark = c.execute("return window.towerMark || null;", vec![]).await?;
+            anyhow::ensure!(mark == "still here", "the page was reloaded: {mark}");
+            browser.screenshot("deployments-canary-live").await?;
+
+            // A canary whose step analysis failed: aborted, the failing metric named and its
+            // failed measurements marked on the chart.
+            let aborting = crate::support::fleet_app(Role::AbortedCanary);
+            let start = aborting.prod_rollout_at(tower.world_now());
+            tower.advance_world((start - tower.world_now()).num_seconds() + 300);
+            tower
+                .deployments_until(&aborting.name, "the canary aborted", |body| {
+                    crate::support::prod_rollout(body)["aborted"] == true
+                })
+                .await?;
+            c.goto(&tower.url(&format!(
+                "/tower?view=deployments&service={}&env=prod",
+                aborting.name
+            )))
+            .await?;
+            until(Duration::from_secs(20), "the aborted canary", || async {
+                Ok(prod_card(c).await.is_ok_and(|(summary, _)| summary.contains("aborted")))
+            })
+            .await?;
+            let (summary, split) = prod_card(c).await?;
+            anyhow::ensure!(
+                summary.contains("all traffic is back on the stable version")
+                    && summary.contains("the analysis metric error-rate failed"),
+                "summary {summary:?}"
+            );
+            anyhow::ensure!(split == "Traffic: 100% stable, 0% canary", "split {split:?}");
+            let failed = c
+                .find_all(Locator::Css("article[data-env='prod'] .metric text.failed"))
+                .await?;
+            anyhow::ensure!(failed.len() == 3, "{} failed measurements marked", failed.len());
+            let card = c
+                .find(Locator::Css("article.card.env.failing[data-env='prod'] .attention"))
+                .await?
+                .text()
+                .await?;
+            anyhow::ensure!(card.contains("analysis metric error-rate failed"), "attention {card:?}");
+            browser.check_page("deployments-aborted").await?;
+
+            // An app whose builds Tekton Chains does not sign: said plainly, not hidden.
+            let fleet = SteadyFleet::new(1, chrono::Utc::now());
+            let unsigned = fleet
+                .apps
+                .iter()
+                .find(|a| a.chains == Chains::Absent && a.role == Role::Steady)
+                .context("an app without Chains")?;
+            c.goto(&tower.url(&format!(
+                "/tower?view=deployments&service={}&env=prod",
+                unsigned.name
+            )))
+            .await?;
+            let evidence = c
+                .wait()
+                .at_most(Duration::from_secs(20))
+                .for_element(Locator::Css(
+                    "article[data-env='prod'] section.evidence.unsigned[aria-label='Stable image evidence']",
+                ))
+                .await
+                .context("no unsigned evidence panel")?;
+            let badge = evidence.find(Locator::Css(".verdict")).await?.text().await?;
+            let said = evidence.text().await?;
+            anyhow::ensure!(badge == "✖ Not signed", "badge {badge:?}");
+            for plainly in ["no provenance recorded", "no transparency log entry", "no SBOM published"] {
+                anyhow::ensure!(said.contains(plainly), "{plainly:?} not said in {said:?}");
+            }
+            browser.check_page("deployments-evidence-unsigned").await?;
             Ok(())
         })
         .await

@@ -4,6 +4,7 @@
 
 use proptest::prelude::*;
 use tower_shared::deployments::{derive_deployments, Deployments, StepKind, StepStatus, Strategy};
+use tower_shared::evidence::Signing;
 use tower_shared::fleet::{RolloutPhase, Severity};
 use tower_shared::snapshot::Snapshot;
 
@@ -101,6 +102,86 @@ fn a_paused_canary_is_said_in_plain_words_with_its_ramp_split_and_analysis() {
         (Severity::Attention, "Canary paused at 40% traffic")
     );
     assert!(envs[0].attention.is_none() && envs[1].attention.is_none());
+}
+
+#[test]
+fn evidence_sits_beside_each_deployed_image_and_missing_evidence_is_said() {
+    let envs = derive("paused-canary").environments.unwrap();
+    let r = envs[2].rollout.as_ref().unwrap();
+    // The canary's image: built by a signed TaskRun with provenance, a transparency log
+    // entry and an SBOM.
+    let canary = r.canary.as_ref().unwrap().evidence.as_ref().unwrap();
+    assert_eq!(canary.signing, Signing::Signed);
+    let build = canary.build.as_ref().unwrap();
+    assert_eq!(
+        (build.name.as_str(), build.pipeline_run.as_deref()),
+        (
+            "flight-api-build-142-build-image",
+            Some("flight-api-build-142")
+        )
+    );
+    let provenance = canary.provenance.as_ref().unwrap();
+    assert_eq!(
+        provenance.predicate_type.as_deref(),
+        Some("https://slsa.dev/provenance/v1")
+    );
+    assert_eq!(
+        provenance.builder.as_deref(),
+        Some("https://tekton.dev/chains/v2")
+    );
+    assert_eq!(provenance.subject_matches, Some(true));
+    let source = provenance.source.as_ref().unwrap();
+    assert_eq!(
+        source.url.as_deref(),
+        Some("https://github.com/acme/flight-api/commit/9f2c1ab4e5d6c7b8a9f0e1d2c3b4a5f6e7d8c9b0")
+    );
+    assert_eq!(provenance.materials.len(), 2);
+    let transparency = canary.transparency.as_ref().unwrap();
+    assert_eq!(
+        (transparency.log_index, transparency.url.as_deref()),
+        (
+            Some(123_456_789),
+            Some("https://search.sigstore.dev/?logIndex=123456789")
+        )
+    );
+    assert!(canary
+        .signature
+        .as_deref()
+        .is_some_and(|k| k.starts_with("taskrun-")));
+    assert!(canary.sbom.is_some());
+    assert_eq!(
+        canary.summary,
+        "Signed by Tekton Chains (flight-api-build-142-build-image); provenance names commit 9f2c1ab; transparency log entry 123456789; SBOM published."
+    );
+    // The stable image: its own build is unsigned, and another tenant's run claiming to have
+    // built and signed it does not count.
+    let stable = r.stable.as_ref().unwrap().evidence.as_ref().unwrap();
+    assert_eq!(stable.signing, Signing::Unsigned);
+    assert_eq!(
+        stable.build.as_ref().map(|b| b.name.as_str()),
+        Some("flight-api-build-141-build-image")
+    );
+    assert_eq!(
+        stable.summary,
+        "Not signed: Tekton Chains has not signed flight-api-build-141-build-image; no provenance recorded; no transparency log entry; no SBOM published."
+    );
+    // An image no build in the CI/CD namespace names: said, not hidden.
+    let elsewhere = derive("fully-promoted").environments.unwrap();
+    let stable = elsewhere[0]
+        .rollout
+        .as_ref()
+        .unwrap()
+        .stable
+        .as_ref()
+        .unwrap();
+    let evidence = stable.evidence.as_ref().unwrap();
+    assert_eq!(
+        (evidence.signing, evidence.build.as_ref()),
+        (Signing::Unknown, None)
+    );
+    assert!(evidence
+        .summary
+        .starts_with("Tower found no build of this image"));
 }
 
 #[test]
@@ -296,6 +377,153 @@ fn the_tab_and_the_fleet_agree() {
                     .to_owned()
             });
             assert_eq!(from_tab, from_fleet, "{fixture} {}", cell.environment);
+        }
+    }
+}
+
+/// The simulated fleet at `now`, read by the Deployments derivation, for `service`'s prod.
+fn simulated_prod(
+    fleet: &hangar_sim::stories::fleet::SteadyFleet,
+    service: &str,
+    now: chrono::DateTime<chrono::Utc>,
+) -> tower_shared::deployments::Environment {
+    use hangar_sim::stories::Story as _;
+    let mut clusters: std::collections::BTreeMap<String, Vec<serde_json::Value>> =
+        std::collections::BTreeMap::new();
+    for (cluster, object) in fleet.objects_at(now) {
+        clusters.entry(cluster).or_default().push(object);
+    }
+    let snapshot = Snapshot::from_json(
+        &serde_json::json!({"now": now, "controlPlaneCluster": "dev", "clusters": clusters})
+            .to_string(),
+    )
+    .unwrap();
+    derive_deployments(&snapshot, service)
+        .environments
+        .unwrap()
+        .into_iter()
+        .find(|e| e.name == "prod")
+        .expect("a prod environment")
+}
+
+#[test]
+fn the_simulated_fleet_plays_every_kind_of_rollout_as_world_time_passes() {
+    use hangar_sim::stories::fleet::{Chains, Role, SteadyFleet};
+    let start: chrono::DateTime<chrono::Utc> = "2026-11-30T08:00:00Z".parse().unwrap();
+    let fleet = SteadyFleet::new(1, start);
+    let after = |role, seconds| {
+        let app = fleet.app(role).expect("the fleet plays every role");
+        let at = app.prod_rollout_at(start) + chrono::Duration::seconds(seconds);
+        (app.name.clone(), simulated_prod(&fleet, &app.name, at))
+    };
+    let rollout = |env: &tower_shared::deployments::Environment| env.rollout.clone().unwrap();
+    let canary_pods =
+        |r: &tower_shared::deployments::RolloutView| r.canary.as_ref().and_then(|c| c.replicas);
+
+    // The paused canary: 20 % for ten minutes, then paused at 40 % under its background
+    // analysis, which gains a measurement every five minutes; the canary's pods follow.
+    let (_, early) = after(Role::PausedCanary, 60);
+    let r = rollout(&early);
+    assert!(
+        r.summary
+            .contains("paused at 20% of traffic, for a pause of 10m that ends on its own"),
+        "{}",
+        r.summary
+    );
+    assert_eq!((r.canary_weight, canary_pods(&r)), (Some(20), Some(1)));
+    let (_, later) = after(Role::PausedCanary, 660);
+    let r = rollout(&later);
+    assert!(
+        r.summary
+            .contains("paused at 40% of traffic, waiting for someone to promote it"),
+        "{}",
+        r.summary
+    );
+    assert_eq!((r.canary_weight, canary_pods(&r)), (Some(40), Some(2)));
+    let measured =
+        |r: &tower_shared::deployments::RolloutView| r.analysis[0].metrics[0].measurements.len();
+    assert_eq!(measured(&r), 3);
+    let (_, much_later) = after(Role::PausedCanary, 3_000);
+    assert_eq!(measured(&rollout(&much_later)), 11);
+
+    // The aborting canary: its step analysis fails every measurement; the third aborts it.
+    let (_, measuring) = after(Role::AbortedCanary, 70);
+    let r = rollout(&measuring);
+    assert_eq!(
+        (r.phase, r.canary_weight, r.aborted),
+        (RolloutPhase::Progressing, Some(20), false)
+    );
+    assert_eq!(measured(&r), 2);
+    let (_, aborted) = after(Role::AbortedCanary, 300);
+    let r = rollout(&aborted);
+    assert!(r.aborted && r.phase == RolloutPhase::Degraded);
+    assert!(
+        r.summary
+            .contains("the analysis metric error-rate failed (last value"),
+        "{}",
+        r.summary
+    );
+    assert_eq!((r.canary_weight, canary_pods(&r)), (Some(0), Some(0)));
+    assert_eq!(aborted.attention.unwrap().severity, Severity::Failing);
+
+    // Blue-green: the preview waits for a promotion.
+    let (_, preview) = after(Role::BlueGreen, 60);
+    let r = rollout(&preview);
+    assert_eq!(
+        (r.strategy, r.phase),
+        (Some(Strategy::BlueGreen), RolloutPhase::Paused)
+    );
+    assert_eq!(
+        preview.attention.unwrap().reason,
+        "Preview waiting for promotion"
+    );
+
+    // The completing canary walks 20 → 40 → 80 % and is promoted after 25 minutes.
+    let weights: Vec<Option<u32>> = [60, 660, 1_260]
+        .into_iter()
+        .map(|s| rollout(&after(Role::CompletingCanary, s).1).canary_weight)
+        .collect();
+    assert_eq!(weights, [Some(20), Some(40), Some(80)]);
+    let (_, done) = after(Role::CompletingCanary, 1_560);
+    let r = rollout(&done);
+    assert_eq!((r.phase, r.canary.is_none()), (RolloutPhase::Healthy, true));
+    assert!(r.summary.starts_with("Fully promoted"), "{}", r.summary);
+    assert!(done.attention.is_none());
+
+    // Each app's builds are signed, unsigned or failed as its Chains says, and the
+    // evidence finds the build of the image running in prod.
+    let at = start + chrono::Duration::hours(5);
+    for app in &fleet.apps {
+        let prod = simulated_prod(&fleet, &app.name, at);
+        let stable = rollout(&prod).stable.unwrap();
+        let evidence = stable.evidence.unwrap();
+        assert!(
+            evidence.build.is_some(),
+            "{}: {}",
+            app.name,
+            evidence.summary
+        );
+        let expected = match app.chains {
+            Chains::Signs => Signing::Signed,
+            Chains::Absent => Signing::Unsigned,
+            Chains::Fails => Signing::Failed,
+        };
+        assert_eq!(
+            evidence.signing, expected,
+            "{}: {}",
+            app.name, evidence.summary
+        );
+        assert_eq!(evidence.provenance.is_some(), app.chains == Chains::Signs);
+        if app.chains == Chains::Signs {
+            let source = evidence.provenance.unwrap().source.unwrap();
+            assert!(
+                stable
+                    .image
+                    .as_deref()
+                    .unwrap()
+                    .ends_with(&source.commit.unwrap()[..7]),
+                "the provenance names the commit the image is tagged with"
+            );
         }
     }
 }

@@ -1169,8 +1169,7 @@ async fn readiness_is_checked_once_for_a_crowd_of_callers() {
 #[tokio::test]
 async fn deployments_are_served_as_a_view() {
     let tower = frozen().await;
-    let (_, fleet) = tower.get("/api/fleet").await.unwrap();
-    let canary = fleet["apps"][0]["name"].as_str().unwrap().to_owned();
+    let canary = tower.paused_canary_at_40().await.unwrap();
     let path = format!("/api/deployments?service={canary}");
     let response = tower.client().get(tower.url(&path)).send().await.unwrap();
     assert_eq!(response.status(), StatusCode::OK);

@@ -618,6 +618,44 @@ impl Live {
             .advance(chrono::Duration::seconds(seconds));
     }
 
+    /// The simulated world's time.
+    pub fn world_now(&self) -> chrono::DateTime<chrono::Utc> {
+        self.world.platform.clock().now()
+    }
+
+    /// Polls `/api/deployments?service=` until `check` accepts the answer (10 s at most):
+    /// Tower follows a moved clock at the world's next tick.
+    pub async fn deployments_until(
+        &self,
+        service: &str,
+        what: &str,
+        check: impl Fn(&serde_json::Value) -> bool,
+    ) -> anyhow::Result<serde_json::Value> {
+        let path = format!("/api/deployments?service={service}");
+        eventually(Duration::from_secs(10), what, || async {
+            let (status, body) = self.get(&path).await.ok()?;
+            (status.is_success() && check(&body)).then_some(body)
+        })
+        .await
+    }
+
+    /// The fleet's paused canary, paused at 40 % in prod: when the world is in the ten
+    /// minutes its canary spends at 20 %, the clock moves on past them first.
+    pub async fn paused_canary_at_40(&self) -> anyhow::Result<String> {
+        let app = fleet_app(hangar_sim::stories::fleet::Role::PausedCanary);
+        let started = app.prod_rollout_started(self.world_now());
+        let at_40 = started + chrono::Duration::seconds(601);
+        let now = self.world_now();
+        if now < at_40 {
+            self.advance_world((at_40 - now).num_seconds());
+        }
+        self.deployments_until(&app.name, "the canary paused at 40%", |body| {
+            prod_rollout(body)["canaryWeight"] == 40
+        })
+        .await?;
+        Ok(app.name)
+    }
+
     /// Spends GitHub's rate limit for `reset_in` seconds, as Tower meets it: the limit is
     /// injected into the simulated GitHub and Tower is asked for a repository it may read
     /// (a fleet app's) that nobody has asked GitHub about yet — one already met would be
@@ -711,6 +749,23 @@ impl Live {
             .with_context(|| format!("GET {path} answered {status} with non-JSON: {text}"))?;
         Ok((status, body))
     }
+}
+
+/// The steady fleet's app playing `role` in every world this suite starts (seed 1; which
+/// app plays which role does not depend on when the world starts).
+pub fn fleet_app(role: hangar_sim::stories::fleet::Role) -> hangar_sim::stories::fleet::SteadyApp {
+    hangar_sim::stories::fleet::SteadyFleet::new(1, chrono::Utc::now())
+        .app(role)
+        .cloned()
+        .expect("the fleet plays every role")
+}
+
+/// The prod environment's rollout in a `/api/deployments` answer (`null` when missing).
+pub fn prod_rollout(body: &serde_json::Value) -> &serde_json::Value {
+    body["environments"]
+        .as_array()
+        .and_then(|envs| envs.iter().find(|e| e["name"] == "prod"))
+        .map_or(&serde_json::Value::Null, |prod| &prod["rollout"])
 }
 
 /// Checks that `fixtures/<dir>/` holds exactly the fixtures `listed` names (without `.json`):

@@ -1,12 +1,16 @@
 //! The steady fleet: apps provisioned long ago, released again and again through dev,
 //! staging and prod. Each app releases on its own cadence: a build on `main`, the new
 //! image in dev, an hour later in staging, three hours later a release PR to prod merged
-//! and rolled out. One app's prod canary is paused at 40 % while a background AnalysisRun
-//! measures its error rate.
+//! and rolled out. A few apps' prod rollouts show each kind of rollout ([`Role`]): a canary
+//! paused at 40 % while a background AnalysisRun measures its error rate, a canary whose
+//! step analysis fails and aborts, a blue-green preview waiting for promotion, a canary that
+//! completes. Build TaskRuns carry Tekton Chains' annotations — signed, unsigned, or failed
+//! ([`Chains`]).
 //!
 //! Which apps exist, their kinds and cadences come from a seed; everything else is a
 //! function of world time, like every story.
 
+use base64::Engine as _;
 use chrono::{DateTime, Duration, Utc};
 use serde_json::{json, Value};
 
@@ -57,6 +61,20 @@ const TO_PROD: i64 = 3 * 3_600;
 /// The canary's analysis measures every 5 minutes.
 const MEASURE_EVERY: i64 = 300;
 
+/// Argo Rollouts' words for a step analysis that failed `failed` measurements.
+fn step_failure(failed: i64) -> String {
+    format!(
+        "Metric \"error-rate\" assessed Failed due to failed ({failed}) > failureLimit ({})",
+        STEP_FAILURES - 1
+    )
+}
+
+/// A canary's pods for `weight` % of a 3-replica app (Argo Rollouts rounds up; the stable
+/// ReplicaSet stays whole behind a traffic router).
+fn canary_replicas(weight: u32) -> u32 {
+    (3 * weight).div_ceil(100)
+}
+
 /// A small, stable random sequence (SplitMix64), so a seed means the same fleet in every
 /// version of the simulator.
 #[derive(Clone, Copy, Debug)]
@@ -76,6 +94,36 @@ impl SplitMix {
     }
 }
 
+/// What an app's prod rollouts do, so the demo shows every kind of rollout Tower explains.
+/// Each plays out from the moment a release reaches prod ([`SteadyApp::prod_rollout_at`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// Promoted at once (most of the fleet).
+    Steady,
+    /// A canary at 20 % for ten minutes, then paused at 40 % waiting for a promotion (until
+    /// the next release reaches prod), a background analysis measuring its error rate every
+    /// five minutes.
+    PausedCanary,
+    /// A canary whose step analysis fails three measurements, a minute apart, and aborts the
+    /// rollout back to stable.
+    AbortedCanary,
+    /// Blue-green: the new version runs as a preview, waiting for promotion.
+    BlueGreen,
+    /// A canary that walks 20 → 40 → 80 % and completes after 25 minutes.
+    CompletingCanary,
+}
+
+/// What Tekton Chains does with an app's builds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Chains {
+    /// Signs them: provenance, signature, a public Rekor entry; the build publishes an SBOM.
+    Signs,
+    /// Is not set up for the app's namespace: nothing signed, no SBOM.
+    Absent,
+    /// Tries and gives up (`chains.tekton.dev/signed: failed`).
+    Fails,
+}
+
 /// One app of the fleet.
 #[derive(Clone, Debug)]
 pub struct SteadyApp {
@@ -85,8 +133,8 @@ pub struct SteadyApp {
     pub cadence: i64,
     /// Where in its cadence the app was at the epoch.
     pub offset: i64,
-    /// Its prod rollout is a canary paused at 40 % under analysis.
-    pub canary: bool,
+    pub role: Role,
+    pub chains: Chains,
 }
 
 /// The steady fleet.
@@ -98,8 +146,9 @@ pub struct SteadyFleet {
 }
 
 impl SteadyFleet {
-    /// About 30 apps chosen by `seed`, the third of them the paused canary, provisioned 40
-    /// days before `start`.
+    /// About 30 apps chosen by `seed`, provisioned 40 days before `start`: the third is the
+    /// paused canary, the sixth the aborted one, the ninth blue-green, the twelfth a canary
+    /// that completes; every fifth app's builds are unsigned, every seventh's signing fails.
     pub fn new(seed: u64, start: DateTime<Utc>) -> Self {
         let mut rng = SplitMix(seed);
         let count = 26 + rng.below(5) as usize;
@@ -116,13 +165,29 @@ impl SteadyFleet {
                 kind: KINDS[rng.below(KINDS.len() as u64) as usize],
                 cadence: (4 + rng.below(9) as i64) * 3_600,
                 offset: rng.below(12 * 3_600) as i64,
-                canary: i == 2,
+                role: match i {
+                    2 => Role::PausedCanary,
+                    5 => Role::AbortedCanary,
+                    8 => Role::BlueGreen,
+                    11 => Role::CompletingCanary,
+                    _ => Role::Steady,
+                },
+                chains: match i {
+                    i if i % 5 == 4 => Chains::Absent,
+                    i if i % 7 == 6 => Chains::Fails,
+                    _ => Chains::Signs,
+                },
             })
             .collect();
         Self {
             apps,
             provisioned: start - Duration::days(40),
         }
+    }
+
+    /// The app playing `role`, if the fleet has one.
+    pub fn app(&self, role: Role) -> Option<&SteadyApp> {
+        self.apps.iter().find(|a| a.role == role)
     }
 }
 
@@ -133,6 +198,36 @@ struct Release {
     at: DateTime<Utc>,
 }
 
+/// Where a canary is: its step, the canary's weight, since when it pauses.
+#[derive(Clone, Copy, Debug)]
+struct CanaryAt {
+    step: u32,
+    weight: u32,
+    paused_since: Option<DateTime<Utc>>,
+}
+
+/// What the prod rollout of a release is doing.
+#[derive(Clone, Copy, Debug)]
+enum Prod {
+    Promoted,
+    Canary(CanaryAt),
+    /// The step analysis is measuring (`measured` so far), the canary at 20 %.
+    Analysing {
+        measured: i64,
+    },
+    Aborted {
+        at: DateTime<Utc>,
+    },
+    Preview {
+        since: DateTime<Utc>,
+    },
+}
+
+/// The aborting canary's step analysis: a measurement a minute, failing from the first;
+/// the third failure (over `failureLimit: 2`) fails the run and aborts the rollout.
+const STEP_MEASURE_EVERY: i64 = 60;
+const STEP_FAILURES: i64 = 3;
+
 impl SteadyApp {
     /// The release whose build started most recently before `now`, minus `behind` seconds.
     fn release_before(&self, now: DateTime<Utc>, behind: i64) -> Release {
@@ -142,23 +237,97 @@ impl SteadyApp {
         Release { n, at }
     }
 
+    fn commit(&self, release: Release) -> String {
+        let key = format!("{}/{}", self.name, release.n);
+        let more = crate::store::uid_of(&format!("{key}/commit"));
+        format!(
+            "{}{}",
+            crate::store::uid_of(&key).replace('-', ""),
+            &more[..8]
+        )
+    }
+
     fn tag(&self, release: Release) -> String {
-        let commit = crate::store::uid_of(&format!("{}/{}", self.name, release.n));
-        format!("1.{}.0-{}", release.n % 1_000, &commit[..7])
+        format!("1.{}.0-{}", release.n % 1_000, &self.commit(release)[..7])
     }
 
     fn image(&self, release: Release) -> String {
         format!("ghcr.io/acme/{}:{}", self.name, self.tag(release))
     }
 
-    /// The release running in `env` at `now`.
-    fn running_in(&self, env: &str, now: DateTime<Utc>) -> Release {
-        let behind = match env {
+    /// The image's digest (`sha256:` and 64 hex).
+    fn digest(&self, release: Release) -> String {
+        let key = format!("{}/{}/image", self.name, release.n);
+        let (a, b) = (
+            crate::store::uid_of(&key),
+            crate::store::uid_of(&format!("{key}/2")),
+        );
+        format!("sha256:{}{}", a.replace('-', ""), b.replace('-', ""))
+    }
+
+    /// How long after its build starts a release reaches `env` (Argo CD syncs it then).
+    fn reaches(env: &str) -> i64 {
+        match env {
             "dev" => BUILD_TAKES,
             "staging" => BUILD_TAKES + TO_STAGING,
             _ => BUILD_TAKES + TO_PROD,
+        }
+    }
+
+    /// The release running in `env` at `now`.
+    fn running_in(&self, env: &str, now: DateTime<Utc>) -> Release {
+        self.release_before(now, Self::reaches(env))
+    }
+
+    /// When `release`'s prod rollout starts.
+    fn prod_at(release: Release) -> DateTime<Utc> {
+        release.at + Duration::seconds(Self::reaches("prod"))
+    }
+
+    /// When the prod rollout of the release in prod at `now` started.
+    pub fn prod_rollout_started(&self, now: DateTime<Utc>) -> DateTime<Utc> {
+        Self::prod_at(self.running_in("prod", now))
+    }
+
+    /// The first moment after `after` that a release of this app reaches prod: its prod
+    /// rollout starts then and plays out as the app's [`Role`] says.
+    pub fn prod_rollout_at(&self, after: DateTime<Utc>) -> DateTime<Utc> {
+        self.prod_rollout_started(after) + Duration::seconds(self.cadence)
+    }
+
+    /// What `release`'s prod rollout is doing at `now`.
+    fn prod(&self, release: Release, now: DateTime<Utc>) -> Prod {
+        let started = Self::prod_at(release);
+        let e = (now - started).num_seconds();
+        let at = |step, weight, since: i64| {
+            Prod::Canary(CanaryAt {
+                step,
+                weight,
+                paused_since: Some(started + Duration::seconds(since)),
+            })
         };
-        self.release_before(now, behind)
+        match self.role {
+            Role::Steady => Prod::Promoted,
+            Role::PausedCanary if e < 600 => at(1, 20, 0),
+            Role::PausedCanary => at(3, 40, 600),
+            Role::CompletingCanary if e < 600 => at(1, 20, 0),
+            Role::CompletingCanary if e < 1_200 => at(3, 40, 600),
+            Role::CompletingCanary if e < 1_500 => at(5, 80, 1_200),
+            Role::CompletingCanary => Prod::Promoted,
+            Role::AbortedCanary => {
+                let fails_at = (STEP_FAILURES - 1) * STEP_MEASURE_EVERY + 1;
+                if e < fails_at {
+                    Prod::Analysing {
+                        measured: (e / STEP_MEASURE_EVERY + 1).clamp(1, STEP_FAILURES),
+                    }
+                } else {
+                    Prod::Aborted {
+                        at: started + Duration::seconds(fails_at),
+                    }
+                }
+            }
+            Role::BlueGreen => Prod::Preview { since: started },
+        }
     }
 
     fn objects(&self, now: DateTime<Utc>, long_ago: DateTime<Utc>) -> Vec<(String, Value)> {
@@ -179,11 +348,16 @@ impl SteadyApp {
         for (env, cluster) in ENVIRONMENTS {
             let release = self.running_in(env, now);
             let namespace = format!("app-{name}-{env}");
-            let paused = self.canary && env == "prod";
-            let (health, rollout) = if paused {
-                ("Suspended", self.paused_canary(&namespace, release, now))
+            let prod = if env == "prod" {
+                self.prod(release, now)
             } else {
-                ("Healthy", self.healthy_rollout(&namespace, release))
+                Prod::Promoted
+            };
+            let health = match prod {
+                Prod::Promoted => "Healthy",
+                Prod::Canary(_) | Prod::Preview { .. } => "Suspended",
+                Prod::Analysing { .. } => "Progressing",
+                Prod::Aborted { .. } => "Degraded",
             };
             let mut app = objects::application(
                 &format!("{name}-{env}"),
@@ -197,30 +371,86 @@ impl SteadyApp {
                 json!({"hangar.io/app": name, "hangar.io/environment": env});
             app["spec"]["destination"] = json!({"name": cluster, "namespace": namespace});
             app["status"]["summary"] = json!({"images": [self.image(release)]});
+            let revision = self.commit(Release {
+                n: release.n * 7 + 3,
+                ..release
+            });
+            // The sync that brought the release here.
+            let synced = release.at + Duration::seconds(Self::reaches(env));
+            app["status"]["sync"]["revision"] = json!(revision);
+            app["status"]["operationState"] = json!({"phase": "Succeeded",
+                "message": "successfully synced (all tasks run)",
+                "startedAt": ts(synced - Duration::seconds(4)), "finishedAt": ts(synced),
+                "syncResult": {"revision": revision}});
             out.push(("dev".to_owned(), app));
             out.push((cluster.to_owned(), objects::namespace(&namespace)));
+            let stable = self.previous(release);
+            let (rollout, replica_sets) = match prod {
+                Prod::Promoted => {
+                    let mut sets = vec![self.replica_set(&namespace, release, 3)];
+                    // A canary that just completed keeps the old version scaled to zero.
+                    if env == "prod" && self.role == Role::CompletingCanary {
+                        sets.push(self.replica_set(&namespace, stable, 0));
+                    }
+                    (self.healthy_rollout(&namespace, release), sets)
+                }
+                Prod::Canary(at) => (
+                    self.canary_rollout(&namespace, release, at, now),
+                    vec![
+                        self.replica_set(&namespace, stable, 3),
+                        self.replica_set(&namespace, release, canary_replicas(at.weight)),
+                    ],
+                ),
+                Prod::Analysing { .. } => (
+                    self.analysing_rollout(&namespace, release, now),
+                    vec![
+                        self.replica_set(&namespace, stable, 3),
+                        self.replica_set(&namespace, release, canary_replicas(20)),
+                    ],
+                ),
+                Prod::Aborted { at } => (
+                    self.aborted_rollout(&namespace, release, at),
+                    vec![
+                        self.replica_set(&namespace, stable, 3),
+                        self.replica_set(&namespace, release, 0),
+                    ],
+                ),
+                Prod::Preview { since } => (
+                    self.preview_rollout(&namespace, release, since),
+                    vec![
+                        self.replica_set(&namespace, stable, 3),
+                        self.replica_set(&namespace, release, 3),
+                    ],
+                ),
+            };
             out.push((cluster.to_owned(), rollout));
-            if paused {
-                out.push((
+            out.extend(replica_sets.into_iter().map(|rs| (cluster.to_owned(), rs)));
+            match prod {
+                Prod::Canary(_) if self.role == Role::PausedCanary => out.push((
                     cluster.to_owned(),
                     self.analysis_run(&namespace, release, now),
-                ));
-                // The canary's pods beside the previous release's, still stable.
-                let stable = self.previous(release);
-                out.push((cluster.to_owned(), self.replica_set(&namespace, stable, 3)));
-                out.push((cluster.to_owned(), self.replica_set(&namespace, release, 2)));
-            } else {
-                out.push((cluster.to_owned(), self.replica_set(&namespace, release, 3)));
+                )),
+                Prod::Analysing { measured } => out.push((
+                    cluster.to_owned(),
+                    self.step_analysis_run(&namespace, release, measured, None),
+                )),
+                Prod::Aborted { at } => out.push((
+                    cluster.to_owned(),
+                    self.step_analysis_run(&namespace, release, STEP_FAILURES, Some(at)),
+                )),
+                _ => {}
             }
         }
         out
     }
 
-    /// The newest build on `main` and the one before it.
+    /// The newest three builds on `main` (the oldest is what a paused canary's stable
+    /// version came from); each publishes its image from `build-image`, which Tekton
+    /// Chains signs as the app's [`Chains`] says.
     fn builds(&self, now: DateTime<Utc>) -> Vec<(String, Value)> {
         let namespace = format!("app-{}-cicd", self.name);
         let mut out = vec![("dev".to_owned(), objects::namespace(&namespace))];
-        for back in [0, self.cadence] {
+        for back in [0, self.cadence, 2 * self.cadence] {
             let release = self.release_before(now, back);
             let elapsed = (now - release.at).num_seconds();
             let per_task = BUILD_TAKES / BUILD_TASKS.len() as i64;
@@ -229,28 +459,113 @@ impl SteadyApp {
                 .min(BUILD_TASKS.len());
             let done = finished == BUILD_TASKS.len();
             let name = format!("{}-build-{}", self.name, release.n % 100_000);
-            let run = objects::pipeline_run(
-                RunRef {
-                    name: &name,
-                    namespace: &namespace,
-                    pipeline: "build",
-                },
-                release.at,
-                &BUILD_TASKS,
-                finished,
-                if done {
-                    RunState::Succeeded
-                } else {
-                    RunState::Running
-                },
-                done.then(|| release.at + Duration::seconds(BUILD_TAKES)),
-            );
-            out.push(("dev".to_owned(), run));
+            let run = RunRef {
+                name: &name,
+                namespace: &namespace,
+                pipeline: "build",
+            };
+            out.push((
+                "dev".to_owned(),
+                objects::pipeline_run(
+                    run,
+                    release.at,
+                    &BUILD_TASKS,
+                    finished,
+                    if done {
+                        RunState::Succeeded
+                    } else {
+                        RunState::Running
+                    },
+                    done.then(|| release.at + Duration::seconds(BUILD_TAKES)),
+                ),
+            ));
+            // `build-image` is the third task.
+            if finished > 2 {
+                out.push(("dev".to_owned(), self.image_build(run, release, per_task)));
+            }
         }
         out
     }
 
+    /// The finished `build-image` TaskRun of `release`: its image in the results Chains
+    /// reads, and Chains' annotations.
+    fn image_build(&self, run: RunRef<'_>, release: Release, per_task: i64) -> Value {
+        let started = release.at + Duration::seconds(2 * per_task);
+        let done = started + Duration::seconds(per_task);
+        let mut task = objects::task_run(
+            run,
+            "build-image",
+            started,
+            RunState::Succeeded,
+            Some(done),
+            None,
+        );
+        let uid = crate::store::uid_of(&format!("{}/build-image", run.name));
+        task["metadata"]["uid"] = json!(uid);
+        let digest = self.digest(release);
+        let mut results = vec![
+            json!({"name": "IMAGE_URL", "type": "string", "value": self.image(release)}),
+            json!({"name": "IMAGE_DIGEST", "type": "string", "value": digest}),
+        ];
+        match self.chains {
+            Chains::Absent => {}
+            Chains::Fails => {
+                task["metadata"]["annotations"] =
+                    json!({"chains.tekton.dev/signed": "failed", "chains.tekton.dev/retries": "3"});
+            }
+            Chains::Signs => {
+                let hex = digest.trim_start_matches("sha256:");
+                let statement = json!({"_type": "https://in-toto.io/Statement/v0.1",
+                    "predicateType": "https://slsa.dev/provenance/v1",
+                    "subject": [{"name": format!("ghcr.io/acme/{}", self.name), "digest": {"sha256": hex}}],
+                    "predicate": {"buildDefinition": {"buildType": "https://tekton.dev/chains/v2/slsa",
+                            "externalParameters": {"runSpec": {"pipelineRef": {"name": "build"}}},
+                            "resolvedDependencies": [
+                                {"uri": format!("git+https://github.com/acme/{}.git@refs/heads/main", self.name),
+                                 "digest": {"sha1": self.commit(release)}},
+                                {"uri": "oci://ghcr.io/acme/tasks/build-image",
+                                 "digest": {"sha256": hex.chars().rev().collect::<String>()}}]},
+                        "runDetails": {"builder": {"id": "https://tekton.dev/chains/v2"},
+                            "metadata": {"invocationId": uid, "startedOn": ts(started), "finishedOn": ts(done)}}}});
+                let payload =
+                    base64::engine::general_purpose::STANDARD.encode(statement.to_string());
+                let signature = base64::engine::general_purpose::STANDARD
+                    .encode(format!("sim-signature/{uid}/{hex}"));
+                // Rekor's public log grows by about one entry a second.
+                let index = 100_000_000 + done.timestamp() % 1_000_000_000;
+                task["metadata"]["annotations"] = json!({
+                    "chains.tekton.dev/signed": "true",
+                    "chains.tekton.dev/transparency":
+                        format!("https://rekor.sigstore.dev/api/v1/log/entries?logIndex={index}"),
+                    format!("chains.tekton.dev/payload-taskrun-{uid}"): payload,
+                    format!("chains.tekton.dev/signature-taskrun-{uid}"): signature});
+                results.push(json!({"name": "SBOM_URL", "type": "string",
+                    "value": format!("ghcr.io/acme/{}:sha256-{}.sbom", self.name, &hex[..12])}));
+                results.push(json!({"name": "SBOM_DIGEST", "type": "string",
+                    "value": format!("sha256:{}", hex.chars().rev().collect::<String>())}));
+            }
+        }
+        task["status"]["results"] = json!(results);
+        task
+    }
+
     fn rollout_base(&self, namespace: &str, release: Release) -> Value {
+        let strategy = match self.role {
+            Role::BlueGreen => json!({"blueGreen": {
+                "activeService": format!("{}-active", self.name),
+                "previewService": format!("{}-preview", self.name),
+                "autoPromotionEnabled": false}}),
+            Role::AbortedCanary => json!({"canary": {"steps": [{"setWeight": 20},
+                {"analysis": {"templates": [{"templateName": "error-rate"}]}},
+                {"setWeight": 40}, {"pause": {"duration": "10m"}}, {"setWeight": 80}]}}),
+            Role::CompletingCanary => json!({"canary": {"steps": [{"setWeight": 20},
+                {"pause": {"duration": "10m"}}, {"setWeight": 40}, {"pause": {"duration": "10m"}},
+                {"setWeight": 80}, {"pause": {"duration": "5m"}}]}}),
+            Role::Steady | Role::PausedCanary => json!({"canary": {
+                "analysis": {"templates": [{"templateName": "error-rate"}], "startingStep": 1},
+                "steps": [{"setWeight": 20}, {"pause": {"duration": "10m"}},
+                          {"setWeight": 40}, {"pause": {}}, {"setWeight": 80}]}}),
+        };
         json!({"apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout",
             "metadata": {"name": self.name, "namespace": namespace, "generation": 1,
                          "labels": {"app.kubernetes.io/name": self.name}},
@@ -258,10 +573,15 @@ impl SteadyApp {
                 "selector": {"matchLabels": {"app": self.name}},
                 "template": {"metadata": {"labels": {"app": self.name}},
                              "spec": {"containers": [{"name": "app", "image": self.image(release)}]}},
-                "strategy": {"canary": {
-                    "analysis": {"templates": [{"templateName": "error-rate"}], "startingStep": 1},
-                    "steps": [{"setWeight": 20}, {"pause": {"duration": "10m"}},
-                              {"setWeight": 40}, {"pause": {}}, {"setWeight": 80}]}}}})
+                "strategy": strategy}})
+    }
+
+    fn steps(&self) -> usize {
+        match self.role {
+            Role::BlueGreen => 0,
+            Role::CompletingCanary => 6,
+            _ => 5,
+        }
     }
 
     /// The release before `release`.
@@ -298,37 +618,121 @@ impl SteadyApp {
         let hash = self.pod_hash(release);
         rollout["status"] = json!({"phase": "Healthy", "replicas": 3, "updatedReplicas": 3,
             "readyReplicas": 3, "availableReplicas": 3, "observedGeneration": "1",
-            "currentPodHash": hash, "stableRS": hash, "currentStepIndex": 5,
-            "canary": {"weights": {"canary": {"weight": 0, "podTemplateHash": hash},
-                                   "stable": {"weight": 100, "podTemplateHash": hash}}},
+            "currentPodHash": hash, "stableRS": hash,
             "conditions": [
                 condition("Available", true, "AvailableReason", release.at, Some("Rollout has minimum availability")),
                 condition("Healthy", true, "RolloutHealthy", release.at, Some("Rollout is healthy")),
                 condition("Completed", true, "RolloutCompleted", release.at, Some("Rollout completed update to revision"))]});
+        if self.role == Role::BlueGreen {
+            rollout["status"]["blueGreen"] =
+                json!({"activeSelector": hash, "previewSelector": hash});
+        } else {
+            rollout["status"]["currentStepIndex"] = json!(self.steps());
+            rollout["status"]["canary"] = json!({"weights": {
+                "canary": {"weight": 0, "podTemplateHash": hash},
+                "stable": {"weight": 100, "podTemplateHash": hash}}});
+        }
         rollout
     }
 
-    /// Paused at step 3 (`setWeight: 40` done, waiting for a promote), the previous
+    /// A canary pausing at step `at.step` with `at.weight` % of traffic, the previous
     /// release still stable.
-    fn paused_canary(&self, namespace: &str, release: Release, now: DateTime<Utc>) -> Value {
+    fn canary_rollout(
+        &self,
+        namespace: &str,
+        release: Release,
+        at: CanaryAt,
+        now: DateTime<Utc>,
+    ) -> Value {
         let stable = self.previous(release);
         let mut rollout = self.rollout_base(namespace, release);
         let (hash, stable_hash) = (self.pod_hash(release), self.pod_hash(stable));
-        let paused_at =
-            release.at + Duration::seconds(BUILD_TAKES + TO_PROD + 600).min(now - release.at);
+        let paused_at = at.paused_since.unwrap_or(now);
+        let canary = canary_replicas(at.weight);
         rollout["status"] = json!({"phase": "Paused", "message": "CanaryPauseStep",
-            "replicas": 4, "updatedReplicas": 2, "readyReplicas": 4, "availableReplicas": 4,
+            "replicas": 3 + canary, "updatedReplicas": canary, "readyReplicas": 3 + canary,
+            "availableReplicas": 3 + canary,
             "observedGeneration": "1", "currentPodHash": hash, "stableRS": stable_hash,
-            "currentStepIndex": 3, "controllerPause": true,
+            "currentStepIndex": at.step, "controllerPause": true,
             "pauseConditions": [{"reason": "CanaryPauseStep", "startTime": ts(paused_at)}],
             "canary": {
-                "weights": {"canary": {"weight": 40, "podTemplateHash": hash},
-                            "stable": {"weight": 60, "podTemplateHash": stable_hash}},
-                "currentBackgroundAnalysisRunStatus": {"name": self.analysis_name(release), "status": "Running"}},
+                "weights": {"canary": {"weight": at.weight, "podTemplateHash": hash},
+                            "stable": {"weight": 100 - at.weight, "podTemplateHash": stable_hash}}},
             "conditions": [
                 condition("Available", true, "AvailableReason", release.at, Some("Rollout has minimum availability")),
                 condition("Paused", true, "RolloutPaused", paused_at, Some("Rollout is paused")),
                 condition("Healthy", false, "RolloutHealthyFalse", paused_at, Some("Rollout is not healthy"))]});
+        if self.role == Role::PausedCanary {
+            rollout["status"]["canary"]["currentBackgroundAnalysisRunStatus"] =
+                json!({"name": self.analysis_name(release), "status": "Running"});
+        }
+        rollout
+    }
+
+    /// The aborting canary while its step analysis measures, at 20 %.
+    fn analysing_rollout(&self, namespace: &str, release: Release, now: DateTime<Utc>) -> Value {
+        let stable = self.previous(release);
+        let mut rollout = self.rollout_base(namespace, release);
+        let (hash, stable_hash) = (self.pod_hash(release), self.pod_hash(stable));
+        let canary = canary_replicas(20);
+        rollout["status"] = json!({"phase": "Progressing",
+            "replicas": 3 + canary, "updatedReplicas": canary, "readyReplicas": 3 + canary,
+            "availableReplicas": 3 + canary,
+            "observedGeneration": "1", "currentPodHash": hash, "stableRS": stable_hash,
+            "currentStepIndex": 1,
+            "canary": {
+                "weights": {"canary": {"weight": 20, "podTemplateHash": hash},
+                            "stable": {"weight": 80, "podTemplateHash": stable_hash}},
+                "currentStepAnalysisRunStatus": {"name": self.step_analysis_name(release), "status": "Running"}},
+            "conditions": [
+                condition("Available", true, "AvailableReason", release.at, Some("Rollout has minimum availability")),
+                condition("Progressing", true, "ReplicaSetUpdated", now, Some("ReplicaSet is progressing")),
+                condition("Healthy", false, "RolloutHealthyFalse", now, Some("Rollout is not healthy"))]});
+        rollout
+    }
+
+    /// The aborting canary after its analysis failed: all traffic back on stable, the
+    /// canary scaled to zero.
+    fn aborted_rollout(&self, namespace: &str, release: Release, at: DateTime<Utc>) -> Value {
+        let stable = self.previous(release);
+        let mut rollout = self.rollout_base(namespace, release);
+        let (hash, stable_hash) = (self.pod_hash(release), self.pod_hash(stable));
+        let why = step_failure(STEP_FAILURES);
+        let message = format!(
+            "RolloutAborted: Rollout aborted update to revision {}: {why}",
+            release.n
+        );
+        rollout["status"] = json!({"phase": "Degraded", "message": message, "abort": true,
+            "abortedAt": ts(at), "replicas": 3, "updatedReplicas": 0, "readyReplicas": 3,
+            "availableReplicas": 3, "observedGeneration": "1", "currentPodHash": hash,
+            "stableRS": stable_hash, "currentStepIndex": 0,
+            "canary": {
+                "weights": {"canary": {"weight": 0, "podTemplateHash": hash},
+                            "stable": {"weight": 100, "podTemplateHash": stable_hash}},
+                "currentStepAnalysisRunStatus": {"name": self.step_analysis_name(release),
+                                                 "status": "Failed", "message": why}},
+            "conditions": [
+                condition("Available", true, "AvailableReason", release.at, Some("Rollout has minimum availability")),
+                condition("Progressing", false, "RolloutAborted", at, Some(&message)),
+                condition("Healthy", false, "RolloutHealthyFalse", at, Some("Rollout is not healthy"))]});
+        rollout
+    }
+
+    /// Blue-green: the new version up as the preview, paused for a promotion.
+    fn preview_rollout(&self, namespace: &str, release: Release, since: DateTime<Utc>) -> Value {
+        let stable = self.previous(release);
+        let mut rollout = self.rollout_base(namespace, release);
+        let (hash, stable_hash) = (self.pod_hash(release), self.pod_hash(stable));
+        rollout["status"] = json!({"phase": "Paused", "message": "BlueGreenPause",
+            "replicas": 6, "updatedReplicas": 3, "readyReplicas": 6, "availableReplicas": 6,
+            "observedGeneration": "1", "currentPodHash": hash, "stableRS": stable_hash,
+            "controllerPause": true,
+            "pauseConditions": [{"reason": "BlueGreenPause", "startTime": ts(since)}],
+            "blueGreen": {"activeSelector": stable_hash, "previewSelector": hash},
+            "conditions": [
+                condition("Available", true, "AvailableReason", release.at, Some("Rollout has minimum availability")),
+                condition("Paused", true, "RolloutPaused", since, Some("Rollout is paused")),
+                condition("Healthy", false, "RolloutHealthyFalse", since, Some("Rollout is not healthy"))]});
         rollout
     }
 
@@ -341,10 +745,15 @@ impl SteadyApp {
         )
     }
 
+    /// Argo Rollouts names a step's AnalysisRun after the step's index.
+    fn step_analysis_name(&self, release: Release) -> String {
+        format!("{}-1", self.analysis_name(release))
+    }
+
     /// The background analysis: one error-rate measurement every 5 minutes since the canary
     /// started, all under the 1 % threshold so far.
     fn analysis_run(&self, namespace: &str, release: Release, now: DateTime<Utc>) -> Value {
-        let started = release.at + Duration::seconds(BUILD_TAKES + TO_PROD);
+        let started = Self::prod_at(release);
         let count = ((now - started).num_seconds() / MEASURE_EVERY + 1).clamp(1, 48);
         let measurements: Vec<Value> = (0..count)
             .map(|i| {
@@ -361,14 +770,63 @@ impl SteadyApp {
                 "annotations": {"rollout.argoproj.io/revision": release.n.to_string()},
                 "ownerReferences": [{"apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout",
                                      "name": self.name, "controller": true}]},
-            "spec": {"metrics": [{"name": "error-rate", "interval": "5m",
-                "successCondition": "result[0] < 0.01", "failureLimit": 2,
-                "provider": {"prometheus": {"address": "http://prometheus.monitoring:9090",
-                    "query": format!("sum(rate(http_requests_total{{app=\"{}\",code=~\"5..\"}}[5m])) / sum(rate(http_requests_total{{app=\"{}\"}}[5m]))", self.name, self.name)}}}]},
+            "spec": {"metrics": [self.error_rate_metric("5m", 0.01, 2)]},
             "status": {"phase": "Running", "startedAt": ts(started),
                 "runSummary": {"count": 1},
                 "metricResults": [{"name": "error-rate", "phase": "Running",
                     "count": count, "successful": count, "measurements": measurements}]}})
+    }
+
+    fn error_rate_metric(&self, interval: &str, below: f64, failure_limit: i64) -> Value {
+        json!({"name": "error-rate", "interval": interval,
+            "successCondition": format!("result[0] < {below}"), "failureLimit": failure_limit,
+            "provider": {"prometheus": {"address": "http://prometheus.monitoring:9090",
+                "query": format!("sum(rate(http_requests_total{{app=\"{}\",code=~\"5..\"}}[5m])) / sum(rate(http_requests_total{{app=\"{}\"}}[5m]))", self.name, self.name)}}})
+    }
+
+    /// The aborting canary's step analysis after `measured` measurements a minute apart,
+    /// every one failing (an error rate of 7–9 % against a 5 % limit); `failed_at` once the
+    /// run has failed.
+    fn step_analysis_run(
+        &self,
+        namespace: &str,
+        release: Release,
+        measured: i64,
+        failed_at: Option<DateTime<Utc>>,
+    ) -> Value {
+        let started = Self::prod_at(release);
+        let measurements: Vec<Value> = (0..measured)
+            .map(|i| {
+                let at = started + Duration::seconds(i * STEP_MEASURE_EVERY);
+                let rate = 0.07 + ((release.n + i) % 3) as f64 * 0.01;
+                json!({"phase": "Failed", "value": format!("[{rate:.4}]"),
+                       "startedAt": ts(at), "finishedAt": ts(at + Duration::seconds(1))})
+            })
+            .collect();
+        let why = step_failure(measured);
+        let phase = if failed_at.is_some() {
+            "Failed"
+        } else {
+            "Running"
+        };
+        let mut status = json!({"phase": phase, "startedAt": ts(started),
+            "runSummary": {"count": 1, "failed": i64::from(failed_at.is_some())},
+            "metricResults": [{"name": "error-rate", "phase": phase,
+                "count": measured, "failed": measured, "measurements": measurements}]});
+        if let Some(at) = failed_at {
+            status["message"] = json!(why);
+            status["completedAt"] = json!(ts(at));
+            status["metricResults"][0]["message"] = json!(why);
+        }
+        json!({"apiVersion": "argoproj.io/v1alpha1", "kind": "AnalysisRun",
+            "metadata": {"name": self.step_analysis_name(release), "namespace": namespace,
+                "labels": {"rollout-type": "Step", "step-index": "1",
+                           "rollouts-pod-template-hash": self.pod_hash(release)},
+                "annotations": {"rollout.argoproj.io/revision": release.n.to_string()},
+                "ownerReferences": [{"apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout",
+                                     "name": self.name, "controller": true}]},
+            "spec": {"metrics": [self.error_rate_metric("1m", 0.05, STEP_FAILURES - 1)]},
+            "status": status})
     }
 
     /// Release PRs to prod on the GitOps repo: the newest (open until it is merged three

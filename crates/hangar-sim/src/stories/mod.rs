@@ -114,7 +114,8 @@ pub fn crowd(start: DateTime<Utc>, count: usize) -> Vec<Box<dyn Story>> {
 /// - `events-bus` (InfraService), 3 h 50 min old, still waiting for its environment file: it
 ///   counts as stalled 10 world minutes in;
 /// - the steady fleet chosen by `seed`: about 30 apps released through dev, staging and
-///   prod, one canary paused at 40 % under analysis.
+///   prod, a few of them playing each kind of prod rollout ([`fleet::Role`]), their builds
+///   signed by Tekton Chains or not ([`fleet::Chains`]).
 pub fn demo_world(start: DateTime<Utc>, seed: u64) -> Vec<Box<dyn Story>> {
     let mut ledger = app::AppStory::new("ledger", "SpringBoot", start - Duration::minutes(3));
     ledger.repo_error = Some(
