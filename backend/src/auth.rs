@@ -238,6 +238,9 @@ pub struct Gate {
     pub backstage_origin: Option<String>,
     /// Pages opened on their own sign in as Backstage's guest.
     pub guest_sign_in: bool,
+    /// The setting that makes anyone who reaches Tower a caller, if any
+    /// ([`crate::config::Config::open_to_anyone`]).
+    pub anyone: Option<&'static str>,
     pub backstage_url: Option<String>,
     /// An authenticating proxy's user header, believed only from these networks.
     pub proxy: Option<(http::HeaderName, Vec<ipnet::IpNet>)>,
@@ -314,6 +317,7 @@ impl Default for Gate {
             open: false,
             backstage_origin: None,
             guest_sign_in: false,
+            anyone: None,
             backstage_url: None,
             proxy: None,
             guest: tokio::sync::Mutex::default(),
@@ -340,6 +344,7 @@ impl Gate {
             open: config.open_api,
             backstage_origin: backstage.and_then(crate::config::HttpService::origin),
             guest_sign_in: backstage.is_some_and(|b| b.guest_sign_in),
+            anyone: config.open_to_anyone().map(|(field, _)| field),
             backstage_url: backstage.map(|b| b.url.trim_end_matches('/').to_owned()),
             // `Config::check` has refused unreadable proxy settings already.
             proxy: config.proxy.as_ref().and_then(|p| {
@@ -416,6 +421,7 @@ impl Gate {
     pub fn open() -> Self {
         Self {
             open: true,
+            anyone: Some("openApi"),
             ..Self::default()
         }
     }

@@ -560,11 +560,11 @@ impl Config {
     /// Whether Tower may listen on `listen` as configured: with `openApi` or guest sign-in
     /// (anyone who reaches it is a caller) only on loopback, unless `insecureOnNetwork`.
     /// `Err((field, message))` names the setting that makes it unsafe.
-    pub fn check_listen(&self, listen: SocketAddr) -> Result<(), (String, String)> {
-        if listen.ip().is_loopback() || self.insecure_on_network {
-            return Ok(());
-        }
-        let open = if self.open_api {
+    /// What makes anyone who reaches Tower a caller, if anything: the field, and what it
+    /// does. The one place this is decided: [`Config::check_listen`] keeps such a Tower on
+    /// loopback, and the server then accepts only loopback host names.
+    pub fn open_to_anyone(&self) -> Option<(&'static str, &'static str)> {
+        if self.open_api {
             Some(("openApi", "asks no caller for a token"))
         } else if self.backstage.as_ref().is_some_and(|b| b.guest_sign_in) {
             Some((
@@ -573,8 +573,14 @@ impl Config {
             ))
         } else {
             None
-        };
-        match open {
+        }
+    }
+
+    pub fn check_listen(&self, listen: SocketAddr) -> Result<(), (String, String)> {
+        if listen.ip().is_loopback() || self.insecure_on_network {
+            return Ok(());
+        }
+        match self.open_to_anyone() {
             Some((field, what)) => Err((
                 field.to_owned(),
                 format!(

@@ -34,7 +34,7 @@ pub async fn serve(
 
     // Where anyone who reaches Tower is a caller (loopback only, see `Config::check_listen`),
     // "anyone" must not include a web page that re-pointed its own name at 127.0.0.1.
-    let anyone_is_a_caller = state.gate.open || state.gate.guest_sign_in;
+    let anyone_is_a_caller = state.gate.anyone.is_some();
     let mut app = app::router(state, &dist);
     if local.ip().is_loopback() && anyone_is_a_caller {
         app = app.layer(axum::middleware::from_fn(loopback_hosts_only));

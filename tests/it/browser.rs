@@ -30,15 +30,47 @@ async fn fleet_page_shows_what_the_backend_serves() {
                 "page shows {shown:?}, backend serves {served:?}"
             );
 
-            // Derived in the browser from backend data: the paused canary is amber, in words.
+            // Derived in the browser from backend data: the paused canary is amber, in the
+            // words the served cell calls for (20 % in its first ten minutes, then 40 %).
+            let canary = hangar_sim::stories::fleet::PAUSED_CANARY;
+            let prod = fleet
+                .apps
+                .iter()
+                .find(|a| a.name == canary)
+                .and_then(|a| a.cells.iter().find(|c| c.environment == "prod"))
+                .context("the paused canary's prod cell")?;
+            let reason = tower_shared::fleet::attention(prod)
+                .context("the paused canary is calm")?
+                .reason;
+            anyhow::ensure!(reason.starts_with("Canary paused at"), "{reason}");
             let amber = texts(c, "td.attention").await?.join(" | ");
-            anyhow::ensure!(
-                amber.contains("Canary paused at 40% traffic"),
-                "amber cell reads {amber:?}"
-            );
+            anyhow::ensure!(amber.contains(&reason), "amber cells read {amber:?}");
             browser.check_page("fleet").await?;
             // Every action on the page is reachable by keyboard, with visible focus.
             browser.keyboard_reaches_everything().await?;
+
+            // Every app name and every cell links into the app; the cell to its environment.
+            let name_href = format!("/tower?view=deployments&service={canary}");
+            c.find(Locator::Css(&format!("a.app-name[href='{name_href}']")))
+                .await
+                .context("the app name does not link to its Deployments tab")?;
+            let cells = c
+                .find_all(Locator::Css(&format!(
+                    "td.cell a[href^='{name_href}&env=']"
+                )))
+                .await?;
+            anyhow::ensure!(cells.len() == 3, "{} of the app's cells link", cells.len());
+            c.find(Locator::Css(&format!(
+                "td.cell a[href='{name_href}&env=prod']"
+            )))
+            .await?
+            .click()
+            .await?;
+            c.wait()
+                .at_most(Duration::from_secs(20))
+                .for_element(Locator::Css("article.card.env.selected[data-env='prod']"))
+                .await
+                .context("the prod cell did not open prod")?;
             Ok(())
         })
         .await
@@ -881,10 +913,12 @@ async fn the_page_works_under_its_csp_and_an_injected_inline_script_does_not_run
 
 #[tokio::test]
 async fn the_kubernetes_deployments_tab_says_the_paused_canary_in_plain_words_and_draws_it() {
-    // The world at the demo's start, standing still: the fleet's canary is paused at 40% in
-    // prod while a background analysis measures its error rate.
+    // The world standing still (moved past the canary's ten minutes at 20 % if it started
+    // in them): flight-api's prod canary is paused at 40 % while a background analysis
+    // measures its error rate.
     let tower = crate::support::Live::start(0.0).await.unwrap();
     let canary = tower.paused_canary_at_40().await.unwrap();
+    assert_eq!(canary, "flight-api", "the vision's canary");
     let browser = Browser::start().await.unwrap();
     browser
         .checked("deployments-k8s", async {

@@ -294,6 +294,37 @@ fn corruption_really_changes_snapshots() {
     );
 }
 
+/// `fixture` with every Tekton Chains provenance payload naming its source elsewhere.
+fn with_hostile_provenance(fixture: &Value) -> Value {
+    use base64::Engine as _;
+    let engine = base64::engine::general_purpose::STANDARD;
+    let mut fixture = fixture.clone();
+    let objects = fixture["clusters"]
+        .as_object_mut()
+        .into_iter()
+        .flat_map(|c| c.values_mut())
+        .filter_map(Value::as_array_mut)
+        .flatten();
+    for object in objects {
+        let Some(annotations) = object["metadata"]["annotations"].as_object_mut() else {
+            continue;
+        };
+        for (key, value) in annotations.iter_mut() {
+            let Some(decoded) = key
+                .starts_with("chains.tekton.dev/payload-")
+                .then(|| engine.decode(value.as_str()?).ok())
+                .flatten()
+            else {
+                continue;
+            };
+            let hostile = String::from_utf8_lossy(&decoded)
+                .replace("git+https://github.com", "git+https://evil.example");
+            *value = Value::String(engine.encode(hostile));
+        }
+    }
+    fixture
+}
+
 /// Every link the derivations put on a page for `snapshot`: the steps' links and each
 /// service's cloud console.
 fn links_of(snapshot: &Snapshot) -> Vec<String> {
@@ -308,15 +339,38 @@ fn links_of(snapshot: &Snapshot) -> Vec<String> {
         let deploys = tower_shared::cloud::derive_cloud_deploys(snapshot, &service.name);
         links.extend(deploys.console_url);
     }
+    // The Deployments tab of every service an object belongs to: Argo CD revisions, and the
+    // evidence's source commits and transparency log entries.
+    let services: std::collections::BTreeSet<&str> = snapshot
+        .clusters
+        .values()
+        .flatten()
+        .filter_map(|o| tower_shared::hangar::service_of(o))
+        .collect();
+    for service in services {
+        let tab = tower_shared::deployments::derive_deployments(snapshot, service);
+        for env in tab.environments.iter().flatten() {
+            links.extend(env.argo.iter().filter_map(|a| a.revision_url.clone()));
+            let images = env.rollout.iter().flat_map(|r| [&r.stable, &r.canary]);
+            for evidence in images.flatten().filter_map(|rs| rs.evidence.as_ref()) {
+                let provenance = evidence.provenance.as_ref();
+                links.extend(provenance.and_then(|p| p.source.as_ref()?.url.clone()));
+                links.extend(evidence.transparency.as_ref().and_then(|t| t.url.clone()));
+            }
+        }
+    }
     links
 }
 
 #[test]
 fn links_from_tenant_data_never_leave_their_hosts() {
     let (mut plain, mut hostile) = (Vec::new(), Vec::new());
-    for (name, fixture) in every_fixture() {
+    let mut fixtures = every_fixture().to_vec();
+    fixtures.extend(read_fixtures("deployments"));
+    for (name, fixture) in &fixtures {
         let text = fixture.to_string();
         plain.extend(links_of(&Snapshot::from_json(&text).unwrap()));
+        let text = with_hostile_provenance(fixture).to_string();
         // A Repository's page elsewhere, a PR's page as script, a region that would move the
         // console's host, a cluster and service that would add path pieces, an Infisical
         // base over plain HTTP.
@@ -331,7 +385,17 @@ fn links_from_tenant_data_never_leave_their_hosts() {
             )
             .replace(r#"\"region\": \""#, r#"\"region\": \"evil.example/#"#)
             .replace(r#"\"cluster\": \""#, r#"\"cluster\": \"../../x?y#"#)
-            .replace(r#""infisicalUrl":"https://"#, r#""infisicalUrl":"http://"#);
+            .replace(r#""infisicalUrl":"https://"#, r#""infisicalUrl":"http://"#)
+            // An Argo CD Application's repository elsewhere; a transparency log that is not
+            // the public one.
+            .replace(
+                r#""repoURL":"https://github.com"#,
+                r#""repoURL":"https://evil.example"#,
+            )
+            .replace(
+                r#""chains.tekton.dev/transparency":"https://rekor.sigstore.dev"#,
+                r#""chains.tekton.dev/transparency":"https://rekor.sigstore.dev.evil.example"#,
+            );
         let links = links_of(&Snapshot::from_json(&text).unwrap());
         hostile.extend(links.into_iter().map(|l| format!("{name}: {l}")));
     }
@@ -340,6 +404,8 @@ fn links_from_tenant_data_never_leave_their_hosts() {
         "https://github.com/",
         ".console.aws.amazon.com/",
         "https://infisical.hangar.example/",
+        "https://search.sigstore.dev/",
+        "/commit/",
     ] {
         assert!(
             plain.iter().any(|l| l.contains(host)),

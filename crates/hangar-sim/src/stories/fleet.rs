@@ -52,6 +52,8 @@ const NAMES: [&str; 30] = [
     "quotes",
     "status-page",
 ];
+/// The paused canary's name: `flight-api`, as in the vision.
+pub const PAUSED_CANARY: &str = "flight-api";
 const KINDS: [&str; 4] = ["NodeJS", "SpringBoot", "Python", "Go"];
 const BUILD_TASKS: [&str; 4] = ["fetch-source", "unit-tests", "build-image", "update-gitops"];
 /// A build takes this long; a release reaches staging and prod this long after it.
@@ -147,7 +149,7 @@ pub struct SteadyFleet {
 
 impl SteadyFleet {
     /// About 30 apps chosen by `seed`, provisioned 40 days before `start`: the third is the
-    /// paused canary, the sixth the aborted one, the ninth blue-green, the twelfth a canary
+    /// paused canary ([`PAUSED_CANARY`]), the sixth the aborted one, the ninth blue-green, the twelfth a canary
     /// that completes; every fifth app's builds are unsigned, every seventh's signing fails.
     pub fn new(seed: u64, start: DateTime<Utc>) -> Self {
         let mut rng = SplitMix(seed);
@@ -161,7 +163,8 @@ impl SteadyFleet {
             .take(count)
             .enumerate()
             .map(|(i, name)| SteadyApp {
-                name: name.to_owned(),
+                // The vision's canary keeps its name in every fleet.
+                name: if i == 2 { PAUSED_CANARY } else { name }.to_owned(),
                 kind: KINDS[rng.below(KINDS.len() as u64) as usize],
                 cadence: (4 + rng.below(9) as i64) * 3_600,
                 offset: rng.below(12 * 3_600) as i64,
