@@ -1,6 +1,6 @@
 //! The simulated platform: one store per cluster, the clock, the stories; served on loopback.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write as _;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::Path;
@@ -13,7 +13,7 @@ use tokio::task::JoinHandle;
 
 use crate::clock::Clock;
 use crate::kube_api;
-use crate::store::Store;
+use crate::store::{Key, Store};
 use crate::stories::Story;
 
 /// Clusters, clock and stories.
@@ -36,6 +36,42 @@ pub struct Platform {
     /// What the stories said at the last tick beside their objects: the APIs read it
     /// instead of asking every story on every request.
     told: std::sync::RwLock<Arc<Told>>,
+    /// What each story said when last asked, and until when that stands.
+    memo: std::sync::Mutex<Memo>,
+}
+
+/// Each story's last answer, so a tick asks only the stories whose answer may have changed
+/// ([`Story::unchanged_until`]) and brings the clusters to the objects those touch.
+#[derive(Debug, Default)]
+struct Memo {
+    said: Vec<Option<Said>>,
+    /// The stories that hold each object (several may, e.g. a shared namespace; the last
+    /// one's object wins, as it would in one list of everything).
+    holders: HashMap<(String, Key), BTreeSet<usize>>,
+    /// The objects set by hand as of the last tick.
+    overrides: BTreeMap<(String, Key), Value>,
+}
+
+/// What one story said at `at`, standing until `until`.
+#[derive(Debug)]
+struct Said {
+    at: chrono::DateTime<chrono::Utc>,
+    until: Option<chrono::DateTime<chrono::Utc>>,
+    objects: HashMap<(String, Key), Value>,
+    pulls: Vec<crate::stories::PullRequest>,
+    files: Vec<crate::stories::RepoFile>,
+    catalog: Vec<crate::stories::CatalogEntity>,
+}
+
+impl Said {
+    fn stands_at(&self, now: chrono::DateTime<chrono::Utc>) -> bool {
+        self.at <= now && self.until.is_some_and(|until| now < until)
+    }
+
+    /// The same pull requests, files and catalog as `other`.
+    fn tells_as(&self, other: &Said) -> bool {
+        self.pulls == other.pulls && self.files == other.files && self.catalog == other.catalog
+    }
 }
 
 /// The stories' pull requests, files and catalog entities at one moment, filed for lookup.
@@ -109,6 +145,7 @@ impl Platform {
             object_overrides: std::sync::Mutex::default(),
             webhook: std::sync::Mutex::default(),
             told: std::sync::RwLock::default(),
+            memo: std::sync::Mutex::default(),
             clusters: clusters
                 .iter()
                 .map(|c| ((*c).to_owned(), Store::new()))
@@ -148,22 +185,20 @@ impl Platform {
         if told.jumps == self.clock.jumps() {
             return told;
         }
-        self.tell();
+        self.tick();
         read()
     }
 
-    /// Asks every story for its pull requests, files and catalog entities now.
-    fn tell(&self) {
-        let jumps = self.clock.jumps();
-        let now = self.clock.now();
+    /// Files every story's last pull requests, files and catalog entities for the APIs.
+    fn tell(&self, memo: &Memo) {
         let mut told = Told {
-            jumps,
+            jumps: self.clock.jumps(),
             ..Told::default()
         };
-        for story in &self.stories {
-            told.pulls.extend(story.pull_requests_at(now));
-            told.files.extend(story.files_at(now));
-            told.catalog.extend(story.catalog_at(now));
+        for said in memo.said.iter().flatten() {
+            told.pulls.extend(said.pulls.iter().cloned());
+            told.files.extend(said.files.iter().cloned());
+            told.catalog.extend(said.catalog.iter().cloned());
         }
         for (i, pr) in told.pulls.iter().enumerate() {
             told.pulls_by_repo
@@ -286,35 +321,91 @@ impl Platform {
     }
 
     /// Brings every cluster (and what GitHub and Backstage serve) to the world at the
-    /// clock's `now`; returns how many objects changed.
+    /// clock's `now`; returns how many objects changed. Asks only the stories whose last
+    /// answer no longer stands, and touches only the objects their answers (and the objects
+    /// set by hand) change.
     pub fn tick(&self) -> usize {
-        self.tell();
         let now = self.clock.now();
-        let mut desired: BTreeMap<&str, Vec<Value>> = self
-            .clusters
-            .keys()
-            .map(|c| (c.as_str(), Vec::new()))
-            .collect();
-        for story in &self.stories {
+        let mut memo = locked(&self.memo);
+        let memo = &mut *memo;
+        memo.said.resize_with(self.stories.len(), || None);
+        let mut touched: BTreeSet<(String, Key)> = BTreeSet::new();
+        let mut retell = self.told_at_jumps() != Some(self.clock.jumps());
+        for (i, story) in self.stories.iter().enumerate() {
+            if memo.said[i]
+                .as_ref()
+                .is_some_and(|said| said.stands_at(now))
+            {
+                continue;
+            }
+            let mut objects = HashMap::new();
             for (cluster, object) in story.objects_at(now) {
-                match desired.get_mut(cluster.as_str()) {
-                    Some(objects) => objects.push(object),
-                    None => {
-                        tracing::warn!(%cluster, "a story uses a cluster the platform does not have")
+                if !self.clusters.contains_key(&cluster) {
+                    tracing::warn!(%cluster, "a story uses a cluster the platform does not have");
+                    continue;
+                }
+                if let Some(key) = crate::store::key_of(&object) {
+                    objects.insert((cluster, key), object);
+                }
+            }
+            let said = Said {
+                at: now,
+                until: story.unchanged_until(now),
+                objects,
+                pulls: story.pull_requests_at(now),
+                files: story.files_at(now),
+                catalog: story.catalog_at(now),
+            };
+            let old = memo.said[i].take();
+            retell |= old.as_ref().is_none_or(|old| !old.tells_as(&said));
+            for (key, object) in &said.objects {
+                if old.as_ref().and_then(|o| o.objects.get(key)) != Some(object) {
+                    touched.insert(key.clone());
+                }
+                memo.holders.entry(key.clone()).or_default().insert(i);
+            }
+            for key in old.iter().flat_map(|o| o.objects.keys()) {
+                if !said.objects.contains_key(key) {
+                    touched.insert(key.clone());
+                    if let Some(holders) = memo.holders.get_mut(key) {
+                        holders.remove(&i);
+                        if holders.is_empty() {
+                            memo.holders.remove(key);
+                        }
                     }
                 }
             }
+            memo.said[i] = Some(said);
         }
-        for ((cluster, key), object) in locked(&self.object_overrides).iter() {
-            if let Some(objects) = desired.get_mut(cluster.as_str()) {
-                objects.retain(|o| crate::store::key_of(o).as_ref() != Some(key));
-                objects.push(object.clone());
+        let overrides = locked(&self.object_overrides).clone();
+        for key in overrides.keys().chain(memo.overrides.keys()) {
+            if overrides.get(key) != memo.overrides.get(key) {
+                touched.insert(key.clone());
             }
         }
-        desired
+        memo.overrides = overrides;
+        if retell {
+            self.tell(memo);
+        }
+        let mut per_cluster: BTreeMap<String, Vec<(Key, Option<Value>)>> = BTreeMap::new();
+        for (cluster, key) in touched {
+            let at = (cluster, key);
+            let object = memo.overrides.get(&at).cloned().or_else(|| {
+                let holder = *memo.holders.get(&at)?.last()?;
+                memo.said[holder].as_ref()?.objects.get(&at).cloned()
+            });
+            let (cluster, key) = at;
+            per_cluster.entry(cluster).or_default().push((key, object));
+        }
+        per_cluster
             .into_iter()
-            .filter_map(|(cluster, objects)| Some(self.clusters.get(cluster)?.apply(objects, now)))
+            .filter_map(|(cluster, keys)| Some(self.clusters.get(&cluster)?.apply_keys(keys, now)))
             .sum()
+    }
+
+    /// The clock's jumps when the stories were last filed for the APIs.
+    fn told_at_jumps(&self) -> Option<u64> {
+        self.told.read().ok().map(|told| told.jumps)
     }
 
     /// Serves every cluster's API on its own free port on 127.0.0.1 and ticks the world every

@@ -113,17 +113,43 @@ impl Store {
             }
         }
         let mut state = self.lock();
-        let mut changes = Vec::new();
-        let gone: Vec<Key> = state
+        let gone: Vec<(Key, Option<Value>)> = state
             .objects
             .keys()
             .filter(|k| !wanted.contains_key(*k))
-            .cloned()
+            .map(|k| (k.clone(), None))
             .collect();
-        for (key, mut object) in wanted {
-            match state.objects.get(&key) {
-                Some(current) if same_content(current, &object) => {}
-                current => {
+        let changes = wanted.into_iter().map(|(k, v)| (k, Some(v))).chain(gone);
+        Self::change(&mut state, changes, now)
+    }
+
+    /// Brings the objects at `keys` to what each says: `Some` to hold that object, `None`
+    /// to hold none; every other object stays as it is. Stamps and counts as
+    /// [`Store::apply`] does.
+    pub fn apply_keys(
+        &self,
+        keys: impl IntoIterator<Item = (Key, Option<Value>)>,
+        now: DateTime<Utc>,
+    ) -> usize {
+        let mut state = self.lock();
+        Self::change(&mut state, keys, now)
+    }
+
+    fn change(
+        state: &mut State,
+        keys: impl IntoIterator<Item = (Key, Option<Value>)>,
+        now: DateTime<Utc>,
+    ) -> usize {
+        let mut changes = Vec::new();
+        for (key, wanted) in keys {
+            let current = state.objects.get(&key);
+            match (current, wanted) {
+                (None, None) => {}
+                (Some(current), None) => {
+                    changes.push((EventType::Deleted, key, current.clone()));
+                }
+                (Some(current), Some(object)) if same_content(current, &object) => {}
+                (current, Some(mut object)) => {
                     let metadata = &mut object["metadata"];
                     let (uid, created) = match current {
                         Some(c) => (
@@ -148,11 +174,6 @@ impl Store {
                     };
                     changes.push((kind, key, object));
                 }
-            }
-        }
-        for key in gone {
-            if let Some(object) = state.objects.get(&key).cloned() {
-                changes.push((EventType::Deleted, key, object));
             }
         }
         let count = changes.len();

@@ -162,25 +162,23 @@ impl SteadyFleet {
             .into_iter()
             .take(count)
             .enumerate()
-            .map(|(i, name)| SteadyApp {
-                // The vision's canary keeps its name in every fleet.
-                name: if i == 2 { PAUSED_CANARY } else { name }.to_owned(),
-                kind: KINDS[rng.below(KINDS.len() as u64) as usize],
-                cadence: (4 + rng.below(9) as i64) * 3_600,
-                offset: rng.below(12 * 3_600) as i64,
-                role: match i {
-                    2 => Role::PausedCanary,
-                    5 => Role::AbortedCanary,
-                    8 => Role::BlueGreen,
-                    11 => Role::CompletingCanary,
-                    _ => Role::Steady,
-                },
-                chains: match i {
-                    i if i % 5 == 4 => Chains::Absent,
-                    i if i % 7 == 6 => Chains::Fails,
-                    _ => Chains::Signs,
-                },
+            // The vision's canary keeps its name in every fleet.
+            .map(|(i, name)| {
+                SteadyApp::chosen(i, if i == 2 { PAUSED_CANARY } else { name }, &mut rng)
             })
+            .collect();
+        Self {
+            apps,
+            provisioned: start - Duration::days(40),
+        }
+    }
+
+    /// `count` apps named `app-00000`…, for scale tests: every fiftieth plays each
+    /// [`Role`] the demo's fleet plays once (the third of each fifty is a paused canary, …).
+    pub fn sized(seed: u64, start: DateTime<Utc>, count: usize) -> Self {
+        let mut rng = SplitMix(seed);
+        let apps = (0..count)
+            .map(|i| SteadyApp::chosen(i % 50, &format!("app-{i:05}"), &mut rng))
             .collect();
         Self {
             apps,
@@ -232,6 +230,29 @@ const STEP_MEASURE_EVERY: i64 = 60;
 const STEP_FAILURES: i64 = 3;
 
 impl SteadyApp {
+    /// The app at place `i` of a fleet (its role and Chains follow from the place), its kind
+    /// and cadence drawn from `rng`.
+    fn chosen(i: usize, name: &str, rng: &mut SplitMix) -> Self {
+        Self {
+            name: name.to_owned(),
+            kind: KINDS[rng.below(KINDS.len() as u64) as usize],
+            cadence: (4 + rng.below(9) as i64) * 3_600,
+            offset: rng.below(12 * 3_600) as i64,
+            role: match i {
+                2 => Role::PausedCanary,
+                5 => Role::AbortedCanary,
+                8 => Role::BlueGreen,
+                11 => Role::CompletingCanary,
+                _ => Role::Steady,
+            },
+            chains: match i {
+                i if i % 5 == 4 => Chains::Absent,
+                i if i % 7 == 6 => Chains::Fails,
+                _ => Chains::Signs,
+            },
+        }
+    }
+
     /// The release whose build started most recently before `now`, minus `behind` seconds.
     fn release_before(&self, now: DateTime<Utc>, behind: i64) -> Release {
         let t = now.timestamp() - behind + self.offset;
@@ -296,6 +317,46 @@ impl SteadyApp {
     /// rollout starts then and plays out as the app's [`Role`] says.
     pub fn prod_rollout_at(&self, after: DateTime<Utc>) -> DateTime<Utc> {
         self.prod_rollout_started(after) + Duration::seconds(self.cadence)
+    }
+
+    /// The first moment after `now` at which anything this app shows (objects, pull
+    /// requests) changes: a release starting, a build task finishing, a release reaching an
+    /// environment, its PR opening or merging, a prod rollout's step or measurement. Until
+    /// then [`SteadyApp::objects`] and [`SteadyApp::pull_requests`] answer as at `now`.
+    pub fn next_change(&self, now: DateTime<Utc>) -> DateTime<Utc> {
+        let per_task = BUILD_TAKES / BUILD_TASKS.len() as i64;
+        let prod = Self::reaches("prod");
+        let mut offsets: Vec<i64> = (1..=BUILD_TASKS.len() as i64)
+            .map(|k| k * per_task)
+            .chain([Self::reaches("dev"), Self::reaches("staging"), prod])
+            .collect();
+        match self.role {
+            Role::Steady | Role::BlueGreen => {}
+            Role::PausedCanary => offsets.extend(
+                std::iter::once(prod + 600).chain((1..48).map(|i| prod + i * MEASURE_EVERY)),
+            ),
+            Role::CompletingCanary => offsets.extend([prod + 600, prod + 1_200, prod + 1_500]),
+            Role::AbortedCanary => offsets.extend(
+                (1..STEP_FAILURES)
+                    .map(|i| prod + i * STEP_MEASURE_EVERY)
+                    .chain([prod + (STEP_FAILURES - 1) * STEP_MEASURE_EVERY + 1]),
+            ),
+        }
+        let current = self.release_before(now, 0);
+        // The next release starts a build; the last few releases' events may lie ahead.
+        let mut next = current.at + Duration::seconds(self.cadence);
+        let reach = offsets.iter().copied().max().unwrap_or(0);
+        let back = reach / self.cadence + 1;
+        for k in 0..=back {
+            let at = current.at - Duration::seconds(k * self.cadence);
+            for offset in &offsets {
+                let t = at + Duration::seconds(*offset);
+                if t > now && t < next {
+                    next = t;
+                }
+            }
+        }
+        next
     }
 
     /// What `release`'s prod rollout is doing at `now`.
@@ -405,7 +466,7 @@ impl SteadyApp {
                     ],
                 ),
                 Prod::Analysing { .. } => (
-                    self.analysing_rollout(&namespace, release, now),
+                    self.analysing_rollout(&namespace, release),
                     vec![
                         self.replica_set(&namespace, stable, 3),
                         self.replica_set(&namespace, release, canary_replicas(20)),
@@ -673,7 +734,8 @@ impl SteadyApp {
     }
 
     /// The aborting canary while its step analysis measures, at 20 %.
-    fn analysing_rollout(&self, namespace: &str, release: Release, now: DateTime<Utc>) -> Value {
+    fn analysing_rollout(&self, namespace: &str, release: Release) -> Value {
+        let since = Self::prod_at(release);
         let stable = self.previous(release);
         let mut rollout = self.rollout_base(namespace, release);
         let (hash, stable_hash) = (self.pod_hash(release), self.pod_hash(stable));
@@ -689,8 +751,8 @@ impl SteadyApp {
                 "currentStepAnalysisRunStatus": {"name": self.step_analysis_name(release), "status": "Running"}},
             "conditions": [
                 condition("Available", true, "AvailableReason", release.at, Some("Rollout has minimum availability")),
-                condition("Progressing", true, "ReplicaSetUpdated", now, Some("ReplicaSet is progressing")),
-                condition("Healthy", false, "RolloutHealthyFalse", now, Some("Rollout is not healthy"))]});
+                condition("Progressing", true, "ReplicaSetUpdated", since, Some("ReplicaSet is progressing")),
+                condition("Healthy", false, "RolloutHealthyFalse", since, Some("Rollout is not healthy"))]});
         rollout
     }
 
@@ -860,6 +922,52 @@ impl SteadyApp {
     }
 }
 
+/// One app of the fleet as a story of its own, so the platform asks it again only when
+/// something of it changes ([`Story::unchanged_until`]).
+#[derive(Clone, Debug)]
+pub struct FleetApp {
+    pub app: SteadyApp,
+    provisioned: DateTime<Utc>,
+}
+
+impl SteadyFleet {
+    /// Each app as its own story.
+    pub fn into_stories(self) -> Vec<Box<dyn Story>> {
+        let provisioned = self.provisioned;
+        self.apps
+            .into_iter()
+            .map(|app| Box::new(FleetApp { app, provisioned }) as Box<dyn Story>)
+            .collect()
+    }
+}
+
+impl SteadyApp {
+    fn catalog_entity(&self, provisioned: DateTime<Utc>) -> CatalogEntity {
+        CatalogEntity {
+            entity: super::component(&self.name, "service", "group:default/team-a"),
+            readable_since: provisioned,
+        }
+    }
+}
+
+impl Story for FleetApp {
+    fn objects_at(&self, now: DateTime<Utc>) -> Vec<(String, Value)> {
+        self.app.objects(now, self.provisioned)
+    }
+
+    fn pull_requests_at(&self, now: DateTime<Utc>) -> Vec<PullRequest> {
+        self.app.pull_requests(now)
+    }
+
+    fn catalog_at(&self, _now: DateTime<Utc>) -> Vec<CatalogEntity> {
+        vec![self.app.catalog_entity(self.provisioned)]
+    }
+
+    fn unchanged_until(&self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        Some(self.app.next_change(now))
+    }
+}
+
 impl Story for SteadyFleet {
     fn objects_at(&self, now: DateTime<Utc>) -> Vec<(String, Value)> {
         self.apps
@@ -878,17 +986,64 @@ impl Story for SteadyFleet {
     fn catalog_at(&self, _now: DateTime<Utc>) -> Vec<CatalogEntity> {
         self.apps
             .iter()
-            .map(|app| CatalogEntity {
-                entity: super::component(&app.name, "service", "group:default/team-a"),
-                readable_since: self.provisioned,
-            })
+            .map(|app| app.catalog_entity(self.provisioned))
             .collect()
+    }
+
+    fn unchanged_until(&self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        self.apps.iter().map(|app| app.next_change(now)).min()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn nothing_changes_before_the_next_change() {
+        // Every role, at moments all through a day: the objects and PRs at any second
+        // before `next_change` are those at the start, and at `next_change` something moved
+        // (a change missed would leave the simulated world stale).
+        let start: DateTime<Utc> = "2026-11-30T08:00:00Z".parse().unwrap();
+        let fleet = SteadyFleet::sized(3, start, 50);
+        let said = |app: &SteadyApp, t| (app.objects(t, start), app.pull_requests(t));
+        for app in fleet
+            .apps
+            .iter()
+            .filter(|a| a.role != Role::Steady || a.name.ends_with('0'))
+        {
+            let mut now = start;
+            while now < start + Duration::hours(26) {
+                let next = app.next_change(now);
+                assert!(
+                    next > now,
+                    "{}: next change {next} is not after {now}",
+                    app.name
+                );
+                let before = said(app, now);
+                for probe in [
+                    1,
+                    (next - now).num_seconds() / 2,
+                    (next - now).num_seconds() - 1,
+                ] {
+                    let t = now + Duration::seconds(probe);
+                    if t < next {
+                        assert!(
+                            said(app, t) == before,
+                            "{} changed at {t}, before {next}",
+                            app.name
+                        );
+                    }
+                }
+                assert!(
+                    said(app, next) != before,
+                    "{}: nothing changed at {next}",
+                    app.name
+                );
+                now = next;
+            }
+        }
+    }
 
     #[test]
     fn provisioned_apps_do_not_change_as_the_clock_moves() {

@@ -31,6 +31,13 @@ pub trait Story: Send + Sync + std::fmt::Debug {
     fn files_at(&self, _now: DateTime<Utc>) -> Vec<RepoFile> {
         Vec::new()
     }
+
+    /// Until when everything this story says (objects, pull requests, files, catalog) stays
+    /// what it says at `now`: the platform asks it again only from then on. `None` (the
+    /// default): ask at every tick.
+    fn unchanged_until(&self, _now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        None
+    }
 }
 
 /// A file in a GitHub repository.
@@ -155,7 +162,7 @@ pub fn demo_world(start: DateTime<Utc>, seed: u64) -> Vec<Box<dyn Story>> {
             deploy(1_500, "0.3.0-a1b2c3d4", None),
         ],
     };
-    vec![
+    let stories: Vec<Box<dyn Story>> = vec![
         Box::new(app::AppStory::new(
             "shop",
             "NodeJS",
@@ -169,6 +176,9 @@ pub fn demo_world(start: DateTime<Utc>, seed: u64) -> Vec<Box<dyn Story>> {
             created: start - Duration::minutes(230),
             environment_added: None,
         }),
-        Box::new(fleet::SteadyFleet::new(seed, start)),
-    ]
+    ];
+    stories
+        .into_iter()
+        .chain(fleet::SteadyFleet::new(seed, start).into_stories())
+        .collect()
 }
