@@ -9,9 +9,8 @@ use chrono::{DateTime, Utc};
 use tower_shared::api::{DeploymentsAnswer, Health, ProvisioningAnswer, SnapshotAnswer, Summary};
 use tower_shared::deployments::derive_deployments;
 use tower_shared::fleet::{derive_fleet, Fleet};
-use tower_shared::hangar;
 use tower_shared::provisioning::{summary, Provisioning};
-use tower_shared::snapshot::Snapshot;
+use tower_shared::snapshot::{ServiceIndex, Snapshot};
 
 use crate::views::View;
 
@@ -35,6 +34,9 @@ pub struct Derived {
     pub generation: u64,
     /// Whether GitHub had answered when the snapshot was read (live only).
     pub github_answered: bool,
+    /// The snapshot's objects by service, filed on first demand: every service's view of
+    /// this version reads its part from it instead of passing over every object.
+    services: std::sync::OnceLock<ServiceIndex>,
 }
 
 /// The views every page reads, as bytes.
@@ -141,7 +143,14 @@ impl Derived {
             version,
             generation,
             github_answered,
+            services: std::sync::OnceLock::new(),
         }
+    }
+
+    /// The snapshot's objects by service ([`ServiceIndex`]), filed once per derivation.
+    pub fn services(&self) -> &ServiceIndex {
+        self.services
+            .get_or_init(|| ServiceIndex::of(&self.snapshot))
     }
 }
 
@@ -177,7 +186,7 @@ pub trait PerService: PartialEq + serde::Serialize + Send + Sync + Sized + 'stat
 
 impl PerService for SnapshotAnswer {
     fn make(derived: &Derived, service: &str) -> Option<Self> {
-        let snapshot = derived.snapshot.for_service(service);
+        let snapshot = derived.services().snapshot(&derived.snapshot, service);
         (!snapshot.is_empty()).then(|| SnapshotAnswer {
             snapshot,
             health: derived.health.clone(),
@@ -196,8 +205,12 @@ impl PerService for SnapshotAnswer {
 
 impl PerService for DeploymentsAnswer {
     fn make(derived: &Derived, service: &str) -> Option<Self> {
-        hangar::is_known_service(&derived.snapshot, service).then(|| DeploymentsAnswer {
-            deployments: derive_deployments(&derived.snapshot, service),
+        let services = derived.services();
+        services.knows(service).then(|| DeploymentsAnswer {
+            deployments: derive_deployments(
+                &services.snapshot(&derived.snapshot, service),
+                service,
+            ),
             health: derived.health.clone(),
         })
     }

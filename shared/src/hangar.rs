@@ -189,10 +189,22 @@ pub fn service_of(object: &Object) -> Option<&str> {
 /// Whether `object` belongs to `service` by any of [`service_of`]'s rules, or is named
 /// after it (e.g. an Infisical Project or the CI/CD child XR).
 pub fn belongs_to(object: &Object, service: &str) -> bool {
-    object.name() == service
-        || object.label(COMPOSITE_LABEL) == Some(service)
-        || namespace_service(object) == Some(service)
-        || (is_application(object) && application_service(object) == Some(service))
+    owners(object).any(|s| s == service)
+}
+
+/// Every service `object` belongs to ([`belongs_to`]): the one it is named after, the
+/// composite it was composed for, its namespace's, an Application's. May repeat one.
+pub fn owners(object: &Object) -> impl Iterator<Item = &str> {
+    [
+        Some(object.name()),
+        object.label(COMPOSITE_LABEL),
+        namespace_service(object),
+        is_application(object)
+            .then(|| application_service(object))
+            .flatten(),
+    ]
+    .into_iter()
+    .flatten()
 }
 
 fn is_application(object: &Object) -> bool {

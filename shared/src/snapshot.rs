@@ -224,23 +224,80 @@ impl Snapshot {
     /// repositories and its request PRs, its catalog entity, cicd.yaml and memory. History
     /// is kept whole: typical durations fall back to all kinds.
     pub fn for_service(&self, service: &str) -> Snapshot {
+        ServiceIndex::of_objects(self, Some(service)).snapshot(self, service)
+    }
+}
+
+/// The snapshot's objects filed by the services they belong to ([`hangar::owners`]), in one
+/// pass: many services' parts of a large snapshot without a pass over it for each.
+#[derive(Clone, Debug, Default)]
+pub struct ServiceIndex {
+    /// Per service, per cluster, its objects in the snapshot's order.
+    objects: rustc_hash::FxHashMap<String, BTreeMap<String, Vec<Arc<Object>>>>,
+    /// The services some object is of by [`hangar::service_of`] (the known services).
+    known: rustc_hash::FxHashSet<String>,
+}
+
+impl ServiceIndex {
+    /// Files every object of `snapshot`.
+    pub fn of(snapshot: &Snapshot) -> Self {
+        Self::of_objects(snapshot, None)
+    }
+
+    /// Files the objects of `only` (every service when `None`).
+    fn of_objects(snapshot: &Snapshot, only: Option<&str>) -> Self {
+        let mut index = Self::default();
+        for (cluster, objects) in &snapshot.clusters {
+            for object in objects {
+                if let Some(service) = hangar::service_of(object) {
+                    if only.is_none_or(|o| o == service) {
+                        index.known.insert(service.to_owned());
+                    }
+                }
+                let mut owners: Vec<&str> = hangar::owners(object)
+                    .filter(|s| only.is_none_or(|o| o == *s))
+                    .collect();
+                owners.sort_unstable();
+                owners.dedup();
+                for service in owners {
+                    index
+                        .objects
+                        .entry(service.to_owned())
+                        .or_default()
+                        .entry(cluster.clone())
+                        .or_default()
+                        .push(Arc::clone(object));
+                }
+            }
+        }
+        index
+    }
+
+    /// Whether some object is `service`'s by [`hangar::service_of`]
+    /// ([`hangar::is_known_service`]).
+    pub fn knows(&self, service: &str) -> bool {
+        self.known.contains(service)
+    }
+
+    /// `service`'s part of `snapshot` ([`Snapshot::for_service`]), its objects from the index.
+    pub fn snapshot(&self, snapshot: &Snapshot, service: &str) -> Snapshot {
         let repos = hangar::repos(service, None);
+        let filed = self.objects.get(service);
         Snapshot {
-            now: self.now,
-            control_plane_cluster: self.control_plane_cluster.clone(),
-            clusters: self
+            now: snapshot.now,
+            control_plane_cluster: snapshot.control_plane_cluster.clone(),
+            clusters: snapshot
                 .clusters
-                .iter()
-                .map(|(cluster, objects)| {
-                    let objects = objects
-                        .iter()
-                        .filter(|o| hangar::belongs_to(o, service))
+                .keys()
+                .map(|cluster| {
+                    let objects = filed
+                        .and_then(|f| f.get(cluster))
                         .cloned()
-                        .collect();
+                        .unwrap_or_default();
                     (cluster.clone(), objects)
                 })
                 .collect(),
-            pull_requests: self.pull_requests.as_ref().map(|prs| {
+            pull_requests: snapshot.pull_requests.as_ref().map(|prs| {
                 prs.iter()
                     .filter(|pr| {
                         repos.iter().any(|r| r == pr.repo_name())
@@ -250,21 +307,23 @@ impl Snapshot {
                     .cloned()
                     .collect()
             }),
-            catalog: self.catalog.as_ref().map(|entities| {
+            catalog: snapshot.catalog.as_ref().map(|entities| {
                 entities
                     .iter()
                     .filter(|e| e.metadata.name == service)
                     .cloned()
                     .collect()
             }),
-            cicd: only_entry(&self.cicd, service),
-            history: self.history.clone(),
-            observed: only_entry(&self.observed, service),
-            infisical_url: self.infisical_url.clone(),
-            github_host: self.github_host.clone(),
+            cicd: only_entry(&snapshot.cicd, service),
+            history: snapshot.history.clone(),
+            observed: only_entry(&snapshot.observed, service),
+            infisical_url: snapshot.infisical_url.clone(),
+            github_host: snapshot.github_host.clone(),
         }
     }
+}
 
+impl Snapshot {
     /// Whether the snapshot holds no object and no pull request (a narrowed snapshot of a
     /// service Tower does not know).
     pub fn is_empty(&self) -> bool {
