@@ -282,6 +282,7 @@ async fn serve_and_measure(options: &Options) -> anyhow::Result<()> {
     let world = demo::World::Custom {
         start,
         stories: hangar_sim::stories::crowd(start, options.services),
+        clusters: Vec::new(),
     };
     eprintln!(
         "starting the simulated platform with {} services…",

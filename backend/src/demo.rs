@@ -16,10 +16,12 @@ pub enum World {
     Stories { start: DateTime<Utc>, seed: u64 },
     /// A captured world (`--scenario FILE`).
     Scenario(Scenario),
-    /// Any stories, from `start` (for benchmarks and tests).
+    /// Any stories, from `start` (for benchmarks and tests), on `dev`, `prod` and the
+    /// `clusters` named besides.
     Custom {
         start: DateTime<Utc>,
         stories: Vec<Box<dyn Story>>,
+        clusters: Vec<String>,
     },
 }
 
@@ -94,7 +96,14 @@ pub async fn start_world_ticking(
             clusters.extend(scenario.clusters().into_iter().map(str::to_owned));
             (scenario.now, vec![Box::new(scenario)])
         }
-        World::Custom { start, stories } => (start, stories),
+        World::Custom {
+            start,
+            stories,
+            clusters: more,
+        } => {
+            clusters.extend(more);
+            (start, stories)
+        }
     };
     clusters.sort_unstable();
     clusters.dedup();

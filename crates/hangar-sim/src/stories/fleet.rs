@@ -19,6 +19,9 @@ use super::{CatalogEntity, PullRequest, Story};
 
 /// Environments in promotion order, and the cluster each runs on.
 pub const ENVIRONMENTS: [(&str, &str); 3] = [("dev", "dev"), ("staging", "prod"), ("prod", "prod")];
+/// Environments on a cluster each, as a large platform runs them ([`SteadyFleet::sized`]).
+pub const ENVIRONMENTS_APART: [(&str, &str); 3] =
+    [("dev", "dev"), ("staging", "staging"), ("prod", "prod")];
 
 const NAMES: [&str; 30] = [
     "billing",
@@ -137,6 +140,8 @@ pub struct SteadyApp {
     pub offset: i64,
     pub role: Role,
     pub chains: Chains,
+    /// Its environments in promotion order, and the cluster each runs on.
+    pub environments: &'static [(&'static str, &'static str)],
 }
 
 /// The steady fleet.
@@ -174,11 +179,15 @@ impl SteadyFleet {
     }
 
     /// `count` apps named `app-00000`…, for scale tests: every fiftieth plays each
-    /// [`Role`] the demo's fleet plays once (the third of each fifty is a paused canary, …).
+    /// [`Role`] the demo's fleet plays once (the third of each fifty is a paused canary, …);
+    /// each environment on its own cluster ([`ENVIRONMENTS_APART`]).
     pub fn sized(seed: u64, start: DateTime<Utc>, count: usize) -> Self {
         let mut rng = SplitMix(seed);
         let apps = (0..count)
-            .map(|i| SteadyApp::chosen(i % 50, &format!("app-{i:05}"), &mut rng))
+            .map(|i| SteadyApp {
+                environments: &ENVIRONMENTS_APART,
+                ..SteadyApp::chosen(i % 50, &format!("app-{i:05}"), &mut rng)
+            })
             .collect();
         Self {
             apps,
@@ -250,6 +259,7 @@ impl SteadyApp {
                 i if i % 7 == 6 => Chains::Fails,
                 _ => Chains::Signs,
             },
+            environments: &ENVIRONMENTS,
         }
     }
 
@@ -409,7 +419,7 @@ impl SteadyApp {
                     condition("CicdOnboarded", true, "Available", long_ago, None)]}}),
         )];
         out.extend(self.builds(now));
-        for (env, cluster) in ENVIRONMENTS {
+        for &(env, cluster) in self.environments {
             let release = self.running_in(env, now);
             let namespace = format!("app-{name}-{env}");
             let prod = if env == "prod" {
