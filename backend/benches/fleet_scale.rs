@@ -301,6 +301,24 @@ async fn measure(options: &Options) -> anyhow::Result<()> {
     let minutes = window.elapsed().as_secs_f64() / 60.0;
     let after = world.served.api_requests();
     let rss_end = resident(pid)?;
+    // How often Tower derived its views again, and what the last one cost (`/metrics`).
+    let metrics = client
+        .get(format!("{base}/metrics"))
+        .header(reqwest::header::ACCEPT_ENCODING, "identity")
+        .send()
+        .await?
+        .text()
+        .await?;
+    let metric = |name: &str| {
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+            .and_then(|v| v.trim().parse::<f64>().ok())
+    };
+    let (rebuilds, last_rebuild) = (
+        metric("tower_deriver_rebuilds"),
+        metric("tower_deriver_last_rebuild_seconds"),
+    );
     for viewer in viewers {
         viewer.abort();
     }
@@ -354,9 +372,11 @@ async fn measure(options: &Options) -> anyhow::Result<()> {
         seen.failures
     );
     println!(
-        "Tower's CPU over {} s steady with the viewers connected: {:.0} % of one core",
+        "Tower's CPU over {} s steady with the viewers connected: {:.0} % of one core; {} rebuilds of its views, the last took {}",
         options.steady,
-        cpu * 100.0
+        cpu * 100.0,
+        rebuilds.map_or_else(|| "?".to_owned(), |n| format!("{n:.0}")),
+        last_rebuild.map_or_else(|| "?".to_owned(), |s| ms(Duration::from_secs_f64(s)))
     );
     for (cluster, now) in &after {
         let then = before.get(cluster).copied().unwrap_or_default();
