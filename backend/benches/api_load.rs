@@ -312,17 +312,7 @@ async fn serve_and_measure(options: &Options) -> anyhow::Result<()> {
     let router = app::router(state::AppState::live(live), &assets::Dist::open(&dist)?);
     let server = tokio::spawn(async move { axum::serve(listener, router).await });
 
-    let guest: serde_json::Value = reqwest::get(format!(
-        "http://{}/api/auth/guest/refresh",
-        world.served.backstage
-    ))
-    .await?
-    .json()
-    .await?;
-    let token = guest["backstageIdentity"]["token"]
-        .as_str()
-        .context("no guest token")?
-        .to_owned();
+    let token = world.guest_token().await?;
     let before = world.served.api_requests();
     let window = Instant::now();
     let summary = format!("http://{addr}/api/summary");

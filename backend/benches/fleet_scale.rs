@@ -189,17 +189,7 @@ async fn measure(options: &Options) -> anyhow::Result<()> {
     .await
     .context("Tower did not start listening within 60 s")??;
     let base = format!("http://{port}");
-    let guest: serde_json::Value = reqwest::get(format!(
-        "http://{}/api/auth/guest/refresh",
-        world.served.backstage
-    ))
-    .await?
-    .json()
-    .await?;
-    let token = guest["backstageIdentity"]["token"]
-        .as_str()
-        .context("no guest token")?
-        .to_owned();
+    let token = world.guest_token().await?;
     let client = reqwest::Client::builder()
         .default_headers({
             let mut h = reqwest::header::HeaderMap::new();

@@ -42,6 +42,12 @@ pub struct Demo {
 }
 
 impl Demo {
+    /// A user token for the simulated Backstage's guest, as a page signing in gets one.
+    pub async fn guest_token(&self) -> anyhow::Result<String> {
+        let backstage = format!("http://{}", self.served.backstage);
+        guest_token(&backstage).await
+    }
+
     /// The world's clock as Tower's clock (so durations move with world time), at the speed
     /// the world runs now.
     pub fn clock(&self) -> crate::clock::Clock {
@@ -49,6 +55,18 @@ impl Demo {
         let speed = self.platform.clock().speed();
         crate::clock::Clock::new(move || platform.clock().now(), speed)
     }
+}
+
+/// A user token for the guest of the Backstage at `backstage` (`http://host:port`).
+pub async fn guest_token(backstage: &str) -> anyhow::Result<String> {
+    let body: serde_json::Value = reqwest::get(format!("{backstage}/api/auth/guest/refresh"))
+        .await?
+        .json()
+        .await?;
+    body["backstageIdentity"]["token"]
+        .as_str()
+        .map(str::to_owned)
+        .context("no guest token")
 }
 
 /// The secret the simulated GitHub signs its webhooks to the demo's Tower with.

@@ -280,6 +280,16 @@ pub fn is_known_service(snapshot: &Snapshot, service: &str) -> bool {
         .any(|o| service_of(o) == Some(service))
 }
 
+/// Every service some object is of ([`service_of`]), by name.
+pub fn known_services(snapshot: &Snapshot) -> std::collections::BTreeSet<&str> {
+    snapshot
+        .clusters
+        .values()
+        .flatten()
+        .filter_map(|o| service_of(o))
+        .collect()
+}
+
 /// Whether `repo_name` (without owner, lower case) is one of the repositories Hangar's rules
 /// give a known service — the only repositories Tower's GitHub routes read, besides the
 /// configured tenants repositories.

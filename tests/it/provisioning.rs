@@ -695,13 +695,7 @@ fn trimmed_objects_derive_exactly_what_whole_ones_do() {
             "{name}"
         );
         assert_eq!(derive_fleet(&trimmed), derive_fleet(&whole), "{name}");
-        let services: std::collections::BTreeSet<&str> = whole
-            .clusters
-            .values()
-            .flatten()
-            .filter_map(|o| tower_shared::hangar::service_of(o))
-            .collect();
-        for service in services {
+        for service in tower_shared::hangar::known_services(&whole) {
             assert_eq!(
                 derive_cloud_deploys(&trimmed, service),
                 derive_cloud_deploys(&whole, service),

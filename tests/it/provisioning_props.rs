@@ -341,13 +341,7 @@ fn links_of(snapshot: &Snapshot) -> Vec<String> {
     }
     // The Deployments tab of every service an object belongs to: Argo CD revisions, and the
     // evidence's source commits and transparency log entries.
-    let services: std::collections::BTreeSet<&str> = snapshot
-        .clusters
-        .values()
-        .flatten()
-        .filter_map(|o| tower_shared::hangar::service_of(o))
-        .collect();
-    for service in services {
+    for service in tower_shared::hangar::known_services(snapshot) {
         let tab = tower_shared::deployments::derive_deployments(snapshot, service);
         for env in tab.environments.iter().flatten() {
             links.extend(env.argo.iter().filter_map(|a| a.revision_url.clone()));
