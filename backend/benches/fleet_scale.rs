@@ -261,13 +261,17 @@ async fn measure(options: &Options) -> anyhow::Result<()> {
     for round in 0..options.rounds {
         let app = &names[(round * 37 + 1) % names.len()];
         let name = format!("{app}-prod");
+        // Looked up by key: copying the cluster's every object to find it would be the
+        // bench's own load inside the window it measures.
+        let key = hangar_sim::store::key_of(&serde_json::json!({
+            "apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
+            "metadata": {"name": name, "namespace": "argocd"}}))
+        .context("no key for an Application")?;
         let mut application = world
             .platform
             .store("dev")
             .context("no dev cluster")?
-            .objects()
-            .into_iter()
-            .find(|o| o["kind"] == "Application" && o["metadata"]["name"] == name.as_str())
+            .get(&key)
             .context("no prod Application")?;
         application["status"]["health"]["status"] = "Degraded".into();
         application["status"]["health"]["message"] = format!("bench round {round}").into();

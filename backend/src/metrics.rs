@@ -105,7 +105,11 @@ impl Default for Metrics {
             "deriver_rebuilds",
             "Times the deriver rebuilt its snapshot since start (one per batch of changes)",
         );
-        let rebuild_seconds: Gauge::<f64, std::sync::atomic::AtomicU64> = register(&mut registry, "deriver_last_rebuild_seconds", "How long the last rebuild took: reading the caches, indexing, deriving, making the views");
+        let rebuild_seconds: Gauge<f64, std::sync::atomic::AtomicU64> = register(
+            &mut registry,
+            "deriver_last_rebuild_seconds",
+            "How long the last rebuild took: reading the caches, indexing, deriving, making the views",
+        );
         Self {
             rebuilds,
             rebuild_seconds,

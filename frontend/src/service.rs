@@ -98,10 +98,10 @@ fn PipelinesPage(service: String, run: Option<String>) -> impl IntoView {
         move |answer: SnapshotAnswer| {
             let SnapshotAnswer { snapshot, health } = answer;
             view! {
-            <HealthNotice health=health now=now />
-            <pipelines::PipelinesTab snapshot=snapshot service=name.clone() run=run.clone() now=now />
-        }
-        .into_any()
+                <HealthNotice health=health now=now />
+                <pipelines::PipelinesTab snapshot=snapshot service=name.clone() run=run.clone() now=now />
+            }
+            .into_any()
         },
     )
 }

@@ -334,7 +334,8 @@ fn argo_app(application: &Object, github_host: Option<&str>) -> ArgoApp {
         revision_url: revision
             .as_deref()
             .zip(repository)
-            .and_then(|(rev, repo)| crate::evidence::commit_url(repo, rev, github_host)),
+            .and_then(|(rev, repo)| crate::links::github_commit(repo, rev, github_host))
+            .map(crate::links::Checked::into_string),
         revision,
         last_synced_at: at(status, &["operationState", "finishedAt"]).and_then(time),
         message: condition.or(failed_sync),

@@ -14,7 +14,7 @@ use crate::hangar::{self, NamespaceRole};
 use crate::kube::{array_at, at, str_at, time, Object};
 use crate::links;
 use crate::snapshot::Snapshot;
-use crate::tekton::RunStatus;
+use crate::tekton::{named_string, RunStatus};
 
 /// Chains' annotation prefix.
 pub const CHAINS: &str = "chains.tekton.dev/";
@@ -314,13 +314,7 @@ fn same_image(wanted: &ImageRef<'_>, url: &str, digest: Option<&str>) -> bool {
 /// prefix, and `IMAGES` (`url@digest` per line or comma) — Chains' type hints.
 fn built_images(run: &Object) -> Vec<(&str, Option<&str>)> {
     let results = array_at(&run.status, &["results"]);
-    let named = |name: &str| {
-        results
-            .iter()
-            .find(|r| str_at(r, &["name"]) == Some(name))
-            .and_then(|r| str_at(r, &["value"]))
-            .map(str::trim)
-    };
+    let named = |name: &str| named_string(results, name).map(str::trim);
     let mut out = Vec::new();
     for result in results {
         let Some(name) = str_at(result, &["name"]) else {
@@ -433,23 +427,13 @@ fn git_source(material: &Material, github_host: Option<&str>) -> Source {
         .map(str::to_owned);
     let url = commit
         .as_deref()
-        .and_then(|c| commit_url(&repository, c, github_host));
+        .and_then(|c| links::github_commit(&repository, c, github_host))
+        .map(links::Checked::into_string);
     Source {
         repository,
         commit,
         url,
     }
-}
-
-/// A commit's page on GitHub (github.com or the snapshot's Enterprise host).
-pub fn commit_url(repository: &str, commit: &str, github_host: Option<&str>) -> Option<String> {
-    let repository = repository.trim_end_matches('/').trim_end_matches(".git");
-    let checked = links::github(repository, github_host)?;
-    Some(format!(
-        "{}/commit/{}",
-        checked.as_str(),
-        links::segment(commit)
-    ))
 }
 
 /// `<rekor>/api/v1/log/entries?logIndex=N` → the index, linked when the log is the public one.
@@ -475,10 +459,7 @@ fn transparency(address: &str) -> Transparency {
 fn sbom(run: &Object) -> Option<Sbom> {
     let results = array_at(&run.status, &["results"]);
     let value = |name: &str| {
-        results
-            .iter()
-            .find(|r| str_at(r, &["name"]) == Some(name))
-            .and_then(|r| str_at(r, &["value"]))
+        named_string(results, name)
             .map(str::trim)
             .filter(|v| !v.is_empty())
     };

@@ -52,6 +52,14 @@ pub fn github(url: &str, enterprise: Option<&str>) -> Option<Checked> {
     .map(|url| Checked(url.to_owned()))
 }
 
+/// A commit's page on GitHub: `repository` (a clone or web address, `.git` or not) on
+/// github.com or `enterprise`, then `/commit/` and `commit` encoded as one segment.
+pub fn github_commit(repository: &str, commit: &str, enterprise: Option<&str>) -> Option<Checked> {
+    let repository = repository.trim_end_matches('/').trim_end_matches(".git");
+    let checked = github(repository, enterprise)?;
+    Some(Checked(format!("{}/commit/{}", checked.0, segment(commit))))
+}
+
 /// A cloud console link as [`crate::cloud::console_url`] builds it: on a region's AWS
 /// console or Azure's portal.
 pub fn cloud_console(url: &str) -> Option<Checked> {

@@ -144,7 +144,7 @@ impl<'a> TaskRun<'a> {
 
 /// In a Tekton `[{name, value}]` list, the value named `name` when it is a string (values
 /// may also be arrays or objects, which this does not read).
-fn named_string<'a>(list: &'a [Value], name: &str) -> Option<&'a str> {
+pub(crate) fn named_string<'a>(list: &'a [Value], name: &str) -> Option<&'a str> {
     list.iter()
         .find(|entry| str_at(entry, &["name"]) == Some(name))
         .and_then(|entry| str_at(entry, &["value"]))
