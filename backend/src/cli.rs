@@ -194,8 +194,10 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                 Some(path) => {
                     let text = std::fs::read_to_string(path)
                         .with_context(|| format!("reading {}", path.display()))?;
-                    let fleet = serde_json::from_str(&text)
+                    let mut fleet: Fleet = serde_json::from_str(&text)
                         .with_context(|| format!("{} is not a fleet", path.display()))?;
+                    // Served as a derived fleet is: trouble first (pages do not sort again).
+                    tower_shared::fleet::sort_by_trouble(&mut fleet.apps);
                     Some(fleet)
                 }
                 None => None,

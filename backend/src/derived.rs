@@ -1,5 +1,5 @@
-//! A derivation ready to serve: the snapshot, the provisioning derived from it at `now`, and
-//! every view as bytes ([`View`]). A view is made again only when its content changes, so
+//! A derivation ready to serve: what it was derived from (the snapshot's base and the objects
+//! filed by service), the provisioning at `now`, and every view as bytes ([`View`]). A view is made again only when its content changes, so
 //! its ETag stays put while nothing it shows moves — and a page's refetch is a `304`.
 
 use std::collections::HashMap;
@@ -8,10 +8,11 @@ use std::sync::{Arc, Mutex, OnceLock};
 use chrono::{DateTime, Utc};
 use tower_shared::api::{DeploymentsAnswer, Health, ProvisioningAnswer, SnapshotAnswer, Summary};
 use tower_shared::deployments::derive_deployments;
-use tower_shared::fleet::{derive_fleet, Fleet};
+use tower_shared::fleet::{assemble, Fleet, FleetApp};
 use tower_shared::provisioning::{summary, Provisioning};
-use tower_shared::snapshot::{ServiceIndex, Snapshot};
+use tower_shared::snapshot::Snapshot;
 
+use crate::filed::Filed;
 use crate::views::View;
 
 /// One derivation, ready to serve.
@@ -19,8 +20,11 @@ use crate::views::View;
 pub struct Derived {
     /// The moment derived.
     pub now: DateTime<Utc>,
-    /// What it was derived from (its own `now` is when it was read).
-    pub snapshot: Arc<Snapshot>,
+    /// What it was derived from but the objects — PRs, catalog, cicd.yaml, history, memory
+    /// — with every cluster named and no objects (its own `now` is when it was read).
+    pub base: Arc<Snapshot>,
+    /// The objects, filed by service: a service's part is read from here ([`Derived::service`]).
+    pub filed: Arc<Filed>,
     /// Every tracked service's progress at `now`, with the health notices.
     pub provisioning: Arc<ProvisioningAnswer>,
     pub health: Health,
@@ -34,9 +38,6 @@ pub struct Derived {
     pub generation: u64,
     /// Whether GitHub had answered when the snapshot was read (live only).
     pub github_answered: bool,
-    /// The snapshot's objects by service, filed on first demand: every service's view of
-    /// this version reads its part from it instead of passing over every object.
-    services: std::sync::OnceLock<ServiceIndex>,
 }
 
 /// The views every page reads, as bytes.
@@ -54,7 +55,11 @@ pub struct Views {
 /// What a derivation is made of.
 #[derive(Debug)]
 pub struct Inputs {
-    pub snapshot: Arc<Snapshot>,
+    pub base: Arc<Snapshot>,
+    pub filed: Arc<Filed>,
+    /// The fleet's apps when objects changed since `previous` (`None`: the previous fleet
+    /// stands).
+    pub fleet_apps: Option<Vec<FleetApp>>,
     pub provisioning: Provisioning,
     pub now: DateTime<Utc>,
     pub health: Health,
@@ -66,10 +71,12 @@ pub struct Inputs {
 
 impl Derived {
     /// The derivation of `inputs`, reusing `previous`' views where their content is the
-    /// same. The fleet is derived only when the snapshot is new.
+    /// same. The fleet is put together only when objects changed.
     pub fn next(previous: Option<&Derived>, inputs: Inputs) -> Self {
         let Inputs {
-            snapshot,
+            base,
+            filed,
+            fleet_apps,
             provisioning,
             now,
             health,
@@ -77,7 +84,7 @@ impl Derived {
             generation,
             github_answered,
         } = inputs;
-        let new_snapshot = previous.is_none_or(|p| !Arc::ptr_eq(&p.snapshot, &snapshot));
+        let new_snapshot = previous.is_none_or(|p| !Arc::ptr_eq(&p.base, &base));
         let (fleet, fleet_view) = match (fleet_file, previous) {
             (Some(file), Some(p)) if Arc::ptr_eq(&file, &p.fleet) => {
                 (file, Arc::clone(&p.views.fleet))
@@ -86,9 +93,11 @@ impl Derived {
                 let view = Arc::new(View::ready(&*file));
                 (file, view)
             }
-            (None, Some(p)) if !new_snapshot => (Arc::clone(&p.fleet), Arc::clone(&p.views.fleet)),
+            (None, Some(p)) if fleet_apps.is_none() => {
+                (Arc::clone(&p.fleet), Arc::clone(&p.views.fleet))
+            }
             (None, previous) => {
-                let mut fleet = derive_fleet(&snapshot);
+                let mut fleet = assemble(base.now, fleet_apps.unwrap_or_default());
                 match previous {
                     // Same apps and cells: keep the view, and when it last changed.
                     Some(p) if same_fleet(&p.fleet, &mut fleet) => {
@@ -130,7 +139,8 @@ impl Derived {
         }));
         Self {
             now,
-            snapshot,
+            base,
+            filed,
             provisioning: answer,
             health,
             fleet,
@@ -143,14 +153,17 @@ impl Derived {
             version,
             generation,
             github_answered,
-            services: std::sync::OnceLock::new(),
         }
     }
 
-    /// The snapshot's objects by service ([`ServiceIndex`]), filed once per derivation.
-    pub fn services(&self) -> &ServiceIndex {
-        self.services
-            .get_or_init(|| ServiceIndex::of(&self.snapshot))
+    /// Whether Tower knows `service` ([`tower_shared::hangar::is_known_service`]).
+    pub fn knows(&self, service: &str) -> bool {
+        self.filed.knows(service)
+    }
+
+    /// `service`'s part of what was derived ([`Snapshot::for_service`]), parsed now.
+    pub fn service(&self, service: &str) -> Snapshot {
+        self.filed.part(&self.base, service)
     }
 }
 
@@ -186,7 +199,7 @@ pub trait PerService: PartialEq + serde::Serialize + Send + Sync + Sized + 'stat
 
 impl PerService for SnapshotAnswer {
     fn make(derived: &Derived, service: &str) -> Option<Self> {
-        let snapshot = derived.services().snapshot(&derived.snapshot, service);
+        let snapshot = derived.service(service);
         (!snapshot.is_empty()).then(|| SnapshotAnswer {
             snapshot,
             health: derived.health.clone(),
@@ -205,12 +218,8 @@ impl PerService for SnapshotAnswer {
 
 impl PerService for DeploymentsAnswer {
     fn make(derived: &Derived, service: &str) -> Option<Self> {
-        let services = derived.services();
-        services.knows(service).then(|| DeploymentsAnswer {
-            deployments: derive_deployments(
-                &services.snapshot(&derived.snapshot, service),
-                service,
-            ),
+        derived.knows(service).then(|| DeploymentsAnswer {
+            deployments: derive_deployments(&derived.service(service), service),
             health: derived.health.clone(),
         })
     }

@@ -11,6 +11,8 @@
 //! - [`source`] — where derivations come from: a snapshot file, or [`live`].
 //! - [`live`] — the live source: kube-rs watch caches per cluster, GitHub through octocrab,
 //!   Backstage's catalog, and the deriver thread that keeps every view ready.
+//! - [`filed`] — objects at rest (compact JSON), filed by service, and what each service's
+//!   part feeds the fleet and provisioning, re-derived only where a change touched.
 //! - [`derived`] — a derivation and its views; [`views`] — a view as bytes (ETag, brotli,
 //!   gzip, 304).
 //! - [`history`] — provisioning history in SQLite or PostgreSQL (sqlx).
@@ -33,6 +35,7 @@ pub mod clock;
 pub mod config;
 pub mod demo;
 pub mod derived;
+pub mod filed;
 pub mod history;
 pub mod live;
 pub mod metrics;

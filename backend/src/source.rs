@@ -11,6 +11,7 @@ use tower_shared::snapshot::Snapshot;
 
 use crate::clock::Clock;
 use crate::derived::{Derived, Inputs, ServiceViews};
+use crate::filed::Filing;
 use crate::views::View;
 
 /// Something that can say what Tower knows right now, derived.
@@ -40,11 +41,14 @@ impl Fixed {
         // What a file holds reaches every signed-in user: only what derivations read.
         let snapshot = snapshot.trimmed();
         let now = snapshot.now;
-        let provisioning = derive_provisioning(&snapshot);
+        let (filing, base) = Filing::of(snapshot);
+        let provisioning = derive_provisioning(&filing.provisioning_snapshot(&base));
         let derived = Derived::next(
             None,
             Inputs {
-                snapshot: Arc::new(snapshot),
+                base: Arc::new(base),
+                filed: Arc::new(filing.filed()),
+                fleet_apps: Some(filing.fleet_apps()),
                 provisioning,
                 now,
                 health: Health::default(),

@@ -2,21 +2,24 @@
 
 use chrono::{DateTime, Utc};
 use leptos::prelude::*;
-use tower_shared::fleet::{attention, sort_by_trouble, Fleet, FleetApp, FleetCell, Severity};
+use tower_shared::fleet::{attention, Fleet, FleetApp, FleetCell, Severity};
 use tower_shared::time::age;
 
 use crate::api;
 
-/// How many rows the matrix draws at first, and adds per "Show more": the DOM stays small
-/// with 1,000 apps (trouble sorts first, so what matters is always drawn).
-const PAGE: usize = 100;
+/// The matrix windows its rows: only those in view (and [`OVERSCAN`] either side) are in
+/// the DOM, each [`ROW_PX`] high (the stylesheet holds rows to it), so 10,000 apps scroll
+/// and filter like 30.
+const ROW_PX: f64 = 60.0;
+const OVERSCAN: usize = 8;
+/// The window's height before it has been measured.
+const FIRST_HEIGHT_PX: f64 = 900.0;
 
 /// What the viewer chose; kept here so a refresh of the data keeps it.
 #[derive(Clone, Copy, Debug)]
 struct Filters {
     query: RwSignal<String>,
     only_trouble: RwSignal<bool>,
-    shown: RwSignal<usize>,
 }
 
 /// Loads `/api/fleet` (again whenever a Kubernetes object or a cluster's health changes)
@@ -32,7 +35,6 @@ pub fn FleetOverview() -> impl IntoView {
     let filters = Filters {
         query: RwSignal::new(String::new()),
         only_trouble: RwSignal::new(false),
-        shown: RwSignal::new(PAGE),
     };
     view! {
         <section class="fleet" aria-labelledby="fleet-title">
@@ -48,38 +50,86 @@ pub fn FleetOverview() -> impl IntoView {
     }
 }
 
+/// Each app as the filters read it: its name in lower case and whether it needs attention,
+/// worked out once per answer rather than on every keystroke.
+struct Row {
+    app: FleetApp,
+    name: String,
+    troubled: bool,
+}
+
 #[component]
 fn FleetMatrix(fleet: Fleet, now: ReadSignal<DateTime<Utc>>, filters: Filters) -> impl IntoView {
     let streaming = crate::feed::feed().refresh.streaming;
+    // The server sends the apps sorted by trouble.
     let Fleet {
         generated_at,
         environments,
-        mut apps,
+        apps,
     } = fleet;
-    sort_by_trouble(&mut apps);
     let Filters {
         query,
         only_trouble,
-        shown,
     } = filters;
-    let apps = StoredValue::new(apps);
+    let total = apps.len();
+    let rows: Vec<Row> = apps
+        .into_iter()
+        .map(|app| Row {
+            name: app.name.to_lowercase(),
+            troubled: needs_attention(&app),
+            app,
+        })
+        .collect();
+    let rows = StoredValue::new(rows);
+    let columns = environments.len() + 1;
     let environments = StoredValue::new(environments);
 
+    // Indices of the apps the filters let through, in the fleet's order.
     let matching = Memo::new(move |_| {
         let needle = query.get().trim().to_lowercase();
         let only_trouble = only_trouble.get();
-        apps.with_value(|apps| {
-            apps.iter()
-                .filter(|app| needle.is_empty() || app.name.to_lowercase().contains(&needle))
-                .filter(|app| !only_trouble || needs_attention(app))
-                .cloned()
-                .collect::<Vec<_>>()
+        rows.with_value(|rows| {
+            rows.iter()
+                .enumerate()
+                .filter(|(_, row)| needle.is_empty() || row.name.contains(&needle))
+                .filter(|(_, row)| !only_trouble || row.troubled)
+                .map(|(i, _)| i)
+                .collect::<Vec<usize>>()
         })
     });
-    let visible = Memo::new(move |_| {
-        matching.with(|apps| apps.iter().take(shown.get()).cloned().collect::<Vec<_>>())
+    // Where the window is scrolled to, and how tall it is.
+    let scrolled = RwSignal::new(0.0_f64);
+    let height = RwSignal::new(FIRST_HEIGHT_PX);
+    let scroller = NodeRef::<leptos::html::Div>::new();
+    // New filters start from the top.
+    Effect::new(move |_| {
+        matching.track();
+        if let Some(el) = scroller.get_untracked() {
+            el.set_scroll_top(0);
+        }
+        scrolled.set(0.0);
     });
-    let hidden = move || matching.with(Vec::len).saturating_sub(shown.get());
+    // The range of matching apps drawn: the ones in view and a few either side.
+    let window = Memo::new(move |_| {
+        let count = matching.with(Vec::len);
+        let first = ((scrolled.get() / ROW_PX).floor() as usize).saturating_sub(OVERSCAN);
+        let shown = (height.get() / ROW_PX).ceil() as usize + 2 * OVERSCAN;
+        let first = first.min(count);
+        (first, (first + shown).min(count))
+    });
+    // Each drawn app with its place among the matching ones.
+    let drawn = move || {
+        let (first, last) = window.get();
+        matching.with(|m| (first..last).map(|pos| (pos, m[pos])).collect::<Vec<_>>())
+    };
+    let spacer = move |px: f64| {
+        view! {
+            <tr class="spacer" aria-hidden="true" style:height=format!("{px}px")>
+                <td colspan=columns></td>
+            </tr>
+        }
+    };
+    let matched = move || matching.with(Vec::len);
 
     view! {
         <div class="toolbar">
@@ -89,10 +139,7 @@ fn FleetMatrix(fleet: Fleet, now: ReadSignal<DateTime<Utc>>, filters: Filters) -
                     type="search"
                     placeholder="app name"
                     prop:value=move || query.get()
-                    on:input=move |ev| {
-                        query.set(event_target_value(&ev));
-                        shown.set(PAGE);
-                    }
+                    on:input=move |ev| query.set(event_target_value(&ev))
                 />
             </label>
             <label>
@@ -103,38 +150,59 @@ fn FleetMatrix(fleet: Fleet, now: ReadSignal<DateTime<Utc>>, filters: Filters) -
                 />
                 " Needs attention only"
             </label>
+            <span class="count" aria-live="polite">
+                {move || if matched() == total {
+                    format!("{total} apps")
+                } else {
+                    format!("{} of {total} apps", matched())
+                }}
+            </span>
             <span class="updated" title=generated_at.to_rfc3339()>
                 "Updated " {move || age(generated_at, now.get())}
                 {move || if streaming.get() { " · following changes live" } else { " · checking every 6 s" }}
             </span>
         </div>
-        <table class="matrix">
-            <thead>
-                <tr>
-                    <th scope="col">"App"</th>
-                    {environments
-                        .get_value()
-                        .into_iter()
-                        .map(|env| view! { <th scope="col">{env}</th> })
-                        .collect_view()}
-                </tr>
-            </thead>
-            <tbody>
-                <For each=move || visible.get() key=|app| app.name.clone() let:app>
-                    <FleetRow app=app environments=environments.get_value() />
-                </For>
-            </tbody>
-        </table>
-        <Show when=move || visible.with(Vec::is_empty)>
+        <div
+            class="matrix-window"
+            node_ref=scroller
+            tabindex="0"
+            role="region"
+            aria-label="Apps by environment"
+            on:scroll=move |ev| {
+                let el = event_target::<web_sys::Element>(&ev);
+                scrolled.set(f64::from(el.scroll_top()));
+                height.set(f64::from(el.client_height()).max(ROW_PX));
+            }
+        >
+            <table class="matrix" aria-rowcount=move || matched() + 1>
+                <thead>
+                    <tr aria-rowindex="1">
+                        <th scope="col">"App"</th>
+                        {environments
+                            .get_value()
+                            .into_iter()
+                            .map(|env| view! { <th scope="col">{env}</th> })
+                            .collect_view()}
+                    </tr>
+                </thead>
+                <tbody>
+                    {move || spacer(window.get().0 as f64 * ROW_PX)}
+                    <For each=drawn key=|place| *place let:((pos, i))>
+                        <FleetRow
+                            app=rows.with_value(|r| r[i].app.clone())
+                            environments=environments.get_value()
+                            index=pos
+                        />
+                    </For>
+                    {move || {
+                        let (_, last) = window.get();
+                        spacer((matched() - last) as f64 * ROW_PX)
+                    }}
+                </tbody>
+            </table>
+        </div>
+        <Show when=move || matched() == 0>
             <p class="state empty">"No app matches."</p>
-        </Show>
-        <Show when=move || { hidden() > 0 }>
-            <p class="more">
-                {move || format!("Showing {} of {} apps. ", visible.with(Vec::len), matching.with(Vec::len))}
-                <button type="button" on:click=move |_| shown.update(|n| *n += PAGE)>
-                    {move || format!("Show {} more", hidden().min(PAGE))}
-                </button>
-            </p>
         </Show>
     }
 }
@@ -146,8 +214,10 @@ fn needs_attention(app: &FleetApp) -> bool {
         .any(|a| a.severity >= Severity::Attention)
 }
 
+/// One app's row; `index` is its place among the matching apps (for `aria-rowindex`: the
+/// header is row 1).
 #[component]
-fn FleetRow(app: FleetApp, environments: Vec<String>) -> impl IntoView {
+fn FleetRow(app: FleetApp, environments: Vec<String>, index: usize) -> impl IntoView {
     let cells = environments
         .into_iter()
         .map(|env| {
@@ -156,7 +226,7 @@ fn FleetRow(app: FleetApp, environments: Vec<String>) -> impl IntoView {
         })
         .collect_view();
     view! {
-        <tr>
+        <tr aria-rowindex=index + 2>
             <th scope="row" class="app">
                 <a class="app-name" href=crate::nav::tab_href(crate::nav::Tab::Deployments, &app.name, None)>
                     {app.name.clone()}

@@ -193,6 +193,13 @@ pub fn sort_by_trouble(apps: &mut [FleetApp]) {
 /// environment (on the control plane, namespace `argocd`), with the app's Rollout from the
 /// cluster and namespace the Application deploys to. Apps come sorted by trouble.
 pub fn derive_fleet(snapshot: &crate::snapshot::Snapshot) -> Fleet {
+    assemble(snapshot.now, fleet_apps(snapshot))
+}
+
+/// The apps [`derive_fleet`] finds in `snapshot`, in no particular order and with their
+/// cells in none: one service's part of a snapshot gives that service's app, so a large
+/// fleet is derived an app at a time and put together by [`assemble`].
+pub fn fleet_apps(snapshot: &crate::snapshot::Snapshot) -> Vec<FleetApp> {
     use crate::hangar;
     use crate::kube::{at, str_at};
     use std::collections::BTreeMap;
@@ -244,26 +251,33 @@ pub fn derive_fleet(snapshot: &crate::snapshot::Snapshot) -> Fleet {
         });
     }
 
-    let mut environments: Vec<String> = cells
-        .values()
-        .flatten()
-        .map(|c| c.environment.clone())
-        .collect();
-    hangar::sort_environments(&mut environments);
-    let mut apps: Vec<FleetApp> = cells
+    cells
         .into_iter()
-        .map(|(name, mut cells)| {
-            cells.sort_by_key(|c| environments.iter().position(|e| *e == c.environment));
-            FleetApp {
-                name: name.to_owned(),
-                kind: kinds.get(name).copied().unwrap_or("unknown").to_owned(),
-                cells,
-            }
+        .map(|(name, cells)| FleetApp {
+            name: name.to_owned(),
+            kind: kinds.get(name).copied().unwrap_or("unknown").to_owned(),
+            cells,
         })
+        .collect()
+}
+
+/// The fleet of `apps` at `generated_at`: the environments of all their cells in promotion
+/// order, each app's cells in that order, the apps sorted by trouble.
+pub fn assemble(generated_at: chrono::DateTime<chrono::Utc>, mut apps: Vec<FleetApp>) -> Fleet {
+    let named: std::collections::BTreeSet<&str> = apps
+        .iter()
+        .flat_map(|a| &a.cells)
+        .map(|c| c.environment.as_str())
         .collect();
+    let mut environments: Vec<String> = named.into_iter().map(str::to_owned).collect();
+    crate::hangar::sort_environments(&mut environments);
+    for app in &mut apps {
+        app.cells
+            .sort_by_key(|c| environments.iter().position(|e| *e == c.environment));
+    }
     sort_by_trouble(&mut apps);
     Fleet {
-        generated_at: snapshot.now,
+        generated_at,
         environments,
         apps,
     }

@@ -292,12 +292,13 @@ pub fn known_services(snapshot: &Snapshot) -> std::collections::BTreeSet<&str> {
 
 /// Whether `repo_name` (without owner, lower case) is one of the repositories Hangar's rules
 /// give a known service — the only repositories Tower's GitHub routes read, besides the
-/// configured tenants repositories.
-pub fn is_known_repo(snapshot: &Snapshot, repo_name: &str) -> bool {
+/// configured tenants repositories. `knows` says whether a service is known
+/// ([`is_known_service`]).
+pub fn is_known_repo(repo_name: &str, knows: impl FnOnce(&str) -> bool) -> bool {
     let Some(service) = service_of_repo(repo_name) else {
         return false;
     };
-    repos(service, None).iter().any(|r| r == repo_name) && is_known_service(snapshot, service)
+    repos(service, None).iter().any(|r| r == repo_name) && knows(service)
 }
 
 /// An environment's values file in the GitOps repo.

@@ -281,23 +281,36 @@ impl ServiceIndex {
 
     /// `service`'s part of `snapshot` ([`Snapshot::for_service`]), its objects from the index.
     pub fn snapshot(&self, snapshot: &Snapshot, service: &str) -> Snapshot {
-        let repos = hangar::repos(service, None);
         let filed = self.objects.get(service);
+        snapshot.narrowed(service, |cluster| {
+            filed
+                .and_then(|f| f.get(cluster))
+                .cloned()
+                .unwrap_or_default()
+        })
+    }
+}
+
+impl Snapshot {
+    /// `service`'s part of this snapshot with `objects(cluster)` as its objects on each of
+    /// the snapshot's clusters: the PRs of its repositories and its request PRs, its catalog
+    /// entity, cicd.yaml and memory; history whole ([`Snapshot::for_service`]). How the
+    /// objects were filed is the caller's: a [`ServiceIndex`], or the backend's own filing.
+    pub fn narrowed(
+        &self,
+        service: &str,
+        mut objects: impl FnMut(&str) -> Vec<Arc<Object>>,
+    ) -> Snapshot {
+        let repos = hangar::repos(service, None);
         Snapshot {
-            now: snapshot.now,
-            control_plane_cluster: snapshot.control_plane_cluster.clone(),
-            clusters: snapshot
+            now: self.now,
+            control_plane_cluster: self.control_plane_cluster.clone(),
+            clusters: self
                 .clusters
                 .keys()
-                .map(|cluster| {
-                    let objects = filed
-                        .and_then(|f| f.get(cluster))
-                        .cloned()
-                        .unwrap_or_default();
-                    (cluster.clone(), objects)
-                })
+                .map(|cluster| (cluster.clone(), objects(cluster)))
                 .collect(),
-            pull_requests: snapshot.pull_requests.as_ref().map(|prs| {
+            pull_requests: self.pull_requests.as_ref().map(|prs| {
                 prs.iter()
                     .filter(|pr| {
                         repos.iter().any(|r| r == pr.repo_name())
@@ -307,18 +320,18 @@ impl ServiceIndex {
                     .cloned()
                     .collect()
             }),
-            catalog: snapshot.catalog.as_ref().map(|entities| {
+            catalog: self.catalog.as_ref().map(|entities| {
                 entities
                     .iter()
                     .filter(|e| e.metadata.name == service)
                     .cloned()
                     .collect()
             }),
-            cicd: only_entry(&snapshot.cicd, service),
-            history: snapshot.history.clone(),
-            observed: only_entry(&snapshot.observed, service),
-            infisical_url: snapshot.infisical_url.clone(),
-            github_host: snapshot.github_host.clone(),
+            cicd: only_entry(&self.cicd, service),
+            history: self.history.clone(),
+            observed: only_entry(&self.observed, service),
+            infisical_url: self.infisical_url.clone(),
+            github_host: self.github_host.clone(),
         }
     }
 }

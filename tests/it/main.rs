@@ -9,6 +9,8 @@
 //! - [`simulator`] — the simulated platform through kubectl and a kube-rs watcher.
 //! - [`hostile_input`] — proptest: parsers and the history POST never panic and name the field.
 //! - [`http`] — the demo's HTTP surface through a real socket.
+//! - [`filing`] — the backend's filing of objects by service derives what the whole snapshot does,
+//!   however objects arrive and move.
 //! - [`faults`] — GitHub rate limits injected into the simulator: waited out, not hammered.
 //! - [`history`] — 1,000 concurrent POSTs of one run to `tower serve`, SQLite and PostgreSQL.
 //! - [`routes`] — every backend route against the simulated platform through the real clients.
@@ -31,6 +33,7 @@ mod cloud_deploys;
 mod contract;
 mod deployments;
 mod faults;
+mod filing;
 mod history;
 mod hostile_input;
 mod http;

@@ -707,25 +707,5 @@ fn trimmed_objects_derive_exactly_what_whole_ones_do() {
 
 /// The demo's world an hour in, as a snapshot of every object its clusters serve.
 fn simulated_world() -> Snapshot {
-    let start: chrono::DateTime<chrono::Utc> = "2026-11-30T08:00:00Z".parse().unwrap();
-    let clock = hangar_sim::clock::Clock::new(start, 0.0);
-    let platform = hangar_sim::platform::Platform::new(
-        clock.clone(),
-        &["dev", "prod"],
-        hangar_sim::stories::demo_world(start, 1),
-    );
-    clock.advance(chrono::Duration::minutes(60));
-    platform.tick();
-    let mut snapshot = Snapshot::empty(clock.now());
-    snapshot.control_plane_cluster = "dev".into();
-    for (cluster, store) in platform.clusters() {
-        let objects = store
-            .objects()
-            .into_iter()
-            .filter_map(tower_shared::kube::Object::from_value)
-            .map(std::sync::Arc::new)
-            .collect();
-        snapshot.clusters.insert(cluster.to_owned(), objects);
-    }
-    snapshot
+    crate::support::simulated_worlds(&[60]).remove(0)
 }

@@ -937,3 +937,36 @@ impl ReadJson for reqwest::RequestBuilder {
         self.send().await.unwrap().json().await.unwrap()
     }
 }
+
+/// The demo's world `minutes` in (each), as snapshots of every object its clusters serve:
+/// one world whose clock is moved by hand from one moment to the next.
+pub fn simulated_worlds(minutes: &[i64]) -> Vec<tower_shared::snapshot::Snapshot> {
+    let start: chrono::DateTime<chrono::Utc> = "2026-11-30T08:00:00Z".parse().unwrap();
+    let clock = hangar_sim::clock::Clock::new(start, 0.0);
+    let platform = hangar_sim::platform::Platform::new(
+        clock.clone(),
+        &["dev", "prod"],
+        hangar_sim::stories::demo_world(start, 1),
+    );
+    minutes
+        .iter()
+        .map(|minutes| {
+            let at = start + chrono::Duration::minutes(*minutes);
+            assert!(at >= clock.now(), "moments in order");
+            clock.advance(at - clock.now());
+            platform.tick();
+            let mut snapshot = tower_shared::snapshot::Snapshot::empty(clock.now());
+            snapshot.control_plane_cluster = "dev".into();
+            for (cluster, store) in platform.clusters() {
+                let objects = store
+                    .objects()
+                    .into_iter()
+                    .filter_map(tower_shared::kube::Object::from_value)
+                    .map(std::sync::Arc::new)
+                    .collect();
+                snapshot.clusters.insert(cluster.to_owned(), objects);
+            }
+            snapshot
+        })
+        .collect()
+}

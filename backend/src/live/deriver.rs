@@ -1,6 +1,7 @@
 //! The deriver thread: it owns the derivation, so requests read a finished answer and never
 //! derive. It rebuilds the snapshot and its provisioning index ([`World`]) when anything
-//! changes, and re-derives every second (durations move with the clock). It keeps the
+//! changes (filing the objects that moved and deriving again only the services they touched,
+//! [`Filing`]), and re-derives every second (durations move with the clock). It keeps the
 //! observer's memory (when steps were first seen running/done), hands every provision it
 //! sees complete to the recorder, and — once the views are published — sends the changes
 //! it took and any change of health to `/api/events`.
@@ -18,6 +19,7 @@ use tower_shared::snapshot::{Observation, RecordedRun, Snapshot};
 
 use super::{Live, LiveEvent, RECORDED_BY_BACKEND};
 use crate::derived::{Derived, Inputs};
+use crate::filed::Filing;
 
 /// How long a burst of changes may settle into one rebuild.
 const SETTLE: Duration = Duration::from_millis(100);
@@ -42,9 +44,10 @@ pub(super) fn start(live: &Live, pokes: Receiver<()>) -> mpsc::UnboundedReceiver
 }
 
 impl Live {
-    /// The snapshot the next derivation reads: the watch caches, what GitHub and the
-    /// catalog answered, the history and the observer's memory.
-    fn build_snapshot(
+    /// What the next derivation reads besides the objects (the deriver's [`Filing`] has
+    /// those): every cluster by name, what GitHub and the catalog answered, the history and
+    /// the observer's memory.
+    fn build_base(
         &self,
         now: DateTime<Utc>,
         observed: &BTreeMap<String, BTreeMap<String, Observation>>,
@@ -57,7 +60,13 @@ impl Live {
             .github
             .as_ref()
             .and_then(crate::config::GitHubConfig::enterprise_host);
-        snapshot.clusters = self.inner.clusters.objects();
+        snapshot.clusters = self
+            .inner
+            .clusters
+            .names()
+            .into_iter()
+            .map(|name| (name, Vec::new()))
+            .collect();
         let remote = self.remote();
         snapshot.pull_requests = remote.github_answered.then(|| {
             remote
@@ -89,13 +98,28 @@ impl Live {
     fn derive_forever(&self, pokes: &Receiver<()>, records: &mpsc::UnboundedSender<RecordedRun>) {
         let mut observed = BTreeMap::new();
         let mut recorded: HashSet<(String, DateTime<Utc>)> = HashSet::new();
+        let mut filing = Filing::new(
+            self.inner.clusters.names(),
+            &self.inner.config.control_plane_cluster,
+        );
+        let mut filed = Arc::new(filing.filed());
         loop {
             let generation = *self.inner.clusters.generation().borrow();
             let github_answered = self.remote().github_answered;
             let mut changes = self.take_changes();
             let rebuild = std::time::Instant::now();
-            let snapshot = Arc::new(self.build_snapshot(self.now(), &observed));
-            let world = World::new(&snapshot);
+            // Only the services the moves touched are derived again.
+            for moved in self.inner.clusters.take_moves() {
+                filing.moved(&moved.cluster, moved.old.as_ref(), moved.new.as_ref());
+            }
+            let objects_moved = filing.refresh();
+            if objects_moved {
+                filed = Arc::new(filing.filed());
+            }
+            let mut fleet_apps = objects_moved.then(|| filing.fleet_apps());
+            let base = Arc::new(self.build_base(self.now(), &observed));
+            let tracked = filing.provisioning_snapshot(&base);
+            let world = World::new(&tracked);
             let mut first = true;
             let mut rebuilt_in = Duration::ZERO;
             loop {
@@ -114,7 +138,9 @@ impl Live {
                 let derived = Derived::next(
                     Some(&previous),
                     Inputs {
-                        snapshot: Arc::clone(&snapshot),
+                        base: Arc::clone(&base),
+                        filed: Arc::clone(&filed),
+                        fleet_apps: fleet_apps.take(),
                         provisioning,
                         now,
                         health: health.clone(),

@@ -1,7 +1,8 @@
 //! Watch-based caches of every cluster Tower reads, shared by all viewers.
 //!
 //! One kube-rs [`watcher`] per cluster and resource type keeps a map of the objects, already
-//! in Tower's own model ([`Object`]). Requests never LIST: they read these maps. The watcher
+//! in Tower's own model, trimmed and at rest as compact JSON ([`Stored`]); every change is
+//! also journalled ([`Moved`]) for the deriver's filing. Requests never LIST. The watcher
 //! lists once at start, then watches from the last resource version (bookmarks keep it
 //! current); a `410 Gone` makes it list again. A type the cluster does not serve (404) is left
 //! out; so, for now, is one Tower has no grant for (403): the derivations fall back as they do
@@ -29,6 +30,7 @@ use tower_shared::kube::Object;
 
 use crate::clock::Clock;
 use crate::config::Config;
+use crate::filed::Stored;
 
 /// How often each cluster's `/version` is asked.
 pub const PROBE_EVERY: Duration = Duration::from_secs(3);
@@ -74,9 +76,9 @@ type Key = (Option<String>, String);
 
 #[derive(Debug, Default)]
 struct TypeCache {
-    objects: BTreeMap<Key, Arc<Object>>,
+    objects: BTreeMap<Key, Arc<Stored>>,
     /// A list in progress (between `Init` and `InitDone`).
-    listing: Option<BTreeMap<Key, Arc<Object>>>,
+    listing: Option<BTreeMap<Key, Arc<Stored>>>,
     synced: bool,
     /// The cluster does not serve this type, or Tower has no grant to read it.
     absent: bool,
@@ -126,10 +128,20 @@ impl ClusterCache {
     }
 }
 
+/// One object of a cluster going from `old` to `new` (either absent: added or deleted).
+#[derive(Debug)]
+pub struct Moved {
+    pub cluster: Arc<str>,
+    pub old: Option<Arc<Stored>>,
+    pub new: Option<Arc<Stored>>,
+}
+
 #[derive(Debug)]
 struct Shared {
     clock: Clock,
     clusters: BTreeMap<String, Mutex<ClusterCache>>,
+    /// Every move since the deriver last took them ([`Clusters::take_moves`]).
+    journal: Mutex<Vec<Moved>>,
     changes: broadcast::Sender<Change>,
     generation: watch::Sender<u64>,
 }
@@ -216,6 +228,7 @@ impl Clusters {
         let shared = Arc::new(Shared {
             clock,
             clusters,
+            journal: Mutex::new(Vec::new()),
             changes: broadcast::channel(1024).0,
             generation: watch::channel(0).0,
         });
@@ -234,7 +247,8 @@ impl Clusters {
         Self { shared }
     }
 
-    /// Every cluster's objects now (shared, not copied).
+    /// Every cluster's objects now, parsed (for tests and tools: the deriver files the
+    /// moves instead).
     pub fn objects(&self) -> BTreeMap<String, Vec<Arc<Object>>> {
         self.shared
             .clusters
@@ -244,11 +258,28 @@ impl Clusters {
                 let objects = cache
                     .types
                     .iter()
-                    .flat_map(|t| t.objects.values().cloned())
+                    .flat_map(|t| t.objects.values())
+                    .filter_map(|stored| stored.object().map(Arc::new))
                     .collect();
                 (name.clone(), objects)
             })
             .collect()
+    }
+
+    /// The moves since the last call, oldest first.
+    pub fn take_moves(&self) -> Vec<Moved> {
+        std::mem::take(
+            &mut self
+                .shared
+                .journal
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
+    }
+
+    /// The clusters' names, in the order [`Clusters::objects`] has them.
+    pub fn names(&self) -> Vec<String> {
+        self.shared.clusters.keys().cloned().collect()
     }
 
     /// How many objects each cluster's cache holds.
@@ -342,7 +373,8 @@ fn object_change(
     }
 }
 
-fn to_object(object: DynamicObject, watched: &WatchedKind) -> Option<(Key, Arc<Object>)> {
+/// A watched object in Tower's model, trimmed: its key, its stored form and the object.
+fn to_object(object: DynamicObject, watched: &WatchedKind) -> Option<(Key, Arc<Stored>, Object)> {
     let mut value = serde_json::to_value(object).ok()?;
     if let Some(map) = value.as_object_mut() {
         let api_version = if watched.group.is_empty() {
@@ -360,7 +392,8 @@ fn to_object(object: DynamicObject, watched: &WatchedKind) -> Option<(Key, Arc<O
             object.metadata.namespace.clone(),
             object.metadata.name.clone(),
         ),
-        Arc::new(object),
+        Arc::new(Stored::of(&object)),
+        object,
     ))
 }
 
@@ -395,6 +428,20 @@ async fn watch_kind(
         None => kube::Api::all_with(client, &resource),
     };
     let cluster = cluster.to_owned();
+    let journal_name: Arc<str> = Arc::from(cluster.as_str());
+    let journal =
+        |shared: &Shared,
+         moves: &mut dyn Iterator<Item = (Option<Arc<Stored>>, Option<Arc<Stored>>)>| {
+            let mut journal = shared
+                .journal
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            journal.extend(moves.map(|(old, new)| Moved {
+                cluster: Arc::clone(&journal_name),
+                old,
+                new,
+            }));
+        };
     let mut stream = watcher(api, watcher::Config::default())
         .backoff(Retry(Duration::from_millis(250)))
         .boxed();
@@ -419,31 +466,42 @@ async fn watch_kind(
                         freshness
                     }
                     watcher::Event::InitApply(object) => {
-                        if let (Some(listing), Some((key, object))) =
+                        if let (Some(listing), Some((key, stored, _))) =
                             (types.listing.as_mut(), to_object(object, &watched))
                         {
-                            listing.insert(key, object);
+                            listing.insert(key, stored);
                         }
                         freshness
                     }
                     watcher::Event::InitDone => {
-                        types.objects = types.listing.take().unwrap_or_default();
+                        let listed = types.listing.take().unwrap_or_default();
+                        let old = std::mem::replace(&mut types.objects, listed);
+                        journal(
+                            &shared,
+                            &mut old
+                                .into_values()
+                                .map(|o| (Some(o), None))
+                                .chain(types.objects.values().map(|n| (None, Some(Arc::clone(n))))),
+                        );
                         types.synced = true;
                         Update::Object(object_change(&cluster, &watched, "resynced", None))
                     }
                     watcher::Event::Apply(object) => {
-                        let Some((key, object)) = to_object(object, &watched) else {
+                        let Some((key, stored, object)) = to_object(object, &watched) else {
                             return freshness;
                         };
                         let change = object_change(&cluster, &watched, "applied", Some(&object));
-                        types.objects.insert(key, object);
+                        let old = types.objects.insert(key, Arc::clone(&stored));
+                        journal(&shared, &mut std::iter::once((old, Some(stored))));
                         Update::Object(change)
                     }
                     watcher::Event::Delete(object) => {
-                        let Some((key, object)) = to_object(object, &watched) else {
+                        let Some((key, _, object)) = to_object(object, &watched) else {
                             return freshness;
                         };
-                        types.objects.remove(&key);
+                        if let Some(old) = types.objects.remove(&key) {
+                            journal(&shared, &mut std::iter::once((Some(old), None)));
+                        }
                         Update::Object(object_change(&cluster, &watched, "deleted", Some(&object)))
                     }
                 }
@@ -463,9 +521,11 @@ async fn watch_kind(
                     let types = &mut cache.types[index];
                     types.absent = true;
                     types.listing = None;
-                    if std::mem::take(&mut types.objects).is_empty() {
+                    let old = std::mem::take(&mut types.objects);
+                    if old.is_empty() {
                         Update::Quiet
                     } else {
+                        journal(&shared, &mut old.into_values().map(|o| (Some(o), None)));
                         Update::Object(object_change(&cluster, &watched, "resynced", None))
                     }
                 });

@@ -116,7 +116,9 @@ impl Live {
         let first = Derived::next(
             None,
             Inputs {
-                snapshot: Arc::new(Snapshot::empty(now)),
+                base: Arc::new(Snapshot::empty(now)),
+                filed: Arc::default(),
+                fleet_apps: Some(Vec::new()),
                 provisioning: Provisioning::default(),
                 now,
                 health: Health::default(),

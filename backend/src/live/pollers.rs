@@ -179,7 +179,7 @@ impl Live {
             }
             for service in cicd_wanted {
                 let (repo, path) =
-                    hangar::cicd_location(&derived.snapshot, github.owner(), &service);
+                    hangar::cicd_location(&derived.service(&service), github.owner(), &service);
                 match github.file(&repo, &path).await {
                     Ok(Some(text)) => {
                         self.remote().cicd.insert(service.clone(), text);

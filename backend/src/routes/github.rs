@@ -83,7 +83,7 @@ fn readable_repo(state: &AppState, query: &Query) -> Result<String, ApiError> {
         .map(|live| live.config().tenants_repos())
         .unwrap_or_default();
     let is_tenants = tenants.iter().any(|t| t.eq_ignore_ascii_case(&repo));
-    if is_tenants || hangar::is_known_repo(&state.source.derived().snapshot, &name) {
+    if is_tenants || hangar::is_known_repo(&name, |s| state.source.derived().knows(s)) {
         Ok(repo)
     } else {
         Err(ApiError::Unknown {
@@ -180,15 +180,15 @@ pub async fn cicd(
 ) -> Result<Json<CicdConfig>, ApiError> {
     let app = params::dns_label(&query, "app")?;
     let github = github(&state)?;
-    let snapshot = &state.source.derived().snapshot;
-    if !hangar::is_known_service(snapshot, app) {
+    let derived = state.source.derived();
+    if !derived.knows(app) {
         return Err(ApiError::Unknown {
             field: "app",
             message: format!("Tower knows no service called {app}"),
         });
     }
     spend_read(&state, caller.as_ref())?;
-    let (repo, path) = hangar::cicd_location(snapshot, github.owner(), app);
+    let (repo, path) = hangar::cicd_location(&derived.service(app), github.owner(), app);
     let text = github
         .file(&repo, &path)
         .await

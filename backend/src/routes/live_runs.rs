@@ -18,7 +18,8 @@ pub async fn get(State(state): State<AppState>, query: Query) -> Result<Json<Liv
     let app = params::dns_label(&query, "app")?;
     let given = params::optional_dns_label(&query, "namespace")?;
     let derived = state.source.derived();
-    let snapshot = &derived.snapshot;
+    // The app's part: its XR, and the runs of its CI/CD namespaces.
+    let snapshot = derived.service(app);
     let cluster = snapshot.control_plane_cluster.clone();
     let objects = snapshot.cluster(&cluster);
     let xr = objects

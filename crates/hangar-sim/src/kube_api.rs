@@ -438,11 +438,6 @@ fn collection(
     if watching {
         return watch(api, filter, query);
     }
-    let (revision, items) = api.store.list(resource, namespace);
-    let items: Vec<Value> = items
-        .into_iter()
-        .filter(|o| filter.labels.matches_labels(o) && filter.fields.matches_fields(o))
-        .collect();
     let start = match query.get("continue").filter(|c| !c.is_empty()) {
         None => 0,
         Some(token) => match parse_continue(token) {
@@ -458,12 +453,18 @@ fn collection(
         .get("limit")
         .and_then(|l| l.parse::<usize>().ok())
         .filter(|l| *l > 0);
-    let end = limit.map_or(items.len(), |l| (start + l).min(items.len()));
-    let page: Vec<Value> = items.get(start..end).unwrap_or_default().to_vec();
+    let (revision, page, total) = api.store.list_page(
+        resource,
+        namespace,
+        |o| filter.labels.matches_labels(o) && filter.fields.matches_fields(o),
+        start,
+        limit,
+    );
+    let end = start + page.len();
     let mut metadata = json!({"resourceVersion": revision.to_string()});
-    if end < items.len() {
+    if end < total {
         metadata["continue"] = json!(format!("{revision}.{end}"));
-        metadata["remainingItemCount"] = json!(items.len() - end);
+        metadata["remainingItemCount"] = json!(total - end);
     }
     Json(
         json!({"apiVersion": resource.api_version(), "kind": format!("{}List", resource.kind),

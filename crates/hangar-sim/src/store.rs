@@ -218,15 +218,43 @@ impl Store {
     /// The current resource version and the objects of `resource`, sorted by namespace and
     /// name, optionally in one namespace.
     pub fn list(&self, resource: &ResourceType, namespace: Option<&str>) -> (u64, Vec<Value>) {
+        let (revision, items, _) = self.list_page(resource, namespace, |_| true, 0, None);
+        (revision, items)
+    }
+
+    /// One page of [`Store::list`]'s objects that `keep` accepts: from the `start`th, at most
+    /// `limit`; with the current resource version and how many there are in all. Only the
+    /// page is copied, so listing a large type page by page is not quadratic.
+    pub fn list_page(
+        &self,
+        resource: &ResourceType,
+        namespace: Option<&str>,
+        keep: impl Fn(&Value) -> bool,
+        start: usize,
+        limit: Option<usize>,
+    ) -> (u64, Vec<Value>, usize) {
         let state = self.lock();
-        let items = state
+        let first = Key {
+            group: resource.group,
+            plural: resource.plural,
+            namespace: None,
+            name: String::new(),
+        };
+        let mut page = Vec::new();
+        let mut total = 0;
+        let of_type = state
             .objects
-            .iter()
-            .filter(|(k, _)| k.group == resource.group && k.plural == resource.plural)
+            .range(first..)
+            .take_while(|(k, _)| k.group == resource.group && k.plural == resource.plural)
             .filter(|(k, _)| namespace.is_none() || k.namespace.as_deref() == namespace)
-            .map(|(_, v)| v.clone())
-            .collect();
-        (state.revision, items)
+            .filter(|(_, v)| keep(v));
+        for (_, object) in of_type {
+            if total >= start && limit.is_none_or(|l| page.len() < l) {
+                page.push(object.clone());
+            }
+            total += 1;
+        }
+        (state.revision, page, total)
     }
 
     /// Every object, of every type.

@@ -42,6 +42,25 @@ pub const FINISHED_SHOWN_FOR: Duration = Duration::minutes(15);
 /// A built app with no Rollout after this long gets a "what is missing" hint.
 pub const ROLLOUT_HINT_AFTER: Duration = Duration::minutes(5);
 
+/// Whether an XR created at `created_at` is still tracked at `now` (one whose creation is
+/// not known is).
+pub fn is_tracked(created_at: Option<DateTime<Utc>>, now: DateTime<Utc>) -> bool {
+    created_at.is_none_or(|created| now - created <= TRACKED_FOR)
+}
+
+/// The services pending request PRs name at `now`: they are on the strip before any object
+/// of theirs exists. With the services whose XR [`is_tracked`], the only ones [`derive`] can
+/// show — a large world is derived from their parts alone.
+pub fn requested(
+    pull_requests: &[crate::snapshot::PullRequest],
+    now: DateTime<Utc>,
+) -> impl Iterator<Item = &str> {
+    pull_requests
+        .iter()
+        .filter(move |pr| crate::hangar::is_pending_request(pr, now))
+        .filter_map(|pr| crate::hangar::parse_request_title(&pr.title).map(|t| t.name))
+}
+
 /// Derives the provisioning state of every tracked service, at `snapshot.now`.
 ///
 /// Shorthand for [`derive`] on a fresh [`World`].

@@ -17,7 +17,7 @@ use super::index::World;
 use super::model::*;
 use super::records::{Application, Composed, Rollout, Xr};
 use super::typical::Typicals;
-use super::{FINISHED_SHOWN_FOR, ROLLOUT_HINT_AFTER, STALLED_AFTER, TRACKED_FOR};
+use super::{FINISHED_SHOWN_FOR, ROLLOUT_HINT_AFTER, STALLED_AFTER};
 
 /// A step before its duration and typical are filled in.
 #[derive(Debug)]
@@ -393,7 +393,7 @@ pub fn derive_service(
     now: DateTime<Utc>,
 ) -> Option<ServiceProgress> {
     let (kind, created_at) = (service.kind, service.created_at);
-    if created_at.is_some_and(|c| now - c > TRACKED_FOR) {
+    if !super::is_tracked(created_at, now) {
         return None;
     }
     let steps: Vec<Step> = service

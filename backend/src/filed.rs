@@ -1,0 +1,350 @@
+//! Tower's objects at rest, filed by the services they belong to.
+//!
+//! An object is kept as the compact JSON of its trimmed [`Object`] ([`Stored`]): about 1 KB
+//! where a tree of `serde_json::Value`s takes about 9. [`Filing`] — owned by whoever derives:
+//! the deriver thread, or a fixed snapshot once — files objects by every service they belong
+//! to ([`hangar::owners`]) as they change, and re-derives what a service's part feeds the
+//! whole-fleet views (its fleet app, whether provisioning tracks it) only for the services a
+//! change touched. Each derivation publishes a [`Filed`], from which one service's part is
+//! parsed on demand ([`Filed::part`]); nothing holds every object parsed at once.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use rustc_hash::{FxHashMap, FxHashSet};
+use serde::Deserialize;
+use tower_shared::fleet::{fleet_apps, FleetApp};
+use tower_shared::hangar;
+use tower_shared::kube::{Object, ObjectMeta};
+use tower_shared::provisioning;
+use tower_shared::snapshot::Snapshot;
+
+/// One object at rest: the JSON of its trimmed [`Object`].
+#[derive(Debug, PartialEq, Eq)]
+pub struct Stored {
+    text: Box<str>,
+}
+
+/// An object's kind and metadata, read without building its spec and status.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Head {
+    #[serde(default)]
+    api_version: String,
+    kind: String,
+    metadata: ObjectMeta,
+}
+
+impl Stored {
+    /// `object` at rest (trim it first: what is stored reaches every signed-in user).
+    pub fn of(object: &Object) -> Self {
+        // An `Object` is strings, maps and JSON values: writing it cannot fail.
+        let text = serde_json::to_string(object).unwrap_or_default();
+        Self {
+            text: text.into_boxed_str(),
+        }
+    }
+
+    /// The object again (`None` only if what was stored was not an object).
+    pub fn object(&self) -> Option<Object> {
+        serde_json::from_str(&self.text).ok()
+    }
+
+    /// The object with its metadata only (spec and status null): enough for
+    /// [`hangar::owners`] and [`hangar::service_of`].
+    fn head(&self) -> Option<Object> {
+        let head: Head = serde_json::from_str(&self.text).ok()?;
+        Some(Object {
+            api_version: head.api_version,
+            kind: head.kind,
+            metadata: head.metadata,
+            spec: serde_json::Value::Null,
+            status: serde_json::Value::Null,
+        })
+    }
+}
+
+/// One service's part: its objects, each with the cluster it is on.
+#[derive(Clone, Debug, Default)]
+struct Part {
+    objects: Vec<(u16, Arc<Stored>)>,
+    /// How many of them are the service's by [`hangar::service_of`]: the service is known
+    /// while any is.
+    own: u32,
+}
+
+/// The objects filed by service at one derivation: cheap to clone (parts are shared).
+#[derive(Clone, Debug, Default)]
+pub struct Filed {
+    clusters: Arc<[String]>,
+    parts: FxHashMap<Arc<str>, Arc<Part>>,
+}
+
+impl Filed {
+    /// Whether some object is `service`'s by [`hangar::service_of`]
+    /// ([`hangar::is_known_service`]).
+    pub fn knows(&self, service: &str) -> bool {
+        self.parts.get(service).is_some_and(|p| p.own > 0)
+    }
+
+    /// `service`'s objects on each cluster, parsed, in a fixed order (kind, namespace, name).
+    fn objects(&self, service: &str) -> BTreeMap<&str, Vec<Arc<Object>>> {
+        let mut by_cluster: BTreeMap<&str, Vec<Arc<Object>>> = BTreeMap::new();
+        for (cluster, stored) in self.parts.get(service).map_or(&[][..], |p| &p.objects) {
+            let (Some(name), Some(object)) =
+                (self.clusters.get(usize::from(*cluster)), stored.object())
+            else {
+                continue;
+            };
+            by_cluster.entry(name).or_default().push(Arc::new(object));
+        }
+        for objects in by_cluster.values_mut() {
+            objects.sort_by(|a, b| {
+                (&a.kind, a.namespace(), a.name()).cmp(&(&b.kind, b.namespace(), b.name()))
+            });
+        }
+        by_cluster
+    }
+
+    /// `service`'s part of the world ([`Snapshot::narrowed`] of `base`, which holds
+    /// everything but objects).
+    pub fn part(&self, base: &Snapshot, service: &str) -> Snapshot {
+        let mut objects = self.objects(service);
+        base.narrowed(service, |cluster| {
+            objects.remove(cluster).unwrap_or_default()
+        })
+    }
+}
+
+/// What the whole-fleet views read of one known service's part, derived when it changes.
+#[derive(Debug)]
+struct Made {
+    /// The service's app in the fleet (none before Argo CD deploys it).
+    apps: Vec<FleetApp>,
+    /// Its XR's creation when it has one on the control plane (`Some(None)`: not known).
+    xr_created: Option<Option<DateTime<Utc>>>,
+}
+
+/// The filing a deriver keeps: objects by service, and what each known service's part
+/// feeds the fleet and provisioning, re-derived only for the services changes touched.
+#[derive(Debug)]
+pub struct Filing {
+    filed: Filed,
+    control_plane: String,
+    made: FxHashMap<Arc<str>, Made>,
+    /// Services whose part changed since the last [`Filing::refresh`].
+    dirty: FxHashSet<Arc<str>>,
+    /// Objects filed (each once, whatever the number of its owners).
+    count: usize,
+}
+
+impl Filing {
+    /// An empty filing for these clusters.
+    pub fn new(clusters: Vec<String>, control_plane: &str) -> Self {
+        Self {
+            filed: Filed {
+                clusters: clusters.into(),
+                parts: FxHashMap::default(),
+            },
+            control_plane: control_plane.to_owned(),
+            made: FxHashMap::default(),
+            dirty: FxHashSet::default(),
+            count: 0,
+        }
+    }
+
+    /// Every object of `snapshot` filed and derived, and the snapshot's base (every
+    /// cluster named, no objects).
+    pub fn of(mut snapshot: Snapshot) -> (Self, Snapshot) {
+        let mut filing = Self::new(
+            snapshot.clusters.keys().cloned().collect(),
+            &snapshot.control_plane_cluster,
+        );
+        for (cluster, objects) in &mut snapshot.clusters {
+            for object in std::mem::take(objects) {
+                filing.moved(cluster, None, Some(&Arc::new(Stored::of(&object))));
+            }
+        }
+        filing.refresh();
+        (filing, snapshot)
+    }
+
+    /// An object of `cluster` went from `old` to `new` (either absent: added or deleted).
+    pub fn moved(&mut self, cluster: &str, old: Option<&Arc<Stored>>, new: Option<&Arc<Stored>>) {
+        let Some(id) = self
+            .filed
+            .clusters
+            .iter()
+            .position(|c| c == cluster)
+            .and_then(|i| u16::try_from(i).ok())
+        else {
+            return;
+        };
+        if let Some(old) = old {
+            if let Some(head) = old.head() {
+                self.count = self.count.saturating_sub(1);
+                let own = hangar::service_of(&head);
+                for owner in owners(&head) {
+                    let key = self.key(owner);
+                    let Some(part) = self.filed.parts.get_mut(owner) else {
+                        continue;
+                    };
+                    let part = Arc::make_mut(part);
+                    part.objects.retain(|(_, o)| !Arc::ptr_eq(o, old));
+                    if own == Some(owner) {
+                        part.own = part.own.saturating_sub(1);
+                    }
+                    if part.objects.is_empty() {
+                        self.filed.parts.remove(owner);
+                    }
+                    self.dirty.insert(key);
+                }
+            }
+        }
+        if let Some(new) = new {
+            if let Some(head) = new.head() {
+                self.count += 1;
+                let own = hangar::service_of(&head);
+                for owner in owners(&head) {
+                    let key = self.key(owner);
+                    let part = Arc::make_mut(self.filed.parts.entry(Arc::clone(&key)).or_default());
+                    part.objects.push((id, Arc::clone(new)));
+                    if own == Some(owner) {
+                        part.own += 1;
+                    }
+                    self.dirty.insert(key);
+                }
+            }
+        }
+    }
+
+    /// The shared name of `owner` (one allocation per service, however many maps hold it).
+    fn key(&self, owner: &str) -> Arc<str> {
+        self.filed
+            .parts
+            .get_key_value(owner)
+            .map(|(k, _)| Arc::clone(k))
+            .or_else(|| self.made.get_key_value(owner).map(|(k, _)| Arc::clone(k)))
+            .unwrap_or_else(|| Arc::from(owner))
+    }
+
+    /// Re-derives what the parts of the services changed since the last call feed the
+    /// whole-fleet views; whether any changed.
+    pub fn refresh(&mut self) -> bool {
+        let dirty = std::mem::take(&mut self.dirty);
+        for service in &dirty {
+            if !self.filed.knows(service) {
+                self.made.remove(service);
+                continue;
+            }
+            let made = self.make(service);
+            self.made.insert(Arc::clone(service), made);
+        }
+        !dirty.is_empty()
+    }
+
+    fn make(&self, service: &str) -> Made {
+        let objects = self.filed.objects(service);
+        let xr_created = objects
+            .get(self.control_plane.as_str())
+            .into_iter()
+            .flatten()
+            .filter(|o| hangar::is_xr(o) && o.name() == service)
+            .map(|o| o.metadata.creation_timestamp)
+            // Several XRs of one name: the one provisioning would track longest.
+            .max_by_key(|created| created.map_or((1, None), |c| (0, Some(c))));
+        let snapshot = Snapshot {
+            control_plane_cluster: self.control_plane.clone(),
+            clusters: objects
+                .into_iter()
+                .map(|(cluster, objects)| (cluster.to_owned(), objects))
+                .collect(),
+            ..Snapshot::empty(DateTime::<Utc>::UNIX_EPOCH)
+        };
+        let mut apps = fleet_apps(&snapshot);
+        // An app is derived from its own service's part (an Application labelled for
+        // another app sits in that app's part too).
+        apps.retain(|a| a.name == service);
+        Made { apps, xr_created }
+    }
+
+    /// Every known service's fleet app (for [`tower_shared::fleet::assemble`]).
+    pub fn fleet_apps(&self) -> Vec<FleetApp> {
+        self.made
+            .values()
+            .flat_map(|m| m.apps.iter().cloned())
+            .collect()
+    }
+
+    /// What provisioning derives from at `now`: `base` (everything but objects) with the
+    /// objects of the only services it can show — those whose XR it still tracks and those
+    /// pending request PRs name ([`provisioning::requested`]).
+    pub fn provisioning_snapshot(&self, base: &Snapshot) -> Snapshot {
+        let now = base.now;
+        let mut services: FxHashSet<&str> = self
+            .made
+            .iter()
+            .filter(|(_, m)| {
+                m.xr_created
+                    .is_some_and(|c| provisioning::is_tracked(c, now))
+            })
+            .map(|(s, _)| &**s)
+            .collect();
+        services.extend(provisioning::requested(
+            base.pull_requests.as_deref().unwrap_or_default(),
+            now,
+        ));
+        // An object may be in several of their parts: once each.
+        let mut seen: FxHashSet<*const Stored> = FxHashSet::default();
+        let mut clusters: BTreeMap<String, Vec<Arc<Object>>> = base
+            .clusters
+            .keys()
+            .map(|c| (c.clone(), Vec::new()))
+            .collect();
+        let mut services: Vec<&str> = services.into_iter().collect();
+        services.sort_unstable();
+        for service in services {
+            let Some(part) = self.filed.parts.get(service) else {
+                continue;
+            };
+            for (cluster, stored) in &part.objects {
+                if !seen.insert(Arc::as_ptr(stored)) {
+                    continue;
+                }
+                let (Some(name), Some(object)) = (
+                    self.filed.clusters.get(usize::from(*cluster)),
+                    stored.object(),
+                ) else {
+                    continue;
+                };
+                clusters
+                    .entry(name.clone())
+                    .or_default()
+                    .push(Arc::new(object));
+            }
+        }
+        Snapshot {
+            clusters,
+            ..base.clone()
+        }
+    }
+
+    /// The filing as it stands, to publish with a derivation.
+    pub fn filed(&self) -> Filed {
+        self.filed.clone()
+    }
+
+    /// How many objects are filed.
+    pub fn count(&self) -> usize {
+        self.count
+    }
+}
+
+/// `object`'s owners, each once.
+fn owners(object: &Object) -> Vec<&str> {
+    let mut owners: Vec<&str> = hangar::owners(object).collect();
+    owners.sort_unstable();
+    owners.dedup();
+    owners
+}
