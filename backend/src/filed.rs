@@ -8,7 +8,7 @@
 //! change touched. Each derivation publishes a [`Filed`], from which one service's part is
 //! parsed on demand ([`Filed::part`]); nothing holds every object parsed at once.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
@@ -88,10 +88,22 @@ impl Filed {
         self.parts.get(service).is_some_and(|p| p.own > 0)
     }
 
-    /// `service`'s objects on each cluster, parsed, in a fixed order (kind, namespace, name).
-    fn objects(&self, service: &str) -> BTreeMap<&str, Vec<Arc<Object>>> {
+    /// The objects of `services`' parts on each cluster, parsed, each once (an object may
+    /// be in several parts), in a fixed order (kind, namespace, name).
+    fn objects<'s>(
+        &self,
+        services: impl IntoIterator<Item = &'s str>,
+    ) -> BTreeMap<&str, Vec<Arc<Object>>> {
+        let mut seen: FxHashSet<*const Stored> = FxHashSet::default();
         let mut by_cluster: BTreeMap<&str, Vec<Arc<Object>>> = BTreeMap::new();
-        for (cluster, stored) in self.parts.get(service).map_or(&[][..], |p| &p.objects) {
+        let entries = services
+            .into_iter()
+            .filter_map(|service| self.parts.get(service))
+            .flat_map(|part| &part.objects);
+        for (cluster, stored) in entries {
+            if !seen.insert(Arc::as_ptr(stored)) {
+                continue;
+            }
             let (Some(name), Some(object)) =
                 (self.clusters.get(usize::from(*cluster)), stored.object())
             else {
@@ -110,7 +122,7 @@ impl Filed {
     /// `service`'s part of the world ([`Snapshot::narrowed`] of `base`, which holds
     /// everything but objects).
     pub fn part(&self, base: &Snapshot, service: &str) -> Snapshot {
-        let mut objects = self.objects(service);
+        let mut objects = self.objects([service]);
         base.narrowed(service, |cluster| {
             objects.remove(cluster).unwrap_or_default()
         })
@@ -245,7 +257,7 @@ impl Filing {
     }
 
     fn make(&self, service: &str) -> Made {
-        let objects = self.filed.objects(service);
+        let objects = self.filed.objects([service]);
         let xr_created = objects
             .get(self.control_plane.as_str())
             .into_iter()
@@ -282,7 +294,7 @@ impl Filing {
     /// pending request PRs name ([`provisioning::requested`]).
     pub fn provisioning_snapshot(&self, base: &Snapshot) -> Snapshot {
         let now = base.now;
-        let mut services: FxHashSet<&str> = self
+        let mut services: BTreeSet<&str> = self
             .made
             .iter()
             .filter(|(_, m)| {
@@ -295,37 +307,13 @@ impl Filing {
             base.pull_requests.as_deref().unwrap_or_default(),
             now,
         ));
-        // An object may be in several of their parts: once each.
-        let mut seen: FxHashSet<*const Stored> = FxHashSet::default();
-        let mut clusters: BTreeMap<String, Vec<Arc<Object>>> = base
-            .clusters
-            .keys()
-            .map(|c| (c.clone(), Vec::new()))
-            .collect();
-        let mut services: Vec<&str> = services.into_iter().collect();
-        services.sort_unstable();
-        for service in services {
-            let Some(part) = self.filed.parts.get(service) else {
-                continue;
-            };
-            for (cluster, stored) in &part.objects {
-                if !seen.insert(Arc::as_ptr(stored)) {
-                    continue;
-                }
-                let (Some(name), Some(object)) = (
-                    self.filed.clusters.get(usize::from(*cluster)),
-                    stored.object(),
-                ) else {
-                    continue;
-                };
-                clusters
-                    .entry(name.clone())
-                    .or_default()
-                    .push(Arc::new(object));
-            }
-        }
+        let mut objects = self.filed.objects(services);
         Snapshot {
-            clusters,
+            clusters: base
+                .clusters
+                .keys()
+                .map(|c| (c.clone(), objects.remove(c.as_str()).unwrap_or_default()))
+                .collect(),
             ..base.clone()
         }
     }

@@ -2,7 +2,7 @@
 
 use chrono::{DateTime, Utc};
 use leptos::prelude::*;
-use tower_shared::fleet::{attention, Fleet, FleetApp, FleetCell, Severity};
+use tower_shared::fleet::{attention, needs_attention, Fleet, FleetApp, FleetCell, Severity};
 use tower_shared::time::age;
 
 use crate::api;
@@ -205,13 +205,6 @@ fn FleetMatrix(fleet: Fleet, now: ReadSignal<DateTime<Utc>>, filters: Filters) -
             <p class="state empty">"No app matches."</p>
         </Show>
     }
-}
-
-fn needs_attention(app: &FleetApp) -> bool {
-    app.cells
-        .iter()
-        .filter_map(attention)
-        .any(|a| a.severity >= Severity::Attention)
 }
 
 /// One app's row; `index` is its place among the matching apps (for `aria-rowindex`: the

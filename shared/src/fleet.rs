@@ -179,6 +179,11 @@ pub fn app_attention(app: &FleetApp) -> Option<Severity> {
         .max()
 }
 
+/// Whether `app` is one "needs attention only" keeps: a cell at attention or worse.
+pub fn needs_attention(app: &FleetApp) -> bool {
+    app_attention(app) >= Some(Severity::Attention)
+}
+
 /// Apps ordered so trouble rises to the top: failing, then attention, then notice, then
 /// calm; ties by name. Stable for equal keys, so the order never depends on input order.
 pub fn sort_by_trouble(apps: &mut [FleetApp]) {

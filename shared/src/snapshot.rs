@@ -224,78 +224,20 @@ impl Snapshot {
     /// repositories and its request PRs, its catalog entity, cicd.yaml and memory. History
     /// is kept whole: typical durations fall back to all kinds.
     pub fn for_service(&self, service: &str) -> Snapshot {
-        ServiceIndex::of_objects(self, Some(service)).snapshot(self, service)
-    }
-}
-
-/// The snapshot's objects filed by the services they belong to ([`hangar::owners`]), in one
-/// pass: many services' parts of a large snapshot without a pass over it for each.
-#[derive(Clone, Debug, Default)]
-pub struct ServiceIndex {
-    /// Per service, per cluster, its objects in the snapshot's order.
-    objects: rustc_hash::FxHashMap<String, BTreeMap<String, Vec<Arc<Object>>>>,
-    /// The services some object is of by [`hangar::service_of`] (the known services).
-    known: rustc_hash::FxHashSet<String>,
-}
-
-impl ServiceIndex {
-    /// Files every object of `snapshot`.
-    pub fn of(snapshot: &Snapshot) -> Self {
-        Self::of_objects(snapshot, None)
-    }
-
-    /// Files the objects of `only` (every service when `None`).
-    fn of_objects(snapshot: &Snapshot, only: Option<&str>) -> Self {
-        let mut index = Self::default();
-        for (cluster, objects) in &snapshot.clusters {
-            for object in objects {
-                if let Some(service) = hangar::service_of(object) {
-                    if only.is_none_or(|o| o == service) {
-                        index.known.insert(service.to_owned());
-                    }
-                }
-                let mut owners: Vec<&str> = hangar::owners(object)
-                    .filter(|s| only.is_none_or(|o| o == *s))
-                    .collect();
-                owners.sort_unstable();
-                owners.dedup();
-                for service in owners {
-                    index
-                        .objects
-                        .entry(service.to_owned())
-                        .or_default()
-                        .entry(cluster.clone())
-                        .or_default()
-                        .push(Arc::clone(object));
-                }
-            }
-        }
-        index
-    }
-
-    /// Whether some object is `service`'s by [`hangar::service_of`]
-    /// ([`hangar::is_known_service`]).
-    pub fn knows(&self, service: &str) -> bool {
-        self.known.contains(service)
-    }
-
-    /// `service`'s part of `snapshot` ([`Snapshot::for_service`]), its objects from the index.
-    pub fn snapshot(&self, snapshot: &Snapshot, service: &str) -> Snapshot {
-        let filed = self.objects.get(service);
-        snapshot.narrowed(service, |cluster| {
-            filed
-                .and_then(|f| f.get(cluster))
+        self.narrowed(service, |cluster| {
+            self.cluster(cluster)
+                .iter()
+                .filter(|o| hangar::belongs_to(o, service))
                 .cloned()
-                .unwrap_or_default()
+                .collect()
         })
     }
-}
 
-impl Snapshot {
     /// `service`'s part of this snapshot with `objects(cluster)` as its objects on each of
     /// the snapshot's clusters: the PRs of its repositories and its request PRs, its catalog
     /// entity, cicd.yaml and memory; history whole ([`Snapshot::for_service`]). How the
-    /// objects were filed is the caller's: a [`ServiceIndex`], or the backend's own filing.
+    /// objects were found is the caller's: `for_service` passes over the snapshot, the
+    /// backend reads its own filing.
     pub fn narrowed(
         &self,
         service: &str,

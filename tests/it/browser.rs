@@ -417,7 +417,7 @@ async fn a_fleet_of_ten_thousand_apps_is_windowed_and_timed() {
         .iter()
         .filter(|a| {
             let app: tower_shared::fleet::FleetApp = serde_json::from_value((*a).clone()).unwrap();
-            app_needs_attention(&app)
+            tower_shared::fleet::needs_attention(&app)
         })
         .count();
     assert!(troubled > 0 && troubled < APPS);
@@ -571,14 +571,6 @@ async fn a_fleet_of_ten_thousand_apps_is_windowed_and_timed() {
         .await
         .unwrap();
     browser.close().await.unwrap();
-}
-
-/// Whether the page counts `app` under "needs attention only".
-fn app_needs_attention(app: &tower_shared::fleet::FleetApp) -> bool {
-    app.cells
-        .iter()
-        .filter_map(tower_shared::fleet::attention)
-        .any(|a| a.severity >= tower_shared::fleet::Severity::Attention)
 }
 
 #[tokio::test]

@@ -530,14 +530,19 @@ fn the_simulated_fleet_plays_every_kind_of_rollout_as_world_time_passes() {
 
 #[test]
 fn a_services_part_of_the_snapshot_derives_what_the_whole_does() {
-    // The backend derives one service's tab from its part of the snapshot, filed by
-    // `ServiceIndex` once per version (a pass over every object per service would not scale).
+    // The backend derives one service's tab from its part of what it filed
+    // (`tower_backend::filed`: a pass over every object per service would not scale).
     for (fixture, service) in FIXTURES {
         let full = Snapshot::from_json(&text(fixture)).unwrap();
-        let index = tower_shared::snapshot::ServiceIndex::of(&full);
-        assert!(index.knows(service), "{fixture}");
-        let part = index.snapshot(&full, service);
-        assert_eq!(part, full.for_service(service), "{fixture}");
+        let (filing, base) = tower_backend::filed::Filing::of(full.clone());
+        let filed = filing.filed();
+        assert!(filed.knows(service), "{fixture}");
+        let part = filed.part(&base, service);
+        assert_eq!(
+            part,
+            crate::filing::sorted(full.for_service(service)),
+            "{fixture}"
+        );
         assert!(
             part.clusters.values().map(Vec::len).sum::<usize>()
                 < full.clusters.values().map(Vec::len).sum::<usize>()

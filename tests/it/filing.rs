@@ -35,7 +35,7 @@ fn fixtures() -> Vec<(String, Snapshot)> {
 }
 
 /// `snapshot`'s objects on each cluster in one order (a part keeps its own).
-fn sorted(mut snapshot: Snapshot) -> Snapshot {
+pub fn sorted(mut snapshot: Snapshot) -> Snapshot {
     for objects in snapshot.clusters.values_mut() {
         objects.sort_by(|a, b| {
             (&a.kind, a.namespace(), a.name()).cmp(&(&b.kind, b.namespace(), b.name()))

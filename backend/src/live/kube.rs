@@ -152,6 +152,24 @@ pub struct Clusters {
     shared: Arc<Shared>,
 }
 
+impl Shared {
+    /// Journals `moves` (old, new) of objects of `cluster` for the deriver.
+    fn journal(
+        &self,
+        cluster: &Arc<str>,
+        moves: impl IntoIterator<Item = (Option<Arc<Stored>>, Option<Arc<Stored>>)>,
+    ) {
+        self.journal
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .extend(moves.into_iter().map(|(old, new)| Moved {
+                cluster: Arc::clone(cluster),
+                old,
+                new,
+            }));
+    }
+}
+
 /// Delays between a watcher's retries: 250 ms doubling to 3 s, so a cluster that comes
 /// back is read again within seconds.
 #[derive(Debug)]
@@ -429,19 +447,6 @@ async fn watch_kind(
     };
     let cluster = cluster.to_owned();
     let journal_name: Arc<str> = Arc::from(cluster.as_str());
-    let journal =
-        |shared: &Shared,
-         moves: &mut dyn Iterator<Item = (Option<Arc<Stored>>, Option<Arc<Stored>>)>| {
-            let mut journal = shared
-                .journal
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            journal.extend(moves.map(|(old, new)| Moved {
-                cluster: Arc::clone(&journal_name),
-                old,
-                new,
-            }));
-        };
     let mut stream = watcher(api, watcher::Config::default())
         .backoff(Retry(Duration::from_millis(250)))
         .boxed();
@@ -476,10 +481,9 @@ async fn watch_kind(
                     watcher::Event::InitDone => {
                         let listed = types.listing.take().unwrap_or_default();
                         let old = std::mem::replace(&mut types.objects, listed);
-                        journal(
-                            &shared,
-                            &mut old
-                                .into_values()
+                        shared.journal(
+                            &journal_name,
+                            old.into_values()
                                 .map(|o| (Some(o), None))
                                 .chain(types.objects.values().map(|n| (None, Some(Arc::clone(n))))),
                         );
@@ -492,7 +496,7 @@ async fn watch_kind(
                         };
                         let change = object_change(&cluster, &watched, "applied", Some(&object));
                         let old = types.objects.insert(key, Arc::clone(&stored));
-                        journal(&shared, &mut std::iter::once((old, Some(stored))));
+                        shared.journal(&journal_name, [(old, Some(stored))]);
                         Update::Object(change)
                     }
                     watcher::Event::Delete(object) => {
@@ -500,7 +504,7 @@ async fn watch_kind(
                             return freshness;
                         };
                         if let Some(old) = types.objects.remove(&key) {
-                            journal(&shared, &mut std::iter::once((Some(old), None)));
+                            shared.journal(&journal_name, [(Some(old), None)]);
                         }
                         Update::Object(object_change(&cluster, &watched, "deleted", Some(&object)))
                     }
@@ -525,7 +529,7 @@ async fn watch_kind(
                     if old.is_empty() {
                         Update::Quiet
                     } else {
-                        journal(&shared, &mut old.into_values().map(|o| (Some(o), None)));
+                        shared.journal(&journal_name, old.into_values().map(|o| (Some(o), None)));
                         Update::Object(object_change(&cluster, &watched, "resynced", None))
                     }
                 });
