@@ -192,16 +192,20 @@ pub fn belongs_to(object: &Object, service: &str) -> bool {
     owners(object).any(|s| s == service)
 }
 
-/// Every service `object` belongs to ([`belongs_to`]): the one it is named after, the
-/// composite it was composed for, its namespace's, an Application's. May repeat one.
+/// Every service `object` belongs to ([`belongs_to`]): the composite it was composed for,
+/// its namespace's, an Application's, and the one it is named after — unless its
+/// namespace or `hangar.io/app` label already says whose it is (a run or ReplicaSet in
+/// `app-<s>-<env>` is `<s>`'s, not a service of its own name). May repeat one.
 pub fn owners(object: &Object) -> impl Iterator<Item = &str> {
+    let namespace = namespace_service(object);
+    let application = is_application(object);
+    let labelled = application && object.label(APP_LABEL).is_some();
+    let named = (namespace.is_none() && !labelled).then(|| object.name());
     [
-        Some(object.name()),
+        named,
         object.label(COMPOSITE_LABEL),
-        namespace_service(object),
-        is_application(object)
-            .then(|| application_service(object))
-            .flatten(),
+        namespace,
+        application.then(|| application_service(object)).flatten(),
     ]
     .into_iter()
     .flatten()
@@ -605,6 +609,18 @@ mod tests {
         assert_eq!(service_of(&composed), Some("shop"));
         assert_eq!(service_of(&platform), None);
         assert!(belongs_to(&run, "shop-v2") && !belongs_to(&run, "shop"));
+        // Its own name makes an object a service's only where nothing else says whose it is.
+        let sorted = |o: &Object| {
+            let mut owners: Vec<&str> = owners(o).collect();
+            owners.sort_unstable();
+            owners.dedup();
+            owners.join(",")
+        };
+        assert_eq!(sorted(&run), "shop-v2");
+        assert_eq!(sorted(&labelled), "pay");
+        assert_eq!(sorted(&named), "shop-v2,shop-v2-cicd");
+        assert_eq!(sorted(&composed), "shop,shop-gitops");
+        assert_eq!(sorted(&platform), "argocd");
     }
 
     #[test]

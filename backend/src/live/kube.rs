@@ -72,7 +72,9 @@ impl ClusterStatus {
     }
 }
 
-type Key = (Option<String>, String);
+/// An object's place in its kind: `namespace/name`, or `name` when cluster-scoped (neither
+/// holds a `/`). One allocation per cached object.
+type Key = Box<str>;
 
 #[derive(Debug, Default)]
 struct TypeCache {
@@ -405,14 +407,11 @@ fn to_object(object: DynamicObject, watched: &WatchedKind) -> Option<(Key, Arc<S
     }
     // Kept only as derivations read it: no env, args, Helm values or secret params.
     let object = Object::from_value(value)?.trimmed();
-    Some((
-        (
-            object.metadata.namespace.clone(),
-            object.metadata.name.clone(),
-        ),
-        Arc::new(Stored::of(&object)),
-        object,
-    ))
+    let key = match &object.metadata.namespace {
+        Some(namespace) => format!("{namespace}/{}", object.metadata.name),
+        None => object.metadata.name.clone(),
+    };
+    Some((key.into_boxed_str(), Arc::new(Stored::of(&object)), object))
 }
 
 async fn run_watcher(
