@@ -56,6 +56,23 @@ pub enum Command {
     /// Argo CD Application and its Argo Rollout — phase, steps, stable and canary ReplicaSets,
     /// analysis and measurements — in plain words. Same snapshot format as `tower provisioning`.
     Deployments(ServiceArgs),
+    /// Print one service's Tekton runs, newest first, as JSON — or, with `--run`, that run's
+    /// graph of tasks.
+    ///
+    /// Each run with its pipeline, outcome, times, commit, image and trigger; a run's graph
+    /// with each task's status, start, end, steps, skipped reason, `runAfter` and
+    /// result-reference edges and its place in the drawing. Same snapshot format as
+    /// `tower provisioning` (docs/snapshot.md).
+    Pipelines(PipelinesArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct PipelinesArgs {
+    #[command(flatten)]
+    pub service: ServiceArgs,
+    /// Only this PipelineRun, with its graph of tasks.
+    #[arg(long)]
+    pub run: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -236,6 +253,10 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                 &snapshot,
                 &args.service,
             ))
+        }
+        Command::Pipelines(args) => {
+            let snapshot = offline::read_snapshot(&args.service.snapshot)?;
+            offline::pipelines(&snapshot, &args.service.service, args.run.as_deref())
         }
     }
 }

@@ -9,6 +9,7 @@ use chrono::{DateTime, Utc};
 use tower_shared::api::{DeploymentsAnswer, Health, ProvisioningAnswer, SnapshotAnswer, Summary};
 use tower_shared::deployments::derive_deployments;
 use tower_shared::fleet::{assemble, Fleet, FleetApp};
+use tower_shared::pipelines::Pipelines;
 use tower_shared::provisioning::{summary, Provisioning};
 use tower_shared::snapshot::Snapshot;
 
@@ -195,6 +196,10 @@ pub trait PerService: PartialEq + serde::Serialize + Send + Sync + Sized + 'stat
     fn shows_the_same(&mut self, old: &Self) -> bool {
         self == old
     }
+    /// Its view: brotli made now, for answers served whole.
+    fn view(&self) -> View {
+        View::ready(self)
+    }
 }
 
 impl PerService for SnapshotAnswer {
@@ -213,6 +218,19 @@ impl PerService for SnapshotAnswer {
         let same = self == old;
         self.snapshot.now = read_at;
         same
+    }
+}
+
+/// The Pipelines tab's runs and graphs: routes serve pages of it, not the whole.
+impl PerService for Pipelines {
+    fn make(derived: &Derived, service: &str) -> Option<Self> {
+        derived
+            .knows(service)
+            .then(|| tower_shared::pipelines::derive(&derived.service(service), service))
+    }
+
+    fn view(&self) -> View {
+        View::lazy(self)
     }
 }
 
@@ -260,6 +278,15 @@ struct ServiceCache<A> {
 impl<A: PerService> ServiceViews<A> {
     /// `service`'s view in `derived`; `None` when Tower knows nothing of it.
     pub fn get(&self, derived: &Derived, service: &str) -> Option<Arc<View>> {
+        self.made(derived, service).map(|(_, view)| view)
+    }
+
+    /// `service`'s answer in `derived`, for routes that serve parts of it.
+    pub fn answer(&self, derived: &Derived, service: &str) -> Option<Arc<A>> {
+        self.made(derived, service).map(|(answer, _)| answer)
+    }
+
+    fn made(&self, derived: &Derived, service: &str) -> Option<Made<A>> {
         let slot = {
             let mut cache = self.lock();
             if cache.version != Some(derived.version) {
@@ -276,9 +303,7 @@ impl<A: PerService> ServiceViews<A> {
                 None => Arc::clone(cache.current.entry(service.to_owned()).or_default()),
             }
         };
-        slot.get_or_init(|| self.make(derived, service))
-            .as_ref()
-            .map(|(_, view)| Arc::clone(view))
+        slot.get_or_init(|| self.make(derived, service)).clone()
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, ServiceCache<A>> {
@@ -294,7 +319,7 @@ impl<A: PerService> ServiceViews<A> {
                 return Some((Arc::clone(old), Arc::clone(view)));
             }
         }
-        let view = Arc::new(View::ready(&answer));
+        let view = Arc::new(answer.view());
         Some((Arc::new(answer), view))
     }
 }

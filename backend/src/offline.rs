@@ -43,3 +43,31 @@ pub fn print_json<T: Serialize>(value: &T) -> anyhow::Result<()> {
     writeln!(out).context("writing JSON")?;
     Ok(())
 }
+
+/// `tower pipelines`: the service's runs, or one run's graph; an error when the snapshot
+/// holds neither the service nor the run.
+pub fn pipelines(snapshot: &Snapshot, service: &str, run: Option<&str>) -> anyhow::Result<()> {
+    let pipelines = tower_shared::pipelines::derive(snapshot, service);
+    let health = tower_shared::api::Health::default();
+    match run {
+        Some(run) => {
+            let graph = pipelines.graph(run).with_context(|| {
+                format!("no PipelineRun called {run} in {}", pipelines.namespace)
+            })?;
+            print_json(&tower_shared::api::PipelineRunAnswer {
+                service: service.to_owned(),
+                graph: graph.clone(),
+                health,
+            })
+        }
+        None => print_json(&tower_shared::api::PipelineRunsAnswer {
+            service: service.to_owned(),
+            pipelines: pipelines.pipeline_names(),
+            total: pipelines.runs.len(),
+            namespace: pipelines.namespace,
+            runs: pipelines.runs,
+            next: None,
+            health,
+        }),
+    }
+}

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use tower_shared::api::{DeploymentsAnswer, Health, SnapshotAnswer};
 use tower_shared::fleet::Fleet;
+use tower_shared::pipelines::Pipelines;
 use tower_shared::provisioning::derive_provisioning;
 use tower_shared::snapshot::Snapshot;
 
@@ -24,6 +25,8 @@ pub trait Source: Send + Sync + std::fmt::Debug {
     fn service_snapshot(&self, service: &str) -> Option<Arc<View>>;
     /// One service's Deployments tab; `None` for a service Tower does not know.
     fn service_deployments(&self, service: &str) -> Option<Arc<View>>;
+    /// One service's runs and their graphs; `None` for a service Tower does not know.
+    fn service_pipelines(&self, service: &str) -> Option<Arc<Pipelines>>;
 }
 
 /// A snapshot read once from a file, derived once; time stands still at its `now`.
@@ -33,6 +36,7 @@ pub struct Fixed {
     derived: Arc<Derived>,
     services: ServiceViews<SnapshotAnswer>,
     deployments: ServiceViews<DeploymentsAnswer>,
+    pipelines: ServiceViews<Pipelines>,
 }
 
 impl Fixed {
@@ -62,6 +66,7 @@ impl Fixed {
             derived: Arc::new(derived),
             services: ServiceViews::default(),
             deployments: ServiceViews::default(),
+            pipelines: ServiceViews::default(),
         }
     }
 }
@@ -82,6 +87,10 @@ impl Source for Fixed {
     fn service_deployments(&self, service: &str) -> Option<Arc<View>> {
         self.deployments.get(&self.derived, service)
     }
+
+    fn service_pipelines(&self, service: &str) -> Option<Arc<Pipelines>> {
+        self.pipelines.answer(&self.derived, service)
+    }
 }
 
 impl Source for crate::live::Live {
@@ -99,5 +108,9 @@ impl Source for crate::live::Live {
 
     fn service_deployments(&self, service: &str) -> Option<Arc<View>> {
         crate::live::Live::service_deployments(self, service)
+    }
+
+    fn service_pipelines(&self, service: &str) -> Option<Arc<Pipelines>> {
+        crate::live::Live::service_pipelines(self, service)
     }
 }

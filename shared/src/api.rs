@@ -183,6 +183,35 @@ pub struct DeploymentsAnswer {
     pub health: Health,
 }
 
+/// `GET /api/pipelines?service=NAME[&pipeline=&status=&limit=&continue=]`: a page of the
+/// service's runs, newest first ([`crate::pipelines`]); `tower pipelines` prints them all.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PipelineRunsAnswer {
+    pub service: String,
+    pub namespace: String,
+    /// Every Pipeline the service's runs name (for the filter), sorted.
+    pub pipelines: Vec<String>,
+    /// How many runs the filter accepts in all.
+    pub total: usize,
+    pub runs: Vec<crate::pipelines::RunSummary>,
+    /// The `continue` of the next page; `None` on the last.
+    pub next: Option<String>,
+    #[serde(flatten)]
+    pub health: Health,
+}
+
+/// `GET /api/pipelines/run?service=NAME&run=RUN`: one run and its graph of tasks.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PipelineRunAnswer {
+    pub service: String,
+    #[serde(flatten)]
+    pub graph: crate::pipelines::RunGraph,
+    #[serde(flatten)]
+    pub health: Health,
+}
+
 /// `GET /live-runs?app=NAME`: the app's Tekton runs, newest first.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

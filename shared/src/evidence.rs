@@ -312,7 +312,7 @@ fn same_image(wanted: &ImageRef<'_>, url: &str, digest: Option<&str>) -> bool {
 
 /// The images a run's results name: `*IMAGE_URL` with the `*IMAGE_DIGEST` of the same
 /// prefix, and `IMAGES` (`url@digest` per line or comma) — Chains' type hints.
-fn built_images(run: &Object) -> Vec<(&str, Option<&str>)> {
+pub(crate) fn built_images(run: &Object) -> Vec<(&str, Option<&str>)> {
     let results = array_at(&run.status, &["results"]);
     let named = |name: &str| named_string(results, name).map(str::trim);
     let mut out = Vec::new();

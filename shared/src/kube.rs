@@ -68,7 +68,7 @@ const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
 /// Tekton params a derivation reads (`Task::param`); other params' values are dropped, since
 /// pipelines pass tokens and URLs with credentials as params.
-pub const READ_TEKTON_PARAMS: &[&str] = &["env"];
+pub const READ_TEKTON_PARAMS: &[&str] = &["env", "revision", "git-revision"];
 
 impl Object {
     /// The object as Tower keeps it: without what no derivation reads and what may carry
@@ -124,9 +124,18 @@ fn scrub(value: &mut Value, parent: Option<&str>) {
                 Some("forProvider" | "atProvider") => {
                     map.remove("content");
                 }
-                // A pipeline's tasks: their params' values come from the run's params.
+                // A pipeline's tasks: their params' values come from the run's params; only
+                // the other tasks they refer to stay (the run's graph draws them).
                 Some("tasks" | "finally") => {
-                    map.remove("params");
+                    if let Some(params) = map.remove("params") {
+                        let refs: Vec<Value> = crate::tekton::task_references(&params)
+                            .into_iter()
+                            .map(|t| Value::String(format!("$(tasks.{t}.results)")))
+                            .collect();
+                        if !refs.is_empty() {
+                            map.insert("params".to_owned(), Value::Array(refs));
+                        }
+                    }
                 }
                 Some("containers" | "initContainers" | "ephemeralContainers") => {
                     map.retain(|key, _| key == "name" || key == "image");

@@ -19,6 +19,8 @@
 //!   its XR kinds, request PRs, the kinds Tower watches.
 //! - [`links`] — links from cluster and GitHub data: `https:` on the expected host only.
 //! - [`kube`] — Kubernetes objects of any kind, read leniently, with their conditions.
+//! - [`pipelines`] — the Pipelines tab: a service's runs (commit, image, trigger, outcome),
+//!   paged by cursor, and each run's graph of tasks laid out in columns.
 //! - [`provisioning`] — provisioning progress: steps, groups, events, typical durations.
 //! - [`snapshot`] — the derivations' input: cluster objects, pull requests, catalog, history, memory.
 //! - [`tekton`] — PipelineRuns and TaskRuns: status, times, results, params.
@@ -32,6 +34,7 @@ pub mod fleet;
 pub mod hangar;
 pub mod kube;
 pub mod links;
+pub mod pipelines;
 pub mod provisioning;
 pub mod snapshot;
 pub mod tekton;

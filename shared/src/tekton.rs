@@ -142,6 +142,32 @@ impl<'a> TaskRun<'a> {
     }
 }
 
+/// The pipeline tasks `value` refers to (`$(tasks.<name>.results.…)`, `$(tasks.<name>.status)`),
+/// at any depth of strings, arrays and objects; each as often as it is named.
+pub fn task_references(value: &Value) -> Vec<&str> {
+    const MARK: &str = "$(tasks.";
+    let mut out = Vec::new();
+    let mut pending = vec![value];
+    while let Some(value) = pending.pop() {
+        match value {
+            Value::String(text) => {
+                let mut rest = text.as_str();
+                while let Some(at) = rest.find(MARK) {
+                    rest = &rest[at + MARK.len()..];
+                    let end = rest.find(['.', ')']).unwrap_or(rest.len());
+                    if end > 0 && rest[end..].starts_with('.') {
+                        out.push(&rest[..end]);
+                    }
+                }
+            }
+            Value::Array(items) => pending.extend(items),
+            Value::Object(map) => pending.extend(map.values()),
+            _ => {}
+        }
+    }
+    out
+}
+
 /// In a Tekton `[{name, value}]` list, the value named `name` when it is a string (values
 /// may also be arrays or objects, which this does not read).
 pub(crate) fn named_string<'a>(list: &'a [Value], name: &str) -> Option<&'a str> {

@@ -37,6 +37,7 @@ mod filing;
 mod history;
 mod hostile_input;
 mod http;
+mod pipelines;
 mod provisioning;
 mod provisioning_props;
 mod routes;

@@ -406,6 +406,8 @@ async fn provisioning_snapshot_readiness_metrics_and_openapi() {
         "/api/fleet",
         "/api/snapshot",
         "/api/deployments",
+        "/api/pipelines",
+        "/api/pipelines/run",
         "/api/provisioning",
         "/api/summary",
         "/api/events",
@@ -1234,4 +1236,158 @@ async fn deployments_are_served_as_a_view() {
             .unwrap();
         assert_eq!(refusal, (code, Some("service".to_owned())), "{query}");
     }
+}
+
+/// `/api/pipelines` pages a busy app's 320 runs by cursor, filters them, answers 304 on a
+/// matching ETag and names a bad parameter; `/api/pipelines/run` is one run's graph.
+#[tokio::test]
+async fn pipelines_are_paged_by_cursor_and_each_run_has_its_graph() {
+    let tower = frozen().await;
+    let (_, fleet) = tower.get("/api/fleet").await.unwrap();
+    let mut busy = None;
+    for app in fleet["apps"].as_array().unwrap() {
+        let name = app["name"].as_str().unwrap();
+        let (status, page) = tower
+            .get(&format!("/api/pipelines?service={name}"))
+            .await
+            .unwrap();
+        assert_eq!(status, StatusCode::OK, "{page}");
+        if page["total"].as_u64().unwrap() >= 300 {
+            busy = Some((name.to_owned(), page));
+            break;
+        }
+    }
+    let (service, first) = busy.expect("an app with 300 runs or more");
+    assert_eq!(
+        first["runs"].as_array().unwrap().len(),
+        25,
+        "a page is 25 runs"
+    );
+    assert_eq!(first["pipelines"], json!(["build", "pull-request"]));
+
+    // Page by page with `next`, 100 at a time: every run once, newest first.
+    let total = first["total"].as_u64().unwrap();
+    let mut seen: Vec<(String, String)> = Vec::new();
+    let mut path = format!("/api/pipelines?service={service}&limit=100");
+    for _ in 0..10 {
+        let (status, page) = tower.get(&path).await.unwrap();
+        assert_eq!(status, StatusCode::OK, "{page}");
+        for run in page["runs"].as_array().unwrap() {
+            seen.push((
+                run["startedAt"].as_str().unwrap().to_owned(),
+                run["name"].as_str().unwrap().to_owned(),
+            ));
+        }
+        match page["next"].as_str() {
+            Some(next) => {
+                path = format!("/api/pipelines?service={service}&limit=100&continue={next}")
+            }
+            None => break,
+        }
+    }
+    assert_eq!(seen.len() as u64, total);
+    let mut sorted = seen.clone();
+    sorted.sort_by(|a, b| b.cmp(a));
+    assert_eq!(seen, sorted, "newest first, nothing twice");
+
+    // Filters: only failed pull-request runs.
+    let (_, failed) = tower
+        .get(&format!(
+            "/api/pipelines?service={service}&pipeline=pull-request&status=failed&limit=100"
+        ))
+        .await
+        .unwrap();
+    let runs = failed["runs"].as_array().unwrap();
+    assert!(!runs.is_empty());
+    assert!(runs
+        .iter()
+        .all(|r| r["outcome"] == "failed" && r["pipeline"] == "pull-request"));
+    assert_eq!(failed["total"].as_u64().unwrap(), runs.len() as u64);
+    assert_eq!(runs[0]["trigger"]["kind"], "pull-request", "{}", runs[0]);
+
+    // One failed run's graph: the failed task marked, tasks one after another.
+    let name = runs[0]["name"].as_str().unwrap();
+    let path = format!("/api/pipelines/run?service={service}&run={name}");
+    let response = tower.client().get(tower.url(&path)).send().await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    let etag = response.headers()["etag"].clone();
+    let graph: Value = response.json().await.unwrap();
+    let tasks = graph["tasks"].as_array().unwrap();
+    let outcomes: Vec<(&str, &str, u64)> = tasks
+        .iter()
+        .map(|t| {
+            (
+                t["name"].as_str().unwrap(),
+                t["outcome"].as_str().unwrap(),
+                t["column"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        outcomes,
+        [
+            ("fetch-source", "succeeded", 0),
+            ("lint", "succeeded", 1),
+            ("unit-tests", "failed", 2)
+        ]
+    );
+    let again = tower
+        .client()
+        .get(tower.url(&path))
+        .header("if-none-match", etag)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(again.status(), StatusCode::NOT_MODIFIED);
+
+    for (query, code, field) in [
+        (
+            format!("service={service}&limit=0"),
+            StatusCode::BAD_REQUEST,
+            "limit",
+        ),
+        (
+            format!("service={service}&limit=101"),
+            StatusCode::BAD_REQUEST,
+            "limit",
+        ),
+        (
+            format!("service={service}&status=fine"),
+            StatusCode::BAD_REQUEST,
+            "status",
+        ),
+        (
+            format!("service={service}&continue=yesterday"),
+            StatusCode::BAD_REQUEST,
+            "continue",
+        ),
+        (
+            format!("service={service}&pipeline=Build"),
+            StatusCode::BAD_REQUEST,
+            "pipeline",
+        ),
+        (
+            "service=no-such-service".to_owned(),
+            StatusCode::NOT_FOUND,
+            "service",
+        ),
+    ] {
+        let (status, body) = tower.get(&format!("/api/pipelines?{query}")).await.unwrap();
+        assert_eq!(
+            (status, body["field"].as_str()),
+            (code, Some(field)),
+            "{query}: {body}"
+        );
+    }
+    let (status, body) = tower
+        .get(&format!(
+            "/api/pipelines/run?service={service}&run={service}-pr-0"
+        ))
+        .await
+        .unwrap();
+    assert_eq!(
+        (status, body["field"].as_str()),
+        (StatusCode::NOT_FOUND, Some("run")),
+        "{body}"
+    );
 }

@@ -60,6 +60,7 @@ struct Inner {
     derived: watch::Sender<Arc<Derived>>,
     services: ServiceViews<tower_shared::api::SnapshotAnswer>,
     deployments: ServiceViews<tower_shared::api::DeploymentsAnswer>,
+    pipelines: ServiceViews<tower_shared::pipelines::Pipelines>,
     /// Changes noted since the deriver last took them.
     pending: Mutex<BTreeSet<Change>>,
     /// How long the deriver's last rebuild took (snapshot, index, derivation, views), µs.
@@ -139,6 +140,7 @@ impl Live {
                 derived: watch::channel(Arc::new(first)).0,
                 services: ServiceViews::default(),
                 deployments: ServiceViews::default(),
+                pipelines: ServiceViews::default(),
                 pending: Mutex::default(),
                 last_rebuild_micros: std::sync::atomic::AtomicU64::new(0),
                 rebuilds: std::sync::atomic::AtomicU64::new(0),
@@ -219,6 +221,15 @@ impl Live {
     /// service Tower does not know.
     pub fn service_deployments(&self, service: &str) -> Option<Arc<View>> {
         self.inner.deployments.get(&self.derived(), service)
+    }
+
+    /// `service`'s runs and their graphs, made once per change of the snapshot; `None` for
+    /// a service Tower does not know.
+    pub fn service_pipelines(
+        &self,
+        service: &str,
+    ) -> Option<Arc<tower_shared::pipelines::Pipelines>> {
+        self.inner.pipelines.answer(&self.derived(), service)
     }
 
     /// How many times the deriver rebuilt the snapshot, and how long the last rebuild took

@@ -10,6 +10,7 @@ mod history;
 mod live_runs;
 mod ops;
 mod params;
+mod pipelines;
 mod provisioning;
 mod signin;
 mod snapshot;
@@ -30,6 +31,8 @@ pub fn api() -> Router<AppState> {
         .route("/api/fleet", get(fleet::get))
         .route("/api/snapshot", get(snapshot::get))
         .route("/api/deployments", get(snapshot::deployments))
+        .route("/api/pipelines", get(pipelines::runs))
+        .route("/api/pipelines/run", get(pipelines::run))
         .route("/api/provisioning", get(provisioning::get))
         .route("/api/summary", get(provisioning::summary))
         .route("/api/events", get(events::get))

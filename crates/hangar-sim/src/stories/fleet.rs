@@ -59,6 +59,12 @@ const NAMES: [&str; 30] = [
 pub const PAUSED_CANARY: &str = "flight-api";
 const KINDS: [&str; 4] = ["NodeJS", "SpringBoot", "Python", "Go"];
 const BUILD_TASKS: [&str; 4] = ["fetch-source", "unit-tests", "build-image", "update-gitops"];
+/// A busy app's pull-request pipeline: one starts every [`PR_EVERY`] seconds, each task
+/// takes [`PR_TASK_TAKES`]; the newest [`PR_RUNS_KEPT`] are kept (Tekton's pruner).
+const PR_TASKS: [&str; 3] = ["fetch-source", "lint", "unit-tests"];
+const PR_EVERY: i64 = 600;
+const PR_TASK_TAKES: i64 = 80;
+pub const PR_RUNS_KEPT: i64 = 320;
 /// A build takes this long; a release reaches staging and prod this long after it.
 const BUILD_TAKES: i64 = 6 * 60;
 const TO_STAGING: i64 = 3_600;
@@ -142,6 +148,12 @@ pub struct SteadyApp {
     pub chains: Chains,
     /// Its environments in promotion order, and the cluster each runs on.
     pub environments: &'static [(&'static str, &'static str)],
+    /// Its runs as a real platform keeps them: every build's TaskRuns and
+    /// Pipelines-as-Code's keys (the demo's fleet; the scale fleet keeps the lean runs).
+    pub detailed: bool,
+    /// Pull-request pipelines every ten minutes, the last [`PR_RUNS_KEPT`] kept: an app
+    /// whose runs take pages to list.
+    pub busy: bool,
 }
 
 /// The steady fleet.
@@ -168,8 +180,10 @@ impl SteadyFleet {
             .take(count)
             .enumerate()
             // The vision's canary keeps its name in every fleet.
-            .map(|(i, name)| {
-                SteadyApp::chosen(i, if i == 2 { PAUSED_CANARY } else { name }, &mut rng)
+            .map(|(i, name)| SteadyApp {
+                detailed: true,
+                busy: i == 0,
+                ..SteadyApp::chosen(i, if i == 2 { PAUSED_CANARY } else { name }, &mut rng)
             })
             .collect();
         Self {
@@ -260,6 +274,8 @@ impl SteadyApp {
                 _ => Chains::Signs,
             },
             environments: &ENVIRONMENTS,
+            detailed: false,
+            busy: false,
         }
     }
 
@@ -353,6 +369,16 @@ impl SteadyApp {
             ),
         }
         let current = self.release_before(now, 0);
+        let pr_next = self.busy.then(|| {
+            // A run starts (and the oldest goes) each slot; each task ends in turn.
+            let slot = now.timestamp().div_euclid(PR_EVERY) * PR_EVERY;
+            let into = now.timestamp() - slot;
+            let next = (1..=PR_TASKS.len() as i64)
+                .map(|k| k * PR_TASK_TAKES)
+                .find(|t| *t > into)
+                .unwrap_or(PR_EVERY);
+            DateTime::from_timestamp(slot + next, 0).unwrap_or(now)
+        });
         // The next release starts a build; the last few releases' events may lie ahead.
         let mut next = current.at + Duration::seconds(self.cadence);
         let reach = offsets.iter().copied().max().unwrap_or(0);
@@ -366,7 +392,7 @@ impl SteadyApp {
                 }
             }
         }
-        next
+        pr_next.map_or(next, |p| p.min(next))
     }
 
     /// What `release`'s prod rollout is doing at `now`.
@@ -538,24 +564,150 @@ impl SteadyApp {
                 namespace: &namespace,
                 pipeline: "build",
             };
-            out.push((
-                "dev".to_owned(),
-                objects::pipeline_run(
-                    run,
-                    release.at,
-                    &BUILD_TASKS,
-                    finished,
-                    if done {
-                        RunState::Succeeded
-                    } else {
-                        RunState::Running
-                    },
-                    done.then(|| release.at + Duration::seconds(BUILD_TAKES)),
-                ),
-            ));
-            // `build-image` is the third task.
-            if finished > 2 {
-                out.push(("dev".to_owned(), self.image_build(run, release, per_task)));
+            let mut pipeline_run = objects::pipeline_run(
+                run,
+                release.at,
+                &BUILD_TASKS,
+                finished,
+                if done {
+                    RunState::Succeeded
+                } else {
+                    RunState::Running
+                },
+                done.then(|| release.at + Duration::seconds(BUILD_TAKES)),
+            );
+            if self.detailed {
+                self.pac(&mut pipeline_run, &self.commit(release), "push", None);
+            }
+            out.push(("dev".to_owned(), pipeline_run));
+            for (k, task) in BUILD_TASKS.iter().enumerate().take(finished + 1) {
+                let started = release.at + Duration::seconds(k as i64 * per_task);
+                if *task == "build-image" && k < finished {
+                    out.push(("dev".to_owned(), self.image_build(run, release, per_task)));
+                } else if self.detailed && started <= now {
+                    let ended = k < finished;
+                    out.push((
+                        "dev".to_owned(),
+                        objects::task_run(
+                            run,
+                            task,
+                            started,
+                            if ended {
+                                RunState::Succeeded
+                            } else {
+                                RunState::Running
+                            },
+                            ended.then(|| started + Duration::seconds(per_task)),
+                            None,
+                        ),
+                    ));
+                }
+            }
+        }
+        if self.busy {
+            out.extend(self.pr_runs(now));
+        }
+        out
+    }
+
+    /// Pipelines-as-Code's keys on a run it started for `sha` on `event`
+    /// (`pull_request` with the PR's number and branch, or `push` to `main`).
+    fn pac(&self, run: &mut Value, sha: &str, event: &str, pr: Option<(i64, &str)>) {
+        const PAC: &str = "pipelinesascode.tekton.dev";
+        let labels = &mut run["metadata"]["labels"];
+        labels[format!("{PAC}/sha")] = json!(sha);
+        labels[format!("{PAC}/event-type")] = json!(event);
+        labels[format!("{PAC}/branch")] = json!("main");
+        labels[format!("{PAC}/url-org")] = json!("acme");
+        labels[format!("{PAC}/url-repository")] = json!(self.name);
+        labels[format!("{PAC}/sender")] = json!(["ana", "bo", "chen", "dara"][sha.len() % 4]);
+        let mut annotations = json!({
+            format!("{PAC}/repo-url"): format!("https://github.com/acme/{}", self.name),
+            format!("{PAC}/sha-url"): format!("https://github.com/acme/{}/commit/{sha}", self.name),
+        });
+        if let Some((number, branch)) = pr {
+            labels[format!("{PAC}/pull-request")] = json!(number.to_string());
+            annotations[format!("{PAC}/source-branch")] = json!(branch);
+            annotations[format!("{PAC}/sha-title")] = json!(format!("Work on {branch}"));
+        }
+        run["metadata"]["annotations"] = annotations;
+    }
+
+    /// A busy app's pull-request runs: one every ten minutes, the newest
+    /// [`PR_RUNS_KEPT`]; about one in nine fails its unit tests, one in 23 is cancelled.
+    fn pr_runs(&self, now: DateTime<Utc>) -> Vec<(String, Value)> {
+        let namespace = format!("app-{}-cicd", self.name);
+        let newest = now.timestamp().div_euclid(PR_EVERY);
+        let mut out = Vec::new();
+        for slot in (newest - PR_RUNS_KEPT + 1)..=newest {
+            let Some(started) = DateTime::from_timestamp(slot * PR_EVERY, 0) else {
+                continue;
+            };
+            let name = format!("{}-pr-{}", self.name, slot % 1_000_000);
+            let run = RunRef {
+                name: &name,
+                namespace: &namespace,
+                pipeline: "pull-request",
+            };
+            // Where the run ends: its last task, failed at the unit tests, or cancelled
+            // half-way through them.
+            let (ends_after, state) = match slot % 207 {
+                s if s % 23 == 7 => (PR_TASKS.len() - 1, RunState::Cancelled),
+                s if s % 9 == 4 => (PR_TASKS.len() - 1, RunState::Failed),
+                _ => (PR_TASKS.len() - 1, RunState::Succeeded),
+            };
+            let elapsed = (now - started).num_seconds();
+            let take = |k: usize| started + Duration::seconds(k as i64 * PR_TASK_TAKES);
+            let finished = usize::try_from(elapsed / PR_TASK_TAKES)
+                .unwrap_or(0)
+                .min(ends_after + 1);
+            let done = finished > ends_after;
+            let cancel_at = take(ends_after) + Duration::seconds(PR_TASK_TAKES / 2);
+            let (done, finished) = if state == RunState::Cancelled && now >= cancel_at {
+                (true, ends_after)
+            } else {
+                (done, finished)
+            };
+            let end = if state == RunState::Cancelled {
+                cancel_at
+            } else {
+                take(ends_after + 1)
+            };
+            let mut pipeline_run = objects::pipeline_run(
+                run,
+                started,
+                &PR_TASKS,
+                finished,
+                if done { state } else { RunState::Running },
+                done.then_some(end),
+            );
+            let number = 400 + (slot / 6) % 60;
+            let branch = format!("feature-{number}");
+            let sha = crate::store::uid_of(&format!("{}/pr/{slot}", self.name)).replace('-', "");
+            let sha = format!("{sha}{}", &sha[..8]);
+            self.pac(
+                &mut pipeline_run,
+                &sha,
+                "pull_request",
+                Some((number, &branch)),
+            );
+            out.push(("dev".to_owned(), pipeline_run));
+            for (k, task) in PR_TASKS.iter().enumerate().take(finished + 1) {
+                let at = take(k);
+                if at > now {
+                    break;
+                }
+                let last = k == ends_after;
+                let (task_state, ended) = match (done, last, state) {
+                    (true, true, RunState::Cancelled) => (RunState::Cancelled, Some(cancel_at)),
+                    (true, true, RunState::Failed) => (RunState::Failed, Some(take(k + 1))),
+                    _ if k < finished => (RunState::Succeeded, Some(take(k + 1))),
+                    _ => (RunState::Running, None),
+                };
+                out.push((
+                    "dev".to_owned(),
+                    objects::task_run(run, task, at, task_state, ended, None),
+                ));
             }
         }
         out
@@ -1017,13 +1169,18 @@ mod tests {
         let start: DateTime<Utc> = "2026-11-30T08:00:00Z".parse().unwrap();
         let fleet = SteadyFleet::sized(3, start, 50);
         let said = |app: &SteadyApp, t| (app.objects(t, start), app.pull_requests(t));
-        for app in fleet
+        // The demo's busy app (pull-request runs every ten minutes) over an hour.
+        let demo = SteadyFleet::new(1, start);
+        let busy = demo.apps.iter().filter(|a| a.busy).map(|a| (a, 1));
+        for (app, hours) in fleet
             .apps
             .iter()
             .filter(|a| a.role != Role::Steady || a.name.ends_with('0'))
+            .map(|a| (a, 26))
+            .chain(busy)
         {
             let mut now = start;
-            while now < start + Duration::hours(26) {
+            while now < start + Duration::hours(hours) {
                 let next = app.next_change(now);
                 assert!(
                     next > now,
@@ -1052,6 +1209,48 @@ mod tests {
                 );
                 now = next;
             }
+        }
+    }
+
+    #[test]
+    fn the_busy_app_keeps_its_newest_pull_request_runs_each_told_fully() {
+        let start: DateTime<Utc> = "2026-11-30T08:03:00Z".parse().unwrap();
+        let fleet = SteadyFleet::new(1, start);
+        let busy = fleet.apps.iter().find(|a| a.busy).expect("a busy app");
+        let objects = busy.objects(start, start - Duration::days(40));
+        let runs: Vec<&Value> = objects
+            .iter()
+            .map(|(_, o)| o)
+            .filter(|o| {
+                o["kind"] == "PipelineRun"
+                    && o["metadata"]["labels"]["tekton.dev/pipeline"] == "pull-request"
+            })
+            .collect();
+        assert_eq!(runs.len(), PR_RUNS_KEPT as usize);
+        let reason = |r: &&Value| {
+            r["status"]["conditions"][0]["reason"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned()
+        };
+        for word in ["Succeeded", "Failed", "Cancelled", "Running"] {
+            assert!(runs.iter().any(|r| reason(r) == word), "no {word} run");
+        }
+        // Every task a run reached has its TaskRun.
+        for run in &runs {
+            let name = run["metadata"]["name"].as_str().unwrap();
+            for child in run["status"]["childReferences"].as_array().unwrap() {
+                let task = child["name"].as_str().unwrap();
+                assert!(
+                    objects
+                        .iter()
+                        .any(|(_, o)| o["kind"] == "TaskRun" && o["metadata"]["name"] == task),
+                    "{name}: no TaskRun {task}"
+                );
+            }
+            assert!(
+                run["metadata"]["labels"]["pipelinesascode.tekton.dev/pull-request"].is_string()
+            );
         }
     }
 

@@ -104,19 +104,19 @@ pub enum RunState {
     Running,
     Succeeded,
     Failed,
+    Cancelled,
 }
 
 fn succeeded_condition(
     state: RunState,
     at: DateTime<Utc>,
-    running: &str,
-    done: &str,
-    failed: &str,
+    [running, done, failed, cancelled]: [&str; 4],
 ) -> Value {
     match state {
         RunState::Running => unknown_condition("Succeeded", "Running", at, running),
         RunState::Succeeded => condition("Succeeded", true, "Succeeded", at, Some(done)),
         RunState::Failed => condition("Succeeded", false, "Failed", at, Some(failed)),
+        RunState::Cancelled => condition("Succeeded", false, "Cancelled", at, Some(cancelled)),
     }
 }
 
@@ -153,9 +153,14 @@ pub fn pipeline_run(
     );
     let failed = format!("Tasks Completed: {finished} (Failed: 1, Cancelled 0), Skipped: 0");
     let mut status = json!({
-        "conditions": [succeeded_condition(state, at, &running, &done, &failed)],
+        "conditions": [succeeded_condition(state, at, [&running, &done, &failed,
+            &format!("PipelineRun \"{name}\" was cancelled")])],
         "startTime": ts(started),
-        "pipelineSpec": {"tasks": tasks.iter().map(|t| json!({"name": t, "taskRef": {"name": t}})).collect::<Vec<_>>()},
+        // The tasks run one after another.
+        "pipelineSpec": {"tasks": tasks.iter().enumerate().map(|(i, t)| match i.checked_sub(1) {
+            Some(before) => json!({"name": t, "taskRef": {"name": t}, "runAfter": [tasks[before]]}),
+            None => json!({"name": t, "taskRef": {"name": t}}),
+        }).collect::<Vec<_>>()},
         "childReferences": tasks.iter().take(finished + 1).map(|t| json!({"apiVersion": "tekton.dev/v1", "kind": "TaskRun",
             "name": format!("{name}-{t}"), "pipelineTaskName": t})).collect::<Vec<_>>(),
     });
@@ -187,18 +192,23 @@ pub fn task_run(
         pipeline,
     } = run;
     let name = format!("{run}-{task}");
-    let failed = message.unwrap_or("\"step-run\" exited with code 1: Error");
+    let default_failure = format!("\"step-{task}\" exited with code 1: Error");
+    let failed = message.unwrap_or(&default_failure);
     let mut status = json!({
-        "conditions": [succeeded_condition(state, completed.unwrap_or(started), "Not all Steps in the Task have finished executing",
-                                           "All Steps have completed executing", failed)],
+        "conditions": [succeeded_condition(state, completed.unwrap_or(started), ["Not all Steps in the Task have finished executing",
+            "All Steps have completed executing", failed,
+            "TaskRun cancelled as the PipelineRun it belongs to has been cancelled."])],
         "podName": format!("{name}-pod"), "startTime": ts(started),
         "steps": [{"name": task, "container": format!("step-{task}")}],
     });
     if let (Some(done_at), false) = (completed, state == RunState::Running) {
         status["completionTime"] = json!(ts(done_at));
-        status["steps"][0]["terminated"] = json!({"exitCode": i32::from(state == RunState::Failed),
-            "reason": if state == RunState::Succeeded { "Completed" } else { "Error" },
+        status["steps"][0]["terminated"] = json!({"exitCode": i32::from(state != RunState::Succeeded),
+            "reason": match state { RunState::Succeeded => "Completed", RunState::Cancelled => "Cancelled", _ => "Error" },
             "startedAt": ts(started), "finishedAt": ts(done_at)});
+        if state == RunState::Cancelled {
+            status["steps"][0]["terminationReason"] = json!("Cancelled");
+        }
     }
     json!({"apiVersion": "tekton.dev/v1", "kind": "TaskRun",
         "metadata": {"name": name, "namespace": namespace, "labels": {"tekton.dev/pipeline": pipeline,
