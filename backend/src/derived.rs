@@ -196,9 +196,10 @@ pub trait PerService: PartialEq + serde::Serialize + Send + Sync + Sized + 'stat
     fn shows_the_same(&mut self, old: &Self) -> bool {
         self == old
     }
-    /// Its view: brotli made now, for answers served whole.
-    fn view(&self) -> View {
-        View::ready(self)
+    /// Its view (brotli made now) for answers served whole; `None` for answers routes
+    /// serve only in parts.
+    fn view(&self) -> Option<View> {
+        Some(View::ready(self))
     }
 }
 
@@ -229,8 +230,9 @@ impl PerService for Pipelines {
             .then(|| tower_shared::pipelines::derive(&derived.service(service), service))
     }
 
-    fn view(&self) -> View {
-        View::lazy(self)
+    /// Served in pages and single runs, never whole.
+    fn view(&self) -> Option<View> {
+        None
     }
 }
 
@@ -265,7 +267,7 @@ impl<A> Default for ServiceViews<A> {
 }
 
 /// A service's answer and its view.
-type Made<A> = (Arc<A>, Arc<View>);
+type Made<A> = (Arc<A>, Option<Arc<View>>);
 type Slot<A> = Arc<OnceLock<Option<Made<A>>>>;
 
 #[derive(Debug)]
@@ -278,7 +280,7 @@ struct ServiceCache<A> {
 impl<A: PerService> ServiceViews<A> {
     /// `service`'s view in `derived`; `None` when Tower knows nothing of it.
     pub fn get(&self, derived: &Derived, service: &str) -> Option<Arc<View>> {
-        self.made(derived, service).map(|(_, view)| view)
+        self.made(derived, service).and_then(|(_, view)| view)
     }
 
     /// `service`'s answer in `derived`, for routes that serve parts of it.
@@ -316,10 +318,10 @@ impl<A: PerService> ServiceViews<A> {
         let mut answer = A::make(derived, service)?;
         if let Some((old, view)) = self.lock().previous.get(service) {
             if answer.shows_the_same(old) {
-                return Some((Arc::clone(old), Arc::clone(view)));
+                return Some((Arc::clone(old), view.clone()));
             }
         }
-        let view = Arc::new(answer.view());
+        let view = answer.view().map(Arc::new);
         Some((Arc::new(answer), view))
     }
 }
