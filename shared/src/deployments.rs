@@ -267,9 +267,7 @@ fn environments(snapshot: &Snapshot, service: &str) -> Vec<Environment> {
         .chain(rollouts.keys().cloned())
         .collect();
     hangar::sort_environments(&mut names);
-    if let Some(declared) =
-        crate::provisioning::environments(snapshot.cicd.get(service).map(String::as_str))
-    {
+    if let Some(declared) = snapshot.cicd_of(service).environments {
         // Declared ones first, in cicd.yaml's order; any others after, in the fleet's.
         names.sort_by_key(|n| declared.iter().position(|d| d == n).unwrap_or(usize::MAX));
     }

@@ -41,6 +41,10 @@ pub struct Snapshot {
     /// Each service's `cicd.yaml`, as text, when it has been read.
     #[serde(default)]
     pub cicd: BTreeMap<String, String>,
+    /// What each `cicd.yaml` says, read by the backend ([`Snapshot::with_cicd_read`]) so
+    /// the browser needs no YAML reader; a service's entry here stands for its text.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub cicd_read: BTreeMap<String, crate::provisioning::CicdRead>,
     /// Recorded provisioning runs, for typical durations.
     #[serde(default)]
     pub history: Vec<RecordedRun>,
@@ -179,6 +183,7 @@ impl Snapshot {
             pull_requests: None,
             catalog: None,
             cicd: BTreeMap::new(),
+            cicd_read: BTreeMap::new(),
             history: Vec::new(),
             observed: BTreeMap::new(),
             infisical_url: None,
@@ -270,11 +275,41 @@ impl Snapshot {
                     .collect()
             }),
             cicd: only_entry(&self.cicd, service),
+            cicd_read: only_entry(&self.cicd_read, service),
             history: self.history.clone(),
             observed: only_entry(&self.observed, service),
             infisical_url: self.infisical_url.clone(),
             github_host: self.github_host.clone(),
         }
+    }
+}
+
+impl Snapshot {
+    /// What `service`'s `cicd.yaml` says: the backend's reading when it sent one, else the
+    /// text read now (without the `yaml` feature, an unread text counts as unreadable).
+    pub fn cicd_of(&self, service: &str) -> crate::provisioning::CicdRead {
+        match self.cicd_read.get(service) {
+            Some(read) => read.clone(),
+            None => crate::provisioning::CicdRead::of(self.cicd.get(service).map(String::as_str)),
+        }
+    }
+
+    /// The snapshot with every `cicd.yaml` text read ([`Snapshot::cicd_read`]): for a
+    /// browser that derives from it without reading YAML.
+    #[cfg(feature = "yaml")]
+    #[must_use]
+    pub fn with_cicd_read(mut self) -> Self {
+        self.cicd_read = self
+            .cicd
+            .iter()
+            .map(|(service, text)| {
+                (
+                    service.clone(),
+                    crate::provisioning::CicdRead::of(Some(text)),
+                )
+            })
+            .collect();
+        self
     }
 }
 

@@ -709,3 +709,44 @@ fn trimmed_objects_derive_exactly_what_whole_ones_do() {
 fn simulated_world() -> Snapshot {
     crate::support::simulated_worlds(&[60]).remove(0)
 }
+
+/// The browser reads no YAML: it derives from what the backend read of each `cicd.yaml`
+/// (`cicdRead`). With that reading, a snapshot whose texts say nothing readable derives
+/// exactly what the texts do — provisioning and the Deployments tab's environment order.
+#[test]
+fn what_the_backend_read_of_cicd_yaml_stands_for_the_text() {
+    let mut checked = 0;
+    let files = std::fs::read_dir(root().join("fixtures/provisioning"))
+        .unwrap()
+        .chain(std::fs::read_dir(root().join("fixtures/deployments")).unwrap());
+    for entry in files {
+        let path = entry.unwrap().path();
+        let whole = Snapshot::from_json(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        if whole.cicd.is_empty() {
+            continue;
+        }
+        let mut read = whole.clone().with_cicd_read();
+        assert_eq!(read.cicd_read.len(), whole.cicd.len());
+        for text in read.cicd.values_mut() {
+            *text = "deploy: [not yaml".to_owned();
+        }
+        // Through the wire, as the browser gets it.
+        let read = Snapshot::from_json(&serde_json::to_string(&read).unwrap()).unwrap();
+        assert_eq!(
+            derive_provisioning(&read),
+            derive_provisioning(&whole),
+            "{}",
+            path.display()
+        );
+        for service in whole.cicd.keys() {
+            assert_eq!(
+                tower_shared::deployments::derive_deployments(&read, service),
+                tower_shared::deployments::derive_deployments(&whole, service),
+                "{} {service}",
+                path.display()
+            );
+        }
+        checked += 1;
+    }
+    assert!(checked >= 8, "only {checked} fixtures hold a cicd.yaml");
+}

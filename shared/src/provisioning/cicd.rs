@@ -5,7 +5,38 @@
 //! Flight environment, the `cluster` it runs on. Ground environments run on the dev cluster.
 
 use serde::{Deserialize, Serialize};
+#[cfg(feature = "yaml")]
 use serde_yaml_ng::Value;
+
+/// What one `cicd.yaml` says that derivations read.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CicdRead {
+    /// The environment the "Running healthy in <env>" step watches ([`first_environment`]).
+    pub first: FirstEnvironment,
+    /// The declared environments in promotion order ([`environments`]).
+    pub environments: Option<Vec<String>>,
+}
+
+impl CicdRead {
+    /// `text` read (absent, unreadable, or — without the `yaml` feature — unread: dev assumed,
+    /// no environments declared).
+    pub fn of(text: Option<&str>) -> Self {
+        #[cfg(feature = "yaml")]
+        return Self {
+            first: first_environment(text),
+            environments: environments(text),
+        };
+        #[cfg(not(feature = "yaml"))]
+        {
+            let _ = text;
+            Self {
+                first: FirstEnvironment::assumed_dev(None),
+                environments: None,
+            }
+        }
+    }
+}
 
 /// The environment the "Running healthy in <env>" step watches.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -33,6 +64,7 @@ impl FirstEnvironment {
     }
 }
 
+#[cfg(feature = "yaml")]
 /// The environments `cicd.yaml` declares, in promotion order (each entry's name, or its
 /// `name`); `None` when the text is absent, unreadable or declares none.
 pub fn environments(cicd: Option<&str>) -> Option<Vec<String>> {
@@ -48,6 +80,7 @@ pub fn environments(cicd: Option<&str>) -> Option<Vec<String>> {
     (!names.is_empty()).then_some(names)
 }
 
+#[cfg(feature = "yaml")]
 /// The first environment from `cicd.yaml` text; dev on the dev cluster when the text is
 /// absent, unreadable or declares none.
 pub fn first_environment(cicd: Option<&str>) -> FirstEnvironment {
@@ -87,7 +120,7 @@ pub fn first_environment(cicd: Option<&str>) -> FirstEnvironment {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "yaml"))]
 mod tests {
     use super::*;
 

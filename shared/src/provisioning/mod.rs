@@ -26,7 +26,9 @@ use chrono::{DateTime, Duration, Utc};
 
 use crate::snapshot::{Observation, RecordedRun, Snapshot};
 
-pub use cicd::{environments, first_environment, FirstEnvironment};
+#[cfg(feature = "yaml")]
+pub use cicd::{environments, first_environment};
+pub use cicd::{CicdRead, FirstEnvironment};
 pub use model::*;
 
 pub use index::World;

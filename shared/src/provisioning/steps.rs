@@ -12,7 +12,7 @@ use crate::links;
 use crate::snapshot::{Observation, PullRequest};
 use crate::tekton::{PipelineRun, RunStatus, TaskRun};
 
-use super::cicd::{first_environment, FirstEnvironment};
+use super::cicd::FirstEnvironment;
 use super::index::World;
 use super::model::*;
 use super::records::{Application, Composed, Rollout, Xr};
@@ -215,7 +215,7 @@ impl<'a> Facts<'a> {
             (kind.is_function() || deploys.capability == cloud::Capability::CloudRuntime)
                 .then_some(deploys)
         };
-        let env = first_environment(snapshot.cicd.get(name).map(String::as_str));
+        let env = snapshot.cicd_of(name).first;
         let secret_store = index
             .secret_stores(name)
             .iter()
