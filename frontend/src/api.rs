@@ -10,7 +10,7 @@ use gloo_net::http::{Request, RequestBuilder, Response};
 use serde::de::DeserializeOwned;
 use tower_shared::api::{
     AuthConfig, CatalogRefresh, ClockReading, DeploymentsAnswer, ErrorBody, GuestToken,
-    RecordedRuns, SnapshotAnswer, Summary, CLOCK_HEADER,
+    PipelineRunAnswer, PipelineRunsAnswer, RecordedRuns, SnapshotAnswer, Summary, CLOCK_HEADER,
 };
 use tower_shared::fleet::Fleet;
 
@@ -133,6 +133,33 @@ pub async fn service_snapshot(service: String) -> Result<SnapshotAnswer, ApiErro
 pub async fn deployments(service: String) -> Result<DeploymentsAnswer, ApiError> {
     let service = String::from(js_sys::encode_uri_component(&service));
     get_json(&format!("/api/deployments?service={service}")).await
+}
+
+/// `GET /api/pipelines?service=…`: one page of the service's runs, newest first; `query`
+/// holds the filters and the previous page's `next` (`&pipeline=…&status=…&continue=…`).
+pub async fn pipeline_runs(
+    service: &str,
+    query: &[(&str, &str)],
+) -> Result<PipelineRunsAnswer, ApiError> {
+    let mut path = format!("/api/pipelines?service={}", encode(service));
+    for (key, value) in query {
+        path.push_str(&format!("&{key}={}", encode(value)));
+    }
+    get_json(&path).await
+}
+
+/// `GET /api/pipelines/run?service=…&run=…`: one run and its graph of tasks.
+pub async fn pipeline_run(service: &str, run: &str) -> Result<PipelineRunAnswer, ApiError> {
+    get_json(&format!(
+        "/api/pipelines/run?service={}&run={}",
+        encode(service),
+        encode(run)
+    ))
+    .await
+}
+
+fn encode(text: &str) -> String {
+    String::from(js_sys::encode_uri_component(text))
 }
 
 /// `GET /provisioning-history/runs?limit=10`: the newest recorded provisions.

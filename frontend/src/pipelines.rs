@@ -1,109 +1,530 @@
-//! The Pipelines tab: the service's Tekton runs, newest first; `run=` focuses one.
+//! The Pipelines tab: the service's runs newest first, a page at a time (`GET
+//! /api/pipelines`), filtered by pipeline and outcome; `run=` opens one run — its graph of
+//! tasks and their timeline (`GET /api/pipelines/run`), `task=` one task's steps.
 
 use chrono::{DateTime, Utc};
 use leptos::prelude::*;
-use tower_shared::hangar::{cicd_namespace, ServiceKind};
-use tower_shared::snapshot::Snapshot;
-use tower_shared::tekton::{PipelineRun, TaskRun};
-use tower_shared::time::age;
+use leptos_router::hooks::use_query_map;
+use tower_shared::api::{PipelineRunAnswer, PipelineRunsAnswer};
+use tower_shared::pipelines::{EdgeKind, Outcome, RunGraph, RunSummary, TaskNode, Trigger};
+use tower_shared::time::{age, compact_duration};
 
+use crate::api::{self, ApiError};
 use crate::nav::{tab_href, Tab};
-use crate::ui::{header_row, run_duration, run_status_label};
+use crate::ui::{error_alert, header_row, HealthNotice};
+
+/// Runs per page ("Load more" asks for the next).
+const PAGE: &str = "50";
+
+/// The fleet's vocabulary for an outcome: class and icon + word.
+pub fn outcome_label(outcome: Outcome) -> (&'static str, &'static str) {
+    match outcome {
+        Outcome::Succeeded => ("status-ok", "✔ succeeded"),
+        Outcome::Failed => ("status-failed", "✖ failed"),
+        Outcome::TimedOut => ("status-failed", "✖ timed out"),
+        Outcome::Cancelled => ("status-attention", "⚠ cancelled"),
+        Outcome::Running => ("status-running", "◌ running"),
+        Outcome::Pending => ("status-running", "◌ waiting"),
+        Outcome::Skipped => ("status-unknown", "– skipped"),
+        Outcome::NotRun => ("status-unknown", "– not run"),
+        Outcome::Unknown => ("status-unknown", "? unknown"),
+    }
+}
+
+fn took(
+    started: Option<DateTime<Utc>>,
+    ended: Option<DateTime<Utc>>,
+    now: DateTime<Utc>,
+) -> String {
+    match (started, ended) {
+        (Some(s), Some(e)) => compact_duration((e - s).num_seconds()),
+        (Some(s), None) => format!("{} so far", compact_duration((now - s).num_seconds())),
+        _ => "unknown".to_owned(),
+    }
+}
+
+fn short_commit(run: &RunSummary) -> AnyView {
+    match (&run.commit, &run.commit_url) {
+        (Some(sha), Some(url)) => view! {
+            <a class="commit" href=url.clone() title=sha.clone() target="_blank" rel="noopener noreferrer">
+                {sha.chars().take(7).collect::<String>()}
+            </a>
+        }
+        .into_any(),
+        (Some(sha), None) => view! { <span class="commit" title=sha.clone()>{sha.chars().take(7).collect::<String>()}</span> }.into_any(),
+        _ => view! { <span class="unknown" title="the run names no commit">"unknown"</span> }.into_any(),
+    }
+}
+
+/// `name:tag` with the full reference on hover.
+fn short_image(image: Option<&str>) -> AnyView {
+    match image {
+        Some(full) => {
+            let name = full.split('@').next().unwrap_or(full);
+            let name = name.rsplit('/').next().unwrap_or(name).to_owned();
+            view! { <span class="image" title=full.to_owned()>{name}</span> }.into_any()
+        }
+        None => view! { <span class="unknown" title="no image in the run's results">"none"</span> }
+            .into_any(),
+    }
+}
+
+fn trigger_text(trigger: &Trigger) -> String {
+    match trigger {
+        Trigger::PullRequest { number, branch } => match branch {
+            Some(b) => format!("PR #{number} ({b})"),
+            None => format!("PR #{number}"),
+        },
+        Trigger::Push { branch } => {
+            format!("push to {}", branch.as_deref().unwrap_or("unknown branch"))
+        }
+        Trigger::Other { event } => event.clone(),
+        Trigger::Unknown => "unknown".to_owned(),
+    }
+}
 
 #[component]
-pub fn PipelinesTab(
-    snapshot: Snapshot,
-    service: String,
-    run: Option<String>,
-    now: ReadSignal<DateTime<Utc>>,
-) -> impl IntoView {
-    // The kind is not known here: an application's and an InfraService's namespace.
-    let namespaces = [
-        cicd_namespace(&service, None),
-        cicd_namespace(&service, Some(ServiceKind::InfraService)),
-    ];
-    let objects = snapshot
-        .cluster(&snapshot.control_plane_cluster)
-        .iter()
-        .map(|o| &**o);
-    let in_cicd = |o: &&tower_shared::kube::Object| {
-        o.namespace()
-            .is_some_and(|ns| namespaces.iter().any(|n| n == ns))
-    };
-    let mut runs: Vec<PipelineRun<'_>> = objects
-        .clone()
-        .filter(in_cicd)
-        .filter_map(PipelineRun::new)
-        .collect();
-    runs.sort_by(|a, b| {
-        b.started_at()
-            .cmp(&a.started_at())
-            .then_with(|| b.name().cmp(a.name()))
-    });
-    let tasks: Vec<TaskRun<'_>> = objects.filter(in_cicd).filter_map(TaskRun::new).collect();
+pub fn PipelinesTab(service: String, run: Option<String>) -> impl IntoView {
+    let feed = crate::feed::feed();
+    let now = feed.now;
+    let query = use_query_map();
+    let task = Memo::new(move |_| query.with(|q| q.get("task")));
+    let focused = run.map(|run| view! { <RunView service=service.clone() run=run task=task /> });
+    view! {
+        <section class="pipelines">
+            {focused}
+            <RunList service=service.clone() now=now />
+        </section>
+    }
+}
 
-    let focused = run.as_deref().map(|name| match runs.iter().find(|r| r.name() == name) {
-        Some(r) => {
-            let mut own: Vec<&TaskRun<'_>> = tasks.iter().filter(|t| t.pipeline_run() == Some(name)).collect();
-            own.sort_by_key(|t| (t.started_at(), t.name()));
-            let (class, status) = run_status_label(r.status());
-            let task_rows = own
+/// The runs, newest first, `pages` pages of them; fetched again when an event names the
+/// service (each page answers 304 when it did not change).
+#[component]
+fn RunList(service: String, now: ReadSignal<DateTime<Utc>>) -> impl IntoView {
+    let changed = crate::feed::feed().refresh.service(service.clone());
+    let pipeline = RwSignal::new(String::new());
+    let status = RwSignal::new(String::new());
+    let pages = RwSignal::new(1_usize);
+    let name = service.clone();
+    let fetched = crate::feed::settled(LocalResource::new(move || {
+        changed.track();
+        let (pipeline, status, pages) = (pipeline.get(), status.get(), pages.get());
+        let service = name.clone();
+        async move {
+            let mut answer: Option<PipelineRunsAnswer> = None;
+            let mut next: Option<String> = None;
+            for _ in 0..pages {
+                let mut query = vec![("limit", PAGE)];
+                if !pipeline.is_empty() {
+                    query.push(("pipeline", pipeline.as_str()));
+                }
+                if !status.is_empty() {
+                    query.push(("status", status.as_str()));
+                }
+                if let Some(next) = &next {
+                    query.push(("continue", next.as_str()));
+                }
+                let page = api::pipeline_runs(&service, &query).await?;
+                next.clone_from(&page.next);
+                match &mut answer {
+                    Some(all) => {
+                        all.runs.extend(page.runs);
+                        all.next = page.next;
+                    }
+                    None => answer = Some(page),
+                }
+                if next.is_none() {
+                    break;
+                }
+            }
+            answer.ok_or_else(|| ApiError::Decode("no page".to_owned()))
+        }
+    }));
+    let service = StoredValue::new(service);
+    let choices = move |answer: &PipelineRunsAnswer| {
+        answer
+            .pipelines
+            .iter()
+            .map(|p| view! { <option value=p.clone() selected=pipeline.get_untracked() == *p>{p.clone()}</option> })
+            .collect_view()
+    };
+    let statuses = Outcome::OF_RUNS
+        .into_iter()
+        .map(|o| {
+            let word = o.as_str();
+            view! { <option value=word>{outcome_label(o).1}</option> }
+        })
+        .collect_view();
+    move || match fetched.get() {
+        None => view! { <p class="state loading">"Loading runs…"</p> }.into_any(),
+        Some(Err(err)) => error_alert(&err),
+        Some(Ok(answer)) => {
+            let shown = answer.runs.len();
+            let sentence = match answer.runs.first() {
+                None => format!(
+                    "No runs in {}{}: a build starts when a pull request is opened or code is pushed (the Tekton pruner removes old runs).",
+                    answer.namespace,
+                    if pipeline.get_untracked().is_empty() && status.get_untracked().is_empty() { "" } else { " that match the filters" }
+                ),
+                Some(latest) => format!(
+                    "{} runs in {}; the latest, {} ({}), {}.",
+                    answer.total,
+                    answer.namespace,
+                    latest.name,
+                    latest.pipeline.as_deref().unwrap_or("unknown pipeline"),
+                    outcome_label(latest.outcome).1.trim_start_matches(|c: char| !c.is_alphabetic()),
+                ),
+            };
+            let rows = answer
+                .runs
                 .iter()
-                .map(|t| {
-                    let (class, status) = run_status_label(t.status());
+                .map(|r| {
+                    let (class, word) = outcome_label(r.outcome);
+                    let (started, ended) = (r.started_at, r.completed_at);
+                    let href = tab_href(Tab::Pipelines, &service.get_value(), Some(&r.name));
                     view! {
                         <tr>
-                            <td>{t.pipeline_task().unwrap_or(t.name()).to_owned()}</td>
-                            <td class=class>{status}</td>
-                            <td>{t.message().unwrap_or_default().to_owned()}</td>
+                            <td><a href=href>{r.name.clone()}</a></td>
+                            <td>{r.pipeline.clone().unwrap_or_else(|| "unknown".to_owned())}</td>
+                            <td class=class>{word}</td>
+                            <td>{short_commit(r)}</td>
+                            <td>{short_image(r.image.as_deref())}</td>
+                            <td>{trigger_text(&r.trigger)}</td>
+                            <td title=started.map(|t| t.to_rfc3339()).unwrap_or_default()>
+                                {move || started.map_or_else(|| "unknown".to_owned(), |t| age(t, now.get()))}
+                            </td>
+                            <td>{move || took(started, ended, now.get())}</td>
                         </tr>
                     }
                 })
                 .collect_view();
+            let more = answer.next.is_some().then(|| {
+                view! {
+                    <button class="load-more" on:click=move |_| pages.update(|p| *p += 1)>
+                        {format!("Load more ({shown} of {} shown)", answer.total)}
+                    </button>
+                }
+            });
+            view! {
+                <HealthNotice health=answer.health.clone() now=now />
+                <p class="headline">{sentence}</p>
+                <form class="filters" aria-label="Filter runs" on:submit=|e| e.prevent_default()>
+                    <label>"Pipeline "
+                        <select on:change=move |e| { pages.set(1); pipeline.set(event_target_value(&e)); }>
+                            <option value="">"all"</option>
+                            {choices(&answer)}
+                        </select>
+                    </label>
+                    <label>" Status "
+                        <select prop:value=move || status.get() on:change=move |e| { pages.set(1); status.set(event_target_value(&e)); }>
+                            <option value="">"all"</option>
+                            {statuses.clone()}
+                        </select>
+                    </label>
+                </form>
+                <table class="runs" aria-rowcount=answer.total>
+                    {header_row(&["Run", "Pipeline", "Status", "Commit", "Image", "Trigger", "Started", "Took"])}
+                    <tbody>{rows}</tbody>
+                </table>
+                {more}
+            }
+            .into_any()
+        }
+    }
+}
+
+/// One run: a sentence, its graph, its timeline, and the chosen task's steps.
+#[component]
+fn RunView(service: String, run: String, task: Memo<Option<String>>) -> impl IntoView {
+    let feed = crate::feed::feed();
+    let now = feed.now;
+    let changed = feed.refresh.service(service.clone());
+    let (s, r) = (service.clone(), run.clone());
+    let fetched = crate::feed::settled(LocalResource::new(move || {
+        changed.track();
+        let (s, r) = (s.clone(), r.clone());
+        async move { api::pipeline_run(&s, &r).await }
+    }));
+    move || {
+        match fetched.get() {
+        None => view! { <p class="state loading">"Loading the run…"</p> }.into_any(),
+        Some(Err(ApiError::Status { status: 404, .. })) => view! {
+            <p class="state empty">
+                {format!("Tower does not see run {run} any more: the Tekton pruner removes old runs.")}
+            </p>
+        }
+        .into_any(),
+        Some(Err(err)) => error_alert(&err),
+        Some(Ok(PipelineRunAnswer { graph, .. })) => {
+            let chosen = task.get();
+            let parts = graph_sentence_parts(&graph);
             view! {
                 <section class="focused-run" aria-label="Pipeline run">
-                    <h3>"Run " <span class="run-name">{name.to_owned()}</span></h3>
-                    <p class=class>{status} " · " {r.pipeline().unwrap_or("unknown pipeline").to_owned()}</p>
-                    <table class="tasks">
-                        {header_row(&["Task", "Status", "Message"])}
-                        <tbody>{task_rows}</tbody>
-                    </table>
+                    <h3>"Run " <span class="run-name">{graph.run.name.clone()}</span></h3>
+                    <p class="headline">{move || run_sentence(&parts, now.get())}</p>
+                    {dag(&graph, &service, chosen.as_deref())}
+                    {timeline(&graph, now)}
+                    {chosen.and_then(|name| graph.tasks.iter().find(|t| t.name == name).cloned()).map(|t| task_detail(t, now))}
                 </section>
             }
             .into_any()
         }
-        None => view! {
-            <p class="state empty">
-                {format!("Tower does not see run {name} any more: the Tekton pruner removes old runs.")}
-            </p>
-        }
-        .into_any(),
-    });
-    let rows = runs
+    }
+    }
+}
+
+/// What the run's sentence needs, cloned once.
+#[derive(Clone)]
+struct SentenceParts {
+    name: String,
+    outcome: Outcome,
+    started: Option<DateTime<Utc>>,
+    ended: Option<DateTime<Utc>>,
+    failed: Option<(String, Option<String>)>,
+    done: usize,
+    total: usize,
+    commit: Option<String>,
+    trigger: String,
+}
+
+fn graph_sentence_parts(graph: &RunGraph) -> SentenceParts {
+    let failed = graph
+        .tasks
         .iter()
-        .map(|r| {
-            let (class, status) = run_status_label(r.status());
-            let (started, finished) = (r.started_at(), r.completed_at());
-            let current = (run.as_deref() == Some(r.name())).then_some("true");
+        .find(|t| matches!(t.outcome, Outcome::Failed | Outcome::TimedOut))
+        .map(|t| (label(t), t.message.clone()));
+    SentenceParts {
+        name: graph.run.name.clone(),
+        outcome: graph.run.outcome,
+        started: graph.run.started_at,
+        ended: graph.run.completed_at,
+        failed,
+        done: graph.tasks.iter().filter(|t| t.outcome.is_final()).count(),
+        total: graph.tasks.len(),
+        commit: graph
+            .run
+            .commit
+            .as_ref()
+            .map(|c| c.chars().take(7).collect()),
+        trigger: trigger_text(&graph.run.trigger),
+    }
+}
+
+fn run_sentence(p: &SentenceParts, now: DateTime<Utc>) -> String {
+    let of = format!(
+        " (commit {}, {})",
+        p.commit.as_deref().unwrap_or("unknown"),
+        p.trigger
+    );
+    let took = took(p.started, p.ended, now);
+    match (p.outcome, &p.failed) {
+        (Outcome::Failed | Outcome::TimedOut, Some((task, message))) => format!(
+            "{} failed at {task}{of}: {}.",
+            p.name,
+            message.as_deref().unwrap_or("no message")
+        ),
+        (Outcome::Running, _) => format!(
+            "{} is running: {} of {} tasks done, {took}{of}.",
+            p.name, p.done, p.total
+        ),
+        (outcome, _) => format!(
+            "{} {}{of}; it took {took}.",
+            p.name,
+            outcome_label(outcome)
+                .1
+                .trim_start_matches(|c: char| !c.is_alphabetic())
+        ),
+    }
+}
+
+fn label(task: &TaskNode) -> String {
+    task.display_name
+        .clone()
+        .unwrap_or_else(|| task.name.clone())
+}
+
+const NODE_W: f64 = 176.0;
+const NODE_H: f64 = 46.0;
+const GAP_X: f64 = 44.0;
+const GAP_Y: f64 = 16.0;
+
+fn node_xy(task: &TaskNode) -> (f64, f64) {
+    (
+        4.0 + f64::from(task.column) * (NODE_W + GAP_X),
+        4.0 + f64::from(task.row) * (NODE_H + GAP_Y),
+    )
+}
+
+/// The run's tasks as a graph: a column per stage, arrows for `runAfter` (solid) and result
+/// references (dashed); each node links to its task.
+fn dag(graph: &RunGraph, service: &str, chosen: Option<&str>) -> impl IntoView {
+    let width = 8.0 + f64::from(graph.columns) * (NODE_W + GAP_X) - GAP_X;
+    let height = 8.0 + f64::from(graph.rows) * (NODE_H + GAP_Y) - GAP_Y;
+    let edges = graph
+        .edges
+        .iter()
+        .filter_map(|e| {
+            let from = graph.tasks.iter().find(|t| t.name == e.from)?;
+            let to = graph.tasks.iter().find(|t| t.name == e.to)?;
+            let ((x1, y1), (x2, y2)) = (node_xy(from), node_xy(to));
+            let (x1, y1, x2, y2) = (x1 + NODE_W, y1 + NODE_H / 2.0, x2, y2 + NODE_H / 2.0);
+            let mid = (x1 + x2) / 2.0;
+            let class = match e.kind {
+                EdgeKind::RunAfter => "edge",
+                EdgeKind::Reference => "edge reference",
+            };
+            Some(view! {
+                <path class=class d=format!("M{x1} {y1} C{mid} {y1} {mid} {y2} {x2} {y2}") fill="none"></path>
+            })
+        })
+        .collect_view();
+    let run = graph.run.name.clone();
+    let nodes = graph
+        .tasks
+        .iter()
+        .map(|t| {
+            let (x, y) = node_xy(t);
+            let (class, word) = outcome_label(t.outcome);
+            let selected = if chosen == Some(t.name.as_str()) { " selected" } else { "" };
+            let finally = if t.finally { " · finally" } else { "" };
             view! {
-                <tr aria-current=current>
-                    <td><a href=tab_href(Tab::Pipelines, &service, Some(r.name()))>{r.name().to_owned()}</a></td>
-                    <td>{r.pipeline().unwrap_or("unknown").to_owned()}</td>
-                    <td class=class>{status}</td>
-                    <td>{move || started.map_or_else(|| "unknown".to_owned(), |t| age(t, now.get()))}</td>
-                    <td>{move || run_duration(started, finished, now.get())}</td>
-                </tr>
+                <g class=format!("node {class}{selected}") data-task=t.name.clone()>
+                    <rect x=x y=y width=NODE_W height=NODE_H rx="6"></rect>
+                    <text x=x + 8.0 y=y + 18.0 class="node-name">{label(t)}</text>
+                    <text x=x + 8.0 y=y + 36.0 class="node-status">{format!("{word}{finally}")}</text>
+                </g>
+            }
+        })
+        .collect_view();
+    // The same facts as text, each task linking to its steps.
+    let links = graph
+        .tasks
+        .iter()
+        .map(|t| {
+            let after: Vec<&str> = graph
+                .edges
+                .iter()
+                .filter(|e| e.to == t.name)
+                .map(|e| e.from.as_str())
+                .collect();
+            let (class, word) = outcome_label(t.outcome);
+            let href = format!(
+                "{}&task={}",
+                tab_href(Tab::Pipelines, service, Some(&run)),
+                String::from(js_sys::encode_uri_component(&t.name))
+            );
+            let current = (chosen == Some(t.name.as_str())).then_some("true");
+            view! {
+                <li>
+                    <a href=href aria-current=current>{label(t)}</a>
+                    " " <span class=class>{word}</span>
+                    {(!after.is_empty()).then(|| format!(", after {}", after.join(", ")))}
+                </li>
             }
         })
         .collect_view();
     view! {
-        <section class="pipelines">
-            <h2>"Pipelines"</h2>
-            {focused}
-            <h3>"All runs"</h3>
-            <table class="runs">
-                {header_row(&["Run", "Pipeline", "Status", "Started", "Duration"])}
-                <tbody>{rows}</tbody>
+        <figure class="dag">
+            <svg viewBox=format!("0 0 {width} {height}") role="img" aria-label=format!("Tasks of {}", graph.run.name)
+                style=format!("max-width: {width}px")>
+                <defs>
+                    <marker id="arrow" viewBox="0 0 8 8" refX="8" refY="4" markerWidth="8" markerHeight="8" orient="auto">
+                        <path d="M0 0 L8 4 L0 8 z"></path>
+                    </marker>
+                </defs>
+                {edges}
+                {nodes}
+            </svg>
+            <figcaption><ul class="task-links">{links}</ul></figcaption>
+        </figure>
+    }
+}
+
+/// The tasks on one time axis (from the run's start to its end, or now), durations ticking.
+fn timeline(graph: &RunGraph, now: ReadSignal<DateTime<Utc>>) -> impl IntoView {
+    const W: f64 = 600.0;
+    const ROW: f64 = 22.0;
+    const LABEL: f64 = 170.0;
+    let start = graph.run.started_at;
+    let end = graph.run.completed_at;
+    let tasks: Vec<TaskNode> = graph.tasks.clone();
+    let height = ROW * tasks.len() as f64 + 4.0;
+    let bars = move || {
+        let now = now.get();
+        let Some(start) = start else {
+            return view! { <text x="0" y="14">"The run's start is unknown."</text> }.into_any();
+        };
+        let span = (end.unwrap_or(now) - start).num_milliseconds().max(1) as f64;
+        let x = |t: DateTime<Utc>| {
+            LABEL + (W - LABEL) * ((t - start).num_milliseconds().max(0) as f64 / span).min(1.0)
+        };
+        tasks
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let y = 2.0 + ROW * i as f64;
+                let (class, _) = outcome_label(t.outcome);
+                let bar = t.started_at.map(|s| {
+                    let (x1, x2) = (x(s), x(t.completed_at.unwrap_or(now)));
+                    view! { <rect class=format!("bar {class}") x=x1 y=y + 4.0 width=(x2 - x1).max(2.0) height=ROW - 8.0></rect> }
+                });
+                view! {
+                    <g>
+                        <text x="0" y=y + 15.0>{format!("{} · {}", label(t), took(t.started_at, t.completed_at, now))}</text>
+                        {bar}
+                    </g>
+                }
+            })
+            .collect_view()
+            .into_any()
+    };
+    view! {
+        <figure class="timeline">
+            <svg viewBox=format!("0 0 {W} {height}") role="img" aria-label="When each task ran"
+                style=format!("max-width: {W}px")>{bars}</svg>
+        </figure>
+    }
+}
+
+/// One task: its TaskRun, pod, why it was skipped, and its steps.
+fn task_detail(task: TaskNode, now: ReadSignal<DateTime<Utc>>) -> impl IntoView {
+    let (class, word) = outcome_label(task.outcome);
+    let steps = task
+        .steps
+        .iter()
+        .map(|s| {
+            let (class, word) = outcome_label(s.outcome);
+            let (started, ended) = (s.started_at, s.completed_at);
+            view! {
+                <tr>
+                    <td>{s.name.clone()}</td>
+                    <td class=class>{word}</td>
+                    <td>{s.exit_code.map_or_else(|| "—".to_owned(), |c| c.to_string())}</td>
+                    <td>{move || took(started, ended, now.get())}</td>
+                </tr>
+            }
+        })
+        .collect_view();
+    let no_steps = task.steps.is_empty().then(|| {
+        view! { <p class="state empty">{match task.outcome {
+            Outcome::Skipped | Outcome::NotRun | Outcome::Pending => "No steps: the task did not run.",
+            _ => "No steps: Tower does not see this task's TaskRun.",
+        }}</p> }
+    });
+    view! {
+        <section class="task-detail" aria-label="Task">
+            <h4>{label(&task)} " " <span class=class>{word}</span></h4>
+            <dl>
+                <dt>"TaskRun"</dt><dd>{task.task_run.clone().unwrap_or_else(|| "none".to_owned())}</dd>
+                <dt>"Pod"</dt><dd>{task.pod.clone().unwrap_or_else(|| "unknown".to_owned())}</dd>
+                {task.skipped_reason.clone().map(|r| view! { <dt>"Skipped because"</dt><dd>{r}</dd> })}
+                {task.message.clone().map(|m| view! { <dt>"Message"</dt><dd>{m}</dd> })}
+            </dl>
+            {no_steps}
+            <table class="steps">
+                {header_row(&["Step", "Status", "Exit code", "Took"])}
+                <tbody>{steps}</tbody>
             </table>
         </section>
     }

@@ -3,7 +3,7 @@
 
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
-use tower_shared::api::{DeploymentsAnswer, SnapshotAnswer};
+use tower_shared::api::DeploymentsAnswer;
 
 use crate::api::{self, ApiError};
 use crate::nav::{tab_href, Page, Tab};
@@ -87,23 +87,10 @@ where
     }
 }
 
-/// The Pipelines tab, drawn from the service's snapshot.
+/// The Pipelines tab: pages of runs and one run's graph, as the backend derived them.
 #[component]
 fn PipelinesPage(service: String, run: Option<String>) -> impl IntoView {
-    let now = crate::feed::feed().now;
-    let name = service.clone();
-    fetched(
-        service,
-        api::service_snapshot,
-        move |answer: SnapshotAnswer| {
-            let SnapshotAnswer { snapshot, health } = answer;
-            view! {
-                <HealthNotice health=health now=now />
-                <pipelines::PipelinesTab snapshot=snapshot service=name.clone() run=run.clone() now=now />
-            }
-            .into_any()
-        },
-    )
+    view! { <pipelines::PipelinesTab service=service run=run /> }
 }
 
 /// The Deployments tab, as the backend derived it (`GET /api/deployments`).

@@ -184,9 +184,9 @@ async fn cloud_deployments_tab_shows_a_simulated_ecs_service_and_opens_its_runs(
                 "{url}"
             );
             let tasks = c
-                .find_all(Locator::Css("section.focused-run table.tasks tbody tr"))
+                .find_all(Locator::Css("section.focused-run .dag g.node"))
                 .await?;
-            anyhow::ensure!(tasks.len() == 3, "{} tasks in the run", tasks.len());
+            anyhow::ensure!(tasks.len() == 3, "{} tasks in the run's graph", tasks.len());
             browser.check_page("pipelines").await?;
             // Every action on the page is reachable by keyboard, with visible focus.
             browser.keyboard_reaches_everything().await?;
@@ -1277,6 +1277,155 @@ async fn the_deployments_tab_follows_a_canary_live_and_explains_an_aborted_one()
                 anyhow::ensure!(said.contains(plainly), "{plainly:?} not said in {said:?}");
             }
             browser.check_page("deployments-evidence-unsigned").await?;
+            Ok(())
+        })
+        .await
+        .unwrap();
+    browser.close().await.unwrap();
+}
+
+/// The demo's busy app (a pull-request pipeline every ten minutes): a failed run's graph
+/// marks the failed task, and its link opens the task's steps; "Load more" pages through all
+/// of its runs.
+#[tokio::test]
+async fn the_pipelines_tab_draws_a_failed_run_and_pages_through_three_hundred_runs() {
+    let demo = Demo::start_with(&["--speed", "0"]).await.unwrap();
+    let browser = Browser::start().await.unwrap();
+    let guest: serde_json::Value = reqwest::get(format!("{}auth/guest", demo.url))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let token = guest["token"].as_str().unwrap().to_owned();
+    let http = reqwest::Client::new();
+    let api = |path: String| {
+        let request = http.get(format!("{}{path}", demo.url)).bearer_auth(&token);
+        async move {
+            let body: serde_json::Value = request.send().await?.json().await?;
+            anyhow::Ok(body)
+        }
+    };
+    // The busy app and one failed run of it, from the API.
+    let fleet = api("api/fleet".to_owned()).await.unwrap();
+    let mut busy = None;
+    for app in fleet["apps"].as_array().unwrap() {
+        let name = app["name"].as_str().unwrap().to_owned();
+        let page = api(format!(
+            "api/pipelines?service={name}&status=failed&pipeline=pull-request"
+        ))
+        .await
+        .unwrap();
+        if let Some(run) = page["runs"][0]["name"].as_str() {
+            busy = Some((name, run.to_owned()));
+            break;
+        }
+    }
+    let (service, run) = busy.expect("an app with failed pull-request runs");
+    let total = api(format!("api/pipelines?service={service}"))
+        .await
+        .unwrap()["total"]
+        .as_u64()
+        .unwrap();
+    assert!(total >= 300, "{total} runs");
+    browser
+        .checked("pipelines-failed-run", async {
+            let c = &browser.client;
+            c.goto(&format!(
+                "{}tower?view=pipelines&service={service}&run={run}",
+                demo.url
+            ))
+            .await?;
+            let failed = c
+                .wait()
+                .at_most(Duration::from_secs(20))
+                .for_element(Locator::Css(
+                    ".dag g.node.status-failed[data-task='unit-tests']",
+                ))
+                .await
+                .context("the failed task is not marked in the graph")?;
+            anyhow::ensure!(
+                failed
+                    .attr("class")
+                    .await?
+                    .is_some_and(|c| c.contains("status-failed")),
+                "the failed task's node"
+            );
+            let headline = c
+                .find(Locator::Css("section.focused-run .headline"))
+                .await?
+                .text()
+                .await?;
+            anyhow::ensure!(
+                headline.contains("failed at unit-tests")
+                    && headline.contains("exited with code 1"),
+                "{headline:?}"
+            );
+            // The node links to the task: its steps, the failed one with its exit code.
+            c.find(Locator::Css(".dag .task-links a[href$='&task=unit-tests']"))
+                .await?
+                .click()
+                .await?;
+            let detail = c
+                .wait()
+                .at_most(Duration::from_secs(10))
+                .for_element(Locator::Css("section.task-detail"))
+                .await?
+                .text()
+                .await?;
+            anyhow::ensure!(
+                detail.contains("unit-tests")
+                    && detail.contains("✖ failed")
+                    && detail.contains('1'),
+                "{detail:?}"
+            );
+            let url = c.current_url().await?;
+            anyhow::ensure!(
+                url.query().is_some_and(|q| q.contains("task=unit-tests")),
+                "{url}"
+            );
+            anyhow::ensure!(
+                c.find_all(Locator::Css(".timeline rect.bar")).await?.len() == 3,
+                "one bar per task that ran"
+            );
+            browser.check_page("pipelines-failed-run").await?;
+            Ok(())
+        })
+        .await
+        .unwrap();
+    browser
+        .checked("pipelines-load-more", async {
+            let c = &browser.client;
+            c.goto(&format!("{}tower?view=pipelines&service={service}", demo.url))
+                .await?;
+            let rows = |c: &fantoccini::Client| {
+                let c = c.clone();
+                async move {
+                    anyhow::Ok(c.find_all(Locator::Css("table.runs tbody tr")).await?.len())
+                }
+            };
+            c.wait()
+                .at_most(Duration::from_secs(20))
+                .for_element(Locator::Css("table.runs tbody tr"))
+                .await?;
+            let mut shown = rows(c).await?;
+            anyhow::ensure!(shown == 50, "the first page shows {shown} runs");
+            // Each "Load more" adds a page, until every run is shown and the button goes.
+            for _ in 0..10 {
+                let Ok(button) = c.find(Locator::Css("button.load-more")).await else {
+                    break;
+                };
+                button.click().await?;
+                c.wait()
+                    .at_most(Duration::from_secs(10))
+                    .for_element(Locator::Css(&format!("table.runs tbody tr:nth-child({})", shown + 1)))
+                    .await
+                    .with_context(|| format!("no more rows after {shown}"))?;
+                shown = rows(c).await?;
+            }
+            anyhow::ensure!(shown as u64 == total, "{shown} of {total} runs shown");
+            anyhow::ensure!(c.find(Locator::Css("button.load-more")).await.is_err(), "the button stays");
+            browser.check_page("pipelines-load-more").await?;
             Ok(())
         })
         .await
