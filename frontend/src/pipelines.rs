@@ -7,11 +7,11 @@ use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
 use tower_shared::api::{PipelineRunAnswer, PipelineRunsAnswer};
 use tower_shared::pipelines::{EdgeKind, Outcome, RunGraph, RunSummary, TaskNode, Trigger};
-use tower_shared::time::{age, compact_duration};
+use tower_shared::time::age;
 
 use crate::api::{self, ApiError};
 use crate::nav::{tab_href, Tab};
-use crate::ui::{error_alert, header_row, HealthNotice};
+use crate::ui::{error_alert, header_row, run_duration as took, HealthNotice};
 
 /// Runs per page ("Load more" asks for the next).
 const PAGE: &str = "50";
@@ -28,18 +28,6 @@ pub fn outcome_label(outcome: Outcome) -> (&'static str, &'static str) {
         Outcome::Skipped => ("status-unknown", "– skipped"),
         Outcome::NotRun => ("status-unknown", "– not run"),
         Outcome::Unknown => ("status-unknown", "? unknown"),
-    }
-}
-
-fn took(
-    started: Option<DateTime<Utc>>,
-    ended: Option<DateTime<Utc>>,
-    now: DateTime<Utc>,
-) -> String {
-    match (started, ended) {
-        (Some(s), Some(e)) => compact_duration((e - s).num_seconds()),
-        (Some(s), None) => format!("{} so far", compact_duration((now - s).num_seconds())),
-        _ => "unknown".to_owned(),
     }
 }
 
