@@ -290,9 +290,15 @@ pub fn derive(snapshot: &Snapshot, service: &str) -> Pipelines {
 
 /// The list's order: newest start first (unknown last), then name.
 pub fn newest_first(a: &RunSummary, b: &RunSummary) -> std::cmp::Ordering {
-    b.started_at
-        .cmp(&a.started_at)
-        .then_with(|| b.name.cmp(&a.name))
+    newer_first((a.started_at, &a.name), (b.started_at, &b.name))
+}
+
+/// [`newest_first`] on a run's start and name.
+fn newer_first(
+    (a_start, a_name): (Option<DateTime<Utc>>, &str),
+    (b_start, b_name): (Option<DateTime<Utc>>, &str),
+) -> std::cmp::Ordering {
+    b_start.cmp(&a_start).then_with(|| b_name.cmp(a_name))
 }
 
 fn pac<'a>(object: &'a Object, key: &str) -> Option<&'a str> {
@@ -648,12 +654,8 @@ impl Cursor {
 
     /// Whether `run` comes after this cursor in [`newest_first`] order.
     fn precedes(&self, run: &RunSummary) -> bool {
-        let at = RunSummary {
-            started_at: self.started_at,
-            name: self.name.clone(),
-            ..run.clone()
-        };
-        newest_first(&at, run) == std::cmp::Ordering::Less
+        newer_first((self.started_at, &self.name), (run.started_at, &run.name))
+            == std::cmp::Ordering::Less
     }
 }
 
