@@ -620,7 +620,9 @@ impl SteadyApp {
         labels[format!("{PAC}/branch")] = json!("main");
         labels[format!("{PAC}/url-org")] = json!("acme");
         labels[format!("{PAC}/url-repository")] = json!(self.name);
-        labels[format!("{PAC}/sender")] = json!(["ana", "bo", "chen", "dara"][sha.len() % 4]);
+        // One of four people, chosen by the commit.
+        let who = usize::from(sha.bytes().next().unwrap_or(0)) % 4;
+        labels[format!("{PAC}/sender")] = json!(["ana", "bo", "chen", "dara"][who]);
         let mut annotations = json!({
             format!("{PAC}/repo-url"): format!("https://github.com/acme/{}", self.name),
             format!("{PAC}/sha-url"): format!("https://github.com/acme/{}/commit/{sha}", self.name),
