@@ -651,13 +651,7 @@ async fn tokens_never_reach_the_log_and_writes_are_audited_with_the_subject() {
         .await
         .unwrap();
     let url = |path: &str| format!("{}{path}", tower.url);
-    let guest: Value = reqwest::get(url("auth/guest"))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let token = guest["token"].as_str().unwrap().to_owned();
+    let token = tower.guest_token().await.unwrap();
     let client = crate::support::signed_in(&token);
     for path in [
         "api/provisioning",

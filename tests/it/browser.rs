@@ -1291,16 +1291,9 @@ async fn the_deployments_tab_follows_a_canary_live_and_explains_an_aborted_one()
 async fn the_pipelines_tab_draws_a_failed_run_and_pages_through_three_hundred_runs() {
     let demo = Demo::start_with(&["--speed", "0"]).await.unwrap();
     let browser = Browser::start().await.unwrap();
-    let guest: serde_json::Value = reqwest::get(format!("{}auth/guest", demo.url))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let token = guest["token"].as_str().unwrap().to_owned();
-    let http = reqwest::Client::new();
+    let http = crate::support::signed_in(&demo.guest_token().await.unwrap());
     let api = |path: String| {
-        let request = http.get(format!("{}{path}", demo.url)).bearer_auth(&token);
+        let request = http.get(format!("{}{path}", demo.url));
         async move {
             let body: serde_json::Value = request.send().await?.json().await?;
             anyhow::Ok(body)

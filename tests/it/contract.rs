@@ -434,13 +434,7 @@ async fn schemathesis_finds_no_failure() {
     let st = tool("TOWER_SCHEMATHESIS").unwrap();
     // The world stands still, so the same seed makes the same run.
     let demo = Demo::start_with(&["--speed", "0"]).await.unwrap();
-    let guest: Value = reqwest::get(format!("{}auth/guest", demo.url))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let token = guest["token"].as_str().unwrap().to_owned();
+    let token = demo.guest_token().await.unwrap();
     let base = demo.url.trim_end_matches('/').to_owned();
     let schema = root().join("backend/openapi.yaml");
     // Schemathesis keeps a cache in its working directory: a folder of its own.

@@ -1208,14 +1208,10 @@ async fn deployments_are_served_as_a_view() {
     );
     assert_ne!(stable["image"], canary["image"]);
     // The same view again: 304.
-    let again = tower
-        .client()
-        .get(tower.url(&path))
-        .header("if-none-match", etag)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(again.status(), StatusCode::NOT_MODIFIED);
+    assert_eq!(
+        tower.revalidate(&path, &etag).await,
+        StatusCode::NOT_MODIFIED
+    );
 
     let (status, cloud) = tower
         .get("/api/deployments?service=orders-api")
@@ -1331,14 +1327,10 @@ async fn pipelines_are_paged_by_cursor_and_each_run_has_its_graph() {
             ("unit-tests", "failed", 2)
         ]
     );
-    let again = tower
-        .client()
-        .get(tower.url(&path))
-        .header("if-none-match", etag)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(again.status(), StatusCode::NOT_MODIFIED);
+    assert_eq!(
+        tower.revalidate(&path, &etag).await,
+        StatusCode::NOT_MODIFIED
+    );
 
     for (query, code, field) in [
         (

@@ -103,6 +103,18 @@ impl Demo {
         Self::start_with(&[]).await
     }
 
+    /// The guest's user token, as the demo's `/auth/guest` hands it out.
+    pub async fn guest_token(&self) -> anyhow::Result<String> {
+        let guest: serde_json::Value = reqwest::get(format!("{}auth/guest", self.url))
+            .await?
+            .json()
+            .await?;
+        guest["token"]
+            .as_str()
+            .map(str::to_owned)
+            .context("/auth/guest gave no token")
+    }
+
     /// [`Demo::start`] with more arguments, e.g. `["--speed", "300"]`.
     pub async fn start_with(args: &[&str]) -> anyhow::Result<Self> {
         Self::start_logging(args, "info").await
@@ -725,6 +737,22 @@ impl Live {
     /// An HTTP client that signs in as the simulated Backstage's guest.
     pub fn client(&self) -> reqwest::Client {
         signed_in(&self.token)
+    }
+
+    /// The status of a GET of `path` that names `etag` in `If-None-Match` (304 when the
+    /// view is unchanged).
+    pub async fn revalidate(
+        &self,
+        path: &str,
+        etag: &reqwest::header::HeaderValue,
+    ) -> reqwest::StatusCode {
+        self.client()
+            .get(self.url(path))
+            .header("if-none-match", etag)
+            .send()
+            .await
+            .expect("Tower answers")
+            .status()
     }
 
     /// GETs `path` and reads the answer as a refusal: its status, and the field its JSON
