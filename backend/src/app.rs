@@ -67,6 +67,9 @@ pub fn router(state: AppState, dist: &Dist) -> Router {
             use tower_http::compression::predicate::{NotForContentType, Predicate as _};
             tower_http::compression::DefaultPredicate::new()
                 .and(NotForContentType::const_new("text/event-stream"))
+                .and(|_, _, _: &http::HeaderMap, extensions: &http::Extensions| {
+                    extensions.get::<Unbuffered>().is_none()
+                })
         }))
         .layer(SetResponseHeaderLayer::if_not_present(
             http::header::CONTENT_SECURITY_POLICY,
@@ -82,6 +85,11 @@ pub fn router(state: AppState, dist: &Dist) -> Router {
         ))
         .layer(TraceLayer::new_for_http())
 }
+
+/// Marks a response whose body must reach the reader as it is written (a followed log): it is
+/// not compressed, as a compressor holds small pieces back until it has enough.
+#[derive(Clone, Copy, Debug)]
+pub struct Unbuffered;
 
 /// The largest request body the API reads (a history run is well under 1 KiB).
 pub const MAX_BODY_BYTES: usize = 64 * 1024;

@@ -39,6 +39,7 @@ pub struct Metrics {
     github_cached_bytes: Gauge,
     provisioning_services: Gauge,
     rebuilds: Gauge,
+    log_streams: Gauge,
     rebuild_seconds: Gauge<f64, std::sync::atomic::AtomicU64>,
 }
 
@@ -110,8 +111,14 @@ impl Default for Metrics {
             "deriver_last_rebuild_seconds",
             "How long the last rebuild took: reading the caches, indexing, deriving, making the views",
         );
+        let log_streams: Gauge = register(
+            &mut registry,
+            "log_streams_open",
+            "Pipeline step logs being streamed now (one pods/log request upstream each)",
+        );
         Self {
             rebuilds,
+            log_streams,
             rebuild_seconds,
             registry,
             requests,
@@ -153,6 +160,8 @@ impl Metrics {
             self.rebuilds
                 .set(i64::try_from(rebuilds).unwrap_or(i64::MAX));
             self.rebuild_seconds.set(last.as_secs_f64());
+            self.log_streams
+                .set(i64::try_from(live.open_logs()).unwrap_or(i64::MAX));
         }
         if let Some(github) = live.and_then(Live::github) {
             let counters = github.counters();

@@ -10,7 +10,8 @@ use gloo_net::http::{Request, RequestBuilder, Response};
 use serde::de::DeserializeOwned;
 use tower_shared::api::{
     AuthConfig, CatalogRefresh, ClockReading, DeploymentsAnswer, ErrorBody, GuestToken,
-    PipelineRunAnswer, PipelineRunsAnswer, RecordedRuns, SnapshotAnswer, Summary, CLOCK_HEADER,
+    PipelineRunAnswer, PipelineRunsAnswer, RecordedRuns, ServiceProvisioningAnswer, Summary,
+    CLOCK_HEADER,
 };
 use tower_shared::fleet::Fleet;
 
@@ -123,16 +124,19 @@ pub async fn summary() -> Result<Summary, ApiError> {
     get_json("/api/summary").await
 }
 
-/// `GET /api/snapshot?service=…`, with its health.
-pub async fn service_snapshot(service: String) -> Result<SnapshotAnswer, ApiError> {
-    let service = String::from(js_sys::encode_uri_component(&service));
-    get_json(&format!("/api/snapshot?service={service}")).await
+/// `GET /api/provisioning/service?service=…`: one service's Provisioning tab, derived by the
+/// backend (running steps' times tick on the page).
+pub async fn service_provisioning(service: String) -> Result<ServiceProvisioningAnswer, ApiError> {
+    get_json(&format!(
+        "/api/provisioning/service?service={}",
+        encode(&service)
+    ))
+    .await
 }
 
 /// `GET /api/deployments?service=…`: the Deployments tab, derived by the backend.
 pub async fn deployments(service: String) -> Result<DeploymentsAnswer, ApiError> {
-    let service = String::from(js_sys::encode_uri_component(&service));
-    get_json(&format!("/api/deployments?service={service}")).await
+    get_json(&format!("/api/deployments?service={}", encode(&service))).await
 }
 
 /// `GET /api/pipelines?service=…`: one page of the service's runs, newest first; `query`
@@ -160,6 +164,67 @@ pub async fn pipeline_run(service: &str, run: &str) -> Result<PipelineRunAnswer,
 
 fn encode(text: &str) -> String {
     String::from(js_sys::encode_uri_component(text))
+}
+
+/// `GET path`, handing the body's text to `on_text` piece by piece as it arrives, until it
+/// ends or the reader given to `on_open` is cancelled (which ends the request). Used for
+/// the event stream and step logs, which carry the token as every request does.
+pub async fn stream_text(
+    path: &str,
+    accept: &str,
+    on_open: impl FnOnce(web_sys::ReadableStreamDefaultReader),
+    mut on_text: impl FnMut(&str),
+) -> Result<(), ApiError> {
+    use wasm_bindgen::JsCast as _;
+    use wasm_bindgen_futures::JsFuture;
+    let broken = |e: wasm_bindgen::JsValue| ApiError::Unreachable(format!("{e:?}"));
+    let response = with_token(Request::get(path).header("Accept", accept))
+        .send()
+        .await
+        .map_err(|e| ApiError::Unreachable(e.to_string()))?;
+    read_clock(&response);
+    if !response.ok() {
+        return Err(refusal(response).await);
+    }
+    let body = response
+        .body()
+        .ok_or_else(|| ApiError::Decode("no body".to_owned()))?;
+    let reader: web_sys::ReadableStreamDefaultReader = body.get_reader().unchecked_into();
+    on_open(reader.clone());
+    let decoder = web_sys::TextDecoder::new().map_err(broken)?;
+    let options = web_sys::TextDecodeOptions::new();
+    options.set_stream(true);
+    loop {
+        let chunk = JsFuture::from(reader.read()).await.map_err(broken)?;
+        let done = js_sys::Reflect::get(&chunk, &"done".into())
+            .map_err(broken)?
+            .as_bool()
+            .unwrap_or(true);
+        if done {
+            return Ok(());
+        }
+        let bytes: js_sys::Uint8Array = js_sys::Reflect::get(&chunk, &"value".into())
+            .map_err(broken)?
+            .dyn_into()
+            .map_err(broken)?;
+        on_text(
+            &decoder
+                .decode_with_buffer_source_and_options(&bytes, &options)
+                .map_err(broken)?,
+        );
+    }
+}
+
+/// `GET /api/pipelines/log?…`: a step's log (followed while it runs), to [`stream_text`].
+pub fn step_log_path(service: &str, run: &str, task: &str, step: &str, follow: bool) -> String {
+    format!(
+        "/api/pipelines/log?service={}&run={}&task={}&step={}{}",
+        encode(service),
+        encode(run),
+        encode(task),
+        encode(step),
+        if follow { "&follow=true" } else { "" }
+    )
 }
 
 /// `GET /provisioning-history/runs?limit=10`: the newest recorded provisions.

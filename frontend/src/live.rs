@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use leptos::prelude::*;
 use tower_shared::api::{event, Change, ChangeSource};
-use wasm_bindgen::JsCast as _;
 
 /// Which services a batch of changes touched.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -128,7 +127,7 @@ pub fn start(signin: ReadSignal<crate::signin::SignIn>) -> Refresh {
             )
             .await;
             if let Err(err) = result {
-                leptos::logging::warn!("event stream: {err:?}; polling until it is back");
+                leptos::logging::warn!("event stream: {err}; polling until it is back");
             }
             set_streaming.set(false);
             mark_live(false);
@@ -184,50 +183,26 @@ pub fn start(signin: ReadSignal<crate::signin::SignIn>) -> Refresh {
 async fn stream(
     on_event: impl Fn(&str, &str),
     set_streaming: WriteSignal<bool>,
-) -> Result<(), wasm_bindgen::JsValue> {
-    use wasm_bindgen_futures::JsFuture;
-    let window = web_sys::window().ok_or("no window")?;
-    let init = web_sys::RequestInit::new();
-    init.set_method("GET");
-    let headers = web_sys::Headers::new()?;
-    headers.set("Accept", "text/event-stream")?;
-    if let Some(token) = crate::signin::token() {
-        headers.set("Authorization", &format!("Bearer {token}"))?;
-    }
-    init.set_headers(&headers);
-    let request = web_sys::Request::new_with_str_and_init(crate::api::EVENTS, &init)?;
-    let response: web_sys::Response = JsFuture::from(window.fetch_with_request(&request))
-        .await?
-        .dyn_into()?;
-    if !response.ok() {
-        return Err(format!("Tower answered {}", response.status()).into());
-    }
-    let body = response.body().ok_or("no body")?;
-    let reader: web_sys::ReadableStreamDefaultReader = body.get_reader().dyn_into()?;
-    let decoder = web_sys::TextDecoder::new()?;
-    set_streaming.set(true);
-    mark_live(true);
+) -> Result<(), crate::api::ApiError> {
     let mut buffer = String::new();
-    loop {
-        let chunk = JsFuture::from(reader.read()).await?;
-        let done = js_sys::Reflect::get(&chunk, &"done".into())?
-            .as_bool()
-            .unwrap_or(true);
-        if done {
-            return Ok(());
-        }
-        let bytes: js_sys::Uint8Array =
-            js_sys::Reflect::get(&chunk, &"value".into())?.dyn_into()?;
-        let options = web_sys::TextDecodeOptions::new();
-        options.set_stream(true);
-        buffer.push_str(&decoder.decode_with_buffer_source_and_options(&bytes, &options)?);
-        while let Some((message, rest)) = split_message(&buffer) {
-            if let Some((name, data)) = parse_message(&message) {
-                on_event(&name, &data);
+    crate::api::stream_text(
+        crate::api::EVENTS,
+        "text/event-stream",
+        |_| {
+            set_streaming.set(true);
+            mark_live(true);
+        },
+        |text| {
+            buffer.push_str(text);
+            while let Some((message, rest)) = split_message(&buffer) {
+                if let Some((name, data)) = parse_message(&message) {
+                    on_event(&name, &data);
+                }
+                buffer = rest;
             }
-            buffer = rest;
-        }
-    }
+        },
+    )
+    .await
 }
 
 /// Marks the page's root `data-live` while the event stream is connected (for people who

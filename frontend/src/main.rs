@@ -24,6 +24,7 @@ mod deployments;
 mod feed;
 mod fleet;
 mod live;
+mod logs;
 mod nav;
 mod pipelines;
 mod provisioning;

@@ -1,15 +1,19 @@
 //! The Pipelines tab: the service's runs newest first, a page at a time (`GET
 //! /api/pipelines`), filtered by pipeline and outcome; `run=` opens one run — its graph of
-//! tasks and their timeline (`GET /api/pipelines/run`), `task=` one task's steps.
+//! tasks and their timeline (`GET /api/pipelines/run`), `task=` one task's steps and the log
+//! of the one that failed or runs ([`crate::logs`]).
 
 use chrono::{DateTime, Utc};
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
 use tower_shared::api::{PipelineRunAnswer, PipelineRunsAnswer};
-use tower_shared::pipelines::{EdgeKind, Outcome, RunGraph, RunSummary, TaskNode, Trigger};
+use tower_shared::pipelines::{
+    EdgeKind, Outcome, RunGraph, RunSummary, StepNode, TaskNode, Trigger,
+};
 use tower_shared::time::age;
 
 use crate::api::{self, ApiError};
+use crate::logs::{LogConsole, LogTarget};
 use crate::nav::{tab_href, Tab};
 use crate::ui::{error_alert, header_row, run_duration as took, HealthNotice};
 
@@ -234,7 +238,38 @@ fn RunView(service: String, run: String, task: Memo<Option<String>>) -> impl Int
         let (s, r) = (s.clone(), r.clone());
         async move { api::pipeline_run(&s, &r).await }
     }));
-    move || {
+    let open = RwSignal::new(None::<LogTarget>);
+    // Choosing a task opens the log of its failed or running step; a newer answer updates
+    // whether the open one is still running.
+    Effect::new(move || {
+        let chosen = task.get();
+        let Some(Ok(answer)) = fetched.get() else {
+            return;
+        };
+        let node = chosen.and_then(|c| answer.graph.tasks.into_iter().find(|t| t.name == c));
+        let current = open.get_untracked();
+        let next = node.and_then(|node| {
+            let step = match current.as_ref().filter(|t| t.task == node.name) {
+                Some(open) => node.steps.iter().find(|s| s.name == open.step),
+                None => node.steps.iter().find(|s| {
+                    matches!(
+                        s.outcome,
+                        Outcome::Failed | Outcome::TimedOut | Outcome::Running
+                    )
+                }),
+            };
+            step.map(|s| log_target(&node, s))
+        });
+        if next != current {
+            open.set(next);
+        }
+    });
+    let (s, r) = (service.clone(), run.clone());
+    let console = move || {
+        open.get()
+            .map(|target| view! { <LogConsole service=s.clone() run=r.clone() target=target /> })
+    };
+    let graph = move || {
         match fetched.get() {
         None => view! { <p class="state loading">"Loading the run…"</p> }.into_any(),
         Some(Err(ApiError::Status { status: 404, .. })) => view! {
@@ -253,12 +288,23 @@ fn RunView(service: String, run: String, task: Memo<Option<String>>) -> impl Int
                     <p class="headline">{move || run_sentence(&parts, now.get())}</p>
                     {dag(&graph, &service, chosen.as_deref())}
                     {timeline(&graph, now)}
-                    {chosen.and_then(|name| graph.tasks.iter().find(|t| t.name == name).cloned()).map(|t| task_detail(t, now))}
+                    {chosen.and_then(|name| graph.tasks.iter().find(|t| t.name == name).cloned()).map(|t| task_detail(t, now, open))}
                 </section>
             }
             .into_any()
         }
     }
+    };
+    view! { {graph} {console} }
+}
+
+/// The log of `step` of `task`, followed unless it has finished.
+fn log_target(task: &TaskNode, step: &StepNode) -> LogTarget {
+    LogTarget {
+        task: task.name.clone(),
+        step: step.name.clone(),
+        follow: !step.outcome.is_final(),
+        started: step.started_at.is_some(),
     }
 }
 
@@ -475,8 +521,13 @@ fn timeline(graph: &RunGraph, now: ReadSignal<DateTime<Utc>>) -> impl IntoView {
     }
 }
 
-/// One task: its TaskRun, pod, why it was skipped, and its steps.
-fn task_detail(task: TaskNode, now: ReadSignal<DateTime<Utc>>) -> impl IntoView {
+/// One task: its TaskRun, pod, why it was skipped, and its steps, each with a button that
+/// opens its log.
+fn task_detail(
+    task: TaskNode,
+    now: ReadSignal<DateTime<Utc>>,
+    open: RwSignal<Option<LogTarget>>,
+) -> impl IntoView {
     let (class, word) = outcome_label(task.outcome);
     let steps = task
         .steps
@@ -484,12 +535,20 @@ fn task_detail(task: TaskNode, now: ReadSignal<DateTime<Utc>>) -> impl IntoView 
         .map(|s| {
             let (class, word) = outcome_label(s.outcome);
             let (started, ended) = (s.started_at, s.completed_at);
+            let target = log_target(&task, s);
+            let (name, step) = (task.name.clone(), s.name.clone());
+            let shown = Signal::derive(move || {
+                open.with(|o| o.as_ref().is_some_and(|t| t.task == name && t.step == step))
+            });
+            let toggle = move |_| open.set((!shown.get()).then(|| target.clone()));
             view! {
                 <tr>
                     <td>{s.name.clone()}</td>
                     <td class=class>{word}</td>
                     <td>{s.exit_code.map_or_else(|| "—".to_owned(), |c| c.to_string())}</td>
                     <td>{move || took(started, ended, now.get())}</td>
+                    <td><button type="button" class="log-button" aria-pressed=move || shown.get().to_string()
+                        on:click=toggle>"Log"</button></td>
                 </tr>
             }
         })
@@ -511,7 +570,7 @@ fn task_detail(task: TaskNode, now: ReadSignal<DateTime<Utc>>) -> impl IntoView 
             </dl>
             {no_steps}
             <table class="steps">
-                {header_row(&["Step", "Status", "Exit code", "Took"])}
+                {header_row(&["Step", "Status", "Exit code", "Took", "Log"])}
                 <tbody>{steps}</tbody>
             </table>
         </section>

@@ -2,17 +2,17 @@
 //! services) and one service's Provisioning tab (every step against its typical duration,
 //! the live events log, what gets created, the catalog refresh, recently provisioned).
 //!
-//! The Services tab reads the server's summary (`/api/summary`); the Provisioning tab
-//! derives in the browser from the service's snapshot. Both tell time on Tower's clock
-//! ([`crate::clock`]): the derivation is redone only when the snapshot changes or a step's
-//! state does, and durations and time left tick on their own.
+//! The Services tab reads the server's summary (`/api/summary`), the Provisioning tab the
+//! service's progress (`/api/provisioning/service`), both derived by the backend once per
+//! change. Both tell time on Tower's clock ([`crate::clock`]): durations and time left tick
+//! on their own.
 
 use chrono::{DateTime, Utc};
 use leptos::prelude::*;
-use tower_shared::api::{ServiceSummary, SnapshotAnswer};
+use tower_shared::api::ServiceSummary;
 use tower_shared::provisioning::{
-    derive_provisioning, remaining_sec, summary_remaining_sec, Group, ResourceState,
-    ServiceProgress, Step, StepId, StepStatus, TypicalSource,
+    remaining_sec, summary_remaining_sec, Group, ResourceState, Step, StepId, StepStatus,
+    TypicalSource,
 };
 use tower_shared::time::compact_duration;
 
@@ -234,40 +234,15 @@ fn event_time(sec: u64) -> String {
     format!("[{}:{:02}]", sec / 60, sec % 60)
 }
 
-/// One service's progress as derived at `now`, without the durations of running steps
-/// (they tick on the page): equal from one tick to the next unless a step or the group
-/// changes, so the list is drawn again only then.
-fn settled_progress(
-    answer: &SnapshotAnswer,
-    service: &str,
-    now: DateTime<Utc>,
-) -> Option<ServiceProgress> {
-    let mut at_now = answer.snapshot.clone();
-    at_now.now = now;
-    let mut found = derive_provisioning(&at_now)
-        .services
-        .into_iter()
-        .find(|s| *s.name == *service)?;
-    for step in &mut found.steps {
-        if step.status == StepStatus::Running {
-            step.duration_sec = None;
-        }
-    }
-    Some(found)
-}
-
 /// The Provisioning tab of one service.
 #[component]
 pub fn ProvisioningTab(service: String) -> impl IntoView {
     let feed = crate::feed::feed();
     let now = feed.now;
     let changed = feed.refresh.service(service.clone());
-    let snapshot = LocalResource::new({
-        let service = service.clone();
-        move || {
-            changed.track();
-            api::service_snapshot(service.clone())
-        }
+    let provisioning = LocalResource::new(move || {
+        changed.track();
+        api::service_provisioning(service.clone())
     });
     let recent = LocalResource::new(move || {
         feed.refresh.history.track();
@@ -281,12 +256,9 @@ pub fn ProvisioningTab(service: String) -> impl IntoView {
     };
 
     let progress = Memo::new(move |_| {
-        snapshot.get().map(|result| {
-            result.map(|answer| {
-                let found = settled_progress(&answer, &service, now.get());
-                (found, answer.health)
-            })
-        })
+        provisioning
+            .get()
+            .map(|result| result.map(|answer| (answer.progress, answer.health)))
     });
     let history = move || {
         recent.get().map(|result| match result {

@@ -106,11 +106,24 @@ impl Health {
 }
 
 /// `GET /api/provisioning`: every tracked service's progress derived at `now`, with
-/// durations (for other tools; pages read [`Summary`] and derive one service themselves).
+/// durations (for other tools; pages read [`Summary`] and [`ServiceProvisioningAnswer`]).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ProvisioningAnswer {
     pub now: DateTime<Utc>,
     pub services: Vec<ServiceProgress>,
+    #[serde(flatten)]
+    pub health: Health,
+}
+
+/// `GET /api/provisioning/service?service=NAME`: one service's Provisioning tab, settled
+/// ([`ServiceProgress::settled`]: a running step's time ticks on the page from its start), so
+/// it changes only when a step, the group, an event or a created resource does. `progress`
+/// is `None` when Tower is not tracking a provision of the service (it finished more than 15
+/// minutes ago, or is older than a day).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ServiceProvisioningAnswer {
+    pub service: String,
+    pub progress: Option<ServiceProgress>,
     #[serde(flatten)]
     pub health: Health,
 }

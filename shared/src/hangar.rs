@@ -450,8 +450,8 @@ const fn watched(
 /// Every type a derivation reads, watched on every cluster — and nothing else (no Secrets,
 /// no kind no derivation reads). Adding a kind here is the one step that makes Tower read it;
 /// `tests/it/tidy.rs` checks the list against [`ServiceKind`], the derivations, the
-/// simulator's resource table and the RBAC that `docs/deploying.md` asks for. Pods are read
-/// on demand, not watched.
+/// simulator's resource table and the RBAC that `docs/permissions.md` asks for. Pods are
+/// not read at all; their logs are, on request ([`READ_ON_REQUEST`]).
 pub const WATCHED_KINDS: &[WatchedKind] = &[
     watched(XR_GROUP, "v1alpha1", "NodeJS", "nodejs"),
     watched(XR_GROUP, "v1alpha1", "SpringBoot", "springboots"),
@@ -498,6 +498,12 @@ pub const WATCHED_KINDS: &[WatchedKind] = &[
         ..watched("argoproj.io", "v1alpha1", "Application", "applications")
     },
 ];
+
+/// What Tower reads only when a person asks, one object at a time (`get`, never `list` or
+/// `watch`), as (API group, resource): a pipeline step's log (`pods/log` of the TaskRun's
+/// pod, on the control-plane cluster). `tests/it/tidy.rs` checks the RBAC in
+/// `docs/permissions.md` grants exactly these and [`WATCHED_KINDS`].
+pub const READ_ON_REQUEST: &[(&str, &str)] = &[("", "pods/log")];
 
 #[cfg(test)]
 mod tests {

@@ -7,6 +7,7 @@
 //! - builds for `wasm32-unknown-unknown` and native alike.
 //!
 //! Module map:
+//! - [`ansi`] — a log line's ANSI colours as runs of text with classes.
 //! - [`api`] — every JSON answer of Tower's HTTP API and the events of `/api/events`.
 //! - [`cloud`] — cloud deploys (ECS, Lambda, Container Apps) from Tekton deploy runs.
 //! - [`deployments`] — the Deployments tab: cloud deploys, or each environment's Argo CD
@@ -26,6 +27,7 @@
 //! - [`tekton`] — PipelineRuns and TaskRuns: status, times, results, params.
 //! - [`time`] — human wording for ages and durations, given `now`.
 
+pub mod ansi;
 pub mod api;
 pub mod cloud;
 pub mod deployments;

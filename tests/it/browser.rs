@@ -1227,8 +1227,12 @@ async fn the_deployments_tab_follows_a_canary_live_and_explains_an_aborted_one()
                 aborting.name
             )))
             .await?;
-            until(Duration::from_secs(20), "the aborted canary", || async {
-                Ok(prod_card(c).await.is_ok_and(|(summary, _)| summary.contains("aborted")))
+            // The Rollout's abort may reach Tower a moment before the AnalysisRun that says
+            // why: the summary names the failed metric once it has.
+            until(Duration::from_secs(20), "the aborted canary and why", || async {
+                Ok(prod_card(c).await.is_ok_and(|(summary, _)| {
+                    summary.contains("aborted") && summary.contains("the analysis metric")
+                }))
             })
             .await?;
             let (summary, split) = prod_card(c).await?;
@@ -1238,10 +1242,15 @@ async fn the_deployments_tab_follows_a_canary_live_and_explains_an_aborted_one()
                 "summary {summary:?}"
             );
             anyhow::ensure!(split == "Traffic: 100% stable, 0% canary", "split {split:?}");
-            let failed = c
-                .find_all(Locator::Css("article[data-env='prod'] .metric text.failed"))
-                .await?;
-            anyhow::ensure!(failed.len() == 3, "{} failed measurements marked", failed.len());
+            // The AnalysisRun's measurements may reach Tower a moment after the Rollout's
+            // abort: the chart marks them when they do.
+            until(Duration::from_secs(20), "three failed measurements marked", || async {
+                let failed = c
+                    .find_all(Locator::Css("article[data-env='prod'] .metric text.failed"))
+                    .await?;
+                Ok(failed.len() == 3)
+            })
+            .await?;
             let card = c
                 .find(Locator::Css("article.card.env.failing[data-env='prod'] .attention"))
                 .await?
@@ -1285,49 +1294,47 @@ async fn the_deployments_tab_follows_a_canary_live_and_explains_an_aborted_one()
 }
 
 /// The demo's busy app (a pull-request pipeline every ten minutes): a failed run's graph
-/// marks the failed task, and its link opens the task's steps; "Load more" pages through all
-/// of its runs.
+/// marks the failed task, and its link opens the task's steps and the failed step's log; a
+/// running step's log grows as the world moves, through one stream upstream that closes when
+/// the page leaves; "Load more" pages through all of its runs.
 #[tokio::test]
 async fn the_pipelines_tab_draws_a_failed_run_and_pages_through_three_hundred_runs() {
-    let demo = Demo::start_with(&["--speed", "0"]).await.unwrap();
+    let tower = crate::support::Live::start(0.0).await.unwrap();
     let browser = Browser::start().await.unwrap();
-    let http = crate::support::signed_in(&demo.guest_token().await.unwrap());
-    let api = |path: String| {
-        let request = http.get(format!("{}{path}", demo.url));
-        async move {
-            let body: serde_json::Value = request.send().await?.json().await?;
-            anyhow::Ok(body)
-        }
-    };
-    // The busy app and one failed run of it, from the API.
-    let fleet = api("api/fleet".to_owned()).await.unwrap();
-    let mut busy = None;
-    for app in fleet["apps"].as_array().unwrap() {
-        let name = app["name"].as_str().unwrap().to_owned();
-        let page = api(format!(
-            "api/pipelines?service={name}&status=failed&pipeline=pull-request"
+    // The busy app and its newest failed run, from the API.
+    let service = crate::support::busy_app();
+    let (_, failed) = tower
+        .get(&format!(
+            "/api/pipelines?service={service}&status=failed&pipeline=pull-request"
         ))
         .await
         .unwrap();
-        if let Some(run) = page["runs"][0]["name"].as_str() {
-            busy = Some((name, run.to_owned()));
-            break;
-        }
-    }
-    let (service, run) = busy.expect("an app with failed pull-request runs");
-    let total = api(format!("api/pipelines?service={service}"))
+    let run = failed["runs"][0]["name"].as_str().unwrap().to_owned();
+    let (_, all) = tower
+        .get(&format!("/api/pipelines?service={service}"))
         .await
-        .unwrap()["total"]
-        .as_u64()
         .unwrap();
+    let total = all["total"].as_u64().unwrap();
     assert!(total >= 300, "{total} runs");
+    let status_says = |c: &fantoccini::Client, what: String| {
+        let c = c.clone();
+        async move {
+            until(Duration::from_secs(20), &what, || async {
+                let status = c.find(Locator::Css(".log-console .log-status")).await;
+                Ok(match status {
+                    Ok(status) => status.text().await?.contains(&what),
+                    Err(_) => false,
+                })
+            })
+            .await
+        }
+    };
     browser
         .checked("pipelines-failed-run", async {
             let c = &browser.client;
-            c.goto(&format!(
-                "{}tower?view=pipelines&service={service}&run={run}",
-                demo.url
-            ))
+            c.goto(&tower.url(&format!(
+                "/tower?view=pipelines&service={service}&run={run}"
+            )))
             .await?;
             let failed = c
                 .wait()
@@ -1381,7 +1388,103 @@ async fn the_pipelines_tab_draws_a_failed_run_and_pages_through_three_hundred_ru
                 c.find_all(Locator::Css(".timeline rect.bar")).await?.len() == 3,
                 "one bar per task that ran"
             );
+            // The failed step's log opens by itself: all of it, only the lines in view drawn,
+            // kept at its end, where the failure is — in red.
+            status_says(c, "Step unit-tests wrote 100,002 lines.".to_owned()).await?;
+            let drawn = c.find_all(Locator::Css(".log .l")).await?;
+            anyhow::ensure!(
+                (20..=80).contains(&drawn.len()),
+                "{} of 100,002 lines in the page",
+                drawn.len()
+            );
+            let last = drawn.last().context("no line drawn")?;
+            let text = last.text().await?;
+            anyhow::ensure!(
+                text.starts_with("100002") && text.contains("exit code 1"),
+                "the last line drawn: {text:?}"
+            );
+            anyhow::ensure!(
+                last.find(Locator::Css("span.c1")).await.is_ok(),
+                "the failure is not drawn in red"
+            );
+            c.execute(
+                "document.querySelector('.log-console').scrollIntoView();",
+                vec![],
+            )
+            .await?;
             browser.check_page("pipelines-failed-run").await?;
+            Ok(())
+        })
+        .await
+        .unwrap();
+    browser
+        .checked("pipelines-live-log", async {
+            let c = &browser.client;
+            // The next pull-request run, 170 s in: its unit tests have run for 10 s.
+            let now = tower.world_now();
+            let slot_start = (now.timestamp() / 600 + 1) * 600;
+            let at = chrono::DateTime::from_timestamp(slot_start + 170, 0).context("time")?;
+            tower.world.platform.clock().advance(at - now);
+            let running =
+                crate::support::eventually(Duration::from_secs(10), "the new run", || async {
+                    let (_, page) = tower
+                        .get(&format!(
+                            "/api/pipelines?service={service}&pipeline=pull-request&limit=1"
+                        ))
+                        .await
+                        .ok()?;
+                    let run = &page["runs"][0];
+                    let started: chrono::DateTime<chrono::Utc> =
+                        run["startedAt"].as_str()?.parse().ok()?;
+                    (started.timestamp() == slot_start && run["outcome"] == "running")
+                        .then(|| run["name"].as_str().unwrap().to_owned())
+                })
+                .await?;
+            let streams = || tower.world.served.api_requests()["dev"];
+            let before = streams();
+            c.goto(&tower.url(&format!(
+                "/tower?view=pipelines&service={service}&run={running}&task=unit-tests"
+            )))
+            .await?;
+            // The running step's log opens by itself and grows as the world moves on.
+            status_says(
+                c,
+                "Following the log of step unit-tests: 12,501 lines so far.".to_owned(),
+            )
+            .await?;
+            tower.advance_world(2);
+            status_says(
+                c,
+                "Following the log of step unit-tests: 15,001 lines so far.".to_owned(),
+            )
+            .await?;
+            let last = c.find_all(Locator::Css(".log .l")).await?;
+            let text = last.last().context("no line drawn")?.text().await?;
+            anyhow::ensure!(text.starts_with("15001"), "kept at the end: {text:?}");
+            let during = streams();
+            anyhow::ensure!(
+                during.log_streams - before.log_streams == 1 && during.log_streams_open == 1,
+                "one log stream upstream: {before:?} → {during:?}"
+            );
+            c.execute(
+                "document.querySelector('.log-console').scrollIntoView();",
+                vec![],
+            )
+            .await?;
+            browser.check_page("pipelines-live-log").await?;
+            // Leaving the tab closes the stream, upstream too, within 5 s.
+            c.find(Locator::Css("nav.tabs a[href*='view=deployments']"))
+                .await?
+                .click()
+                .await?;
+            crate::support::eventually(Duration::from_secs(5), "the log stream closed", || async {
+                (streams().log_streams_open == 0).then_some(())
+            })
+            .await?;
+            anyhow::ensure!(
+                streams().log_streams - before.log_streams == 1,
+                "no other stream opened"
+            );
             Ok(())
         })
         .await
@@ -1389,7 +1492,7 @@ async fn the_pipelines_tab_draws_a_failed_run_and_pages_through_three_hundred_ru
     browser
         .checked("pipelines-load-more", async {
             let c = &browser.client;
-            c.goto(&format!("{}tower?view=pipelines&service={service}", demo.url))
+            c.goto(&tower.url(&format!("/tower?view=pipelines&service={service}")))
                 .await?;
             let rows = |c: &fantoccini::Client| {
                 let c = c.clone();

@@ -234,6 +234,90 @@ async fn cicd_config_is_read_where_the_scaffold_wrote_it() {
     }
 }
 
+/// `/api/provisioning/service` is one service's progress as `/api/provisioning` has it,
+/// settled: a running step has no duration (the page ticks it), so while the clock moves and
+/// nothing else does, the page's refetch is a 304.
+#[tokio::test]
+async fn one_services_provisioning_is_settled_and_unchanged_as_the_clock_ticks() {
+    let tower = frozen().await;
+    let (_, all) = tower.get("/api/provisioning").await.unwrap();
+    let running = all["services"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| {
+            s["steps"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|step| step["status"] == "running" && step["durationSec"].is_u64())
+        })
+        .expect("a service with a running step")
+        .clone();
+    let name = running["name"].as_str().unwrap();
+    let path = format!("/api/provisioning/service?service={name}");
+    let response = tower.client().get(tower.url(&path)).send().await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    let etag = response.headers()["etag"].clone();
+    let one: Value = response.json().await.unwrap();
+    assert_eq!(one["service"], name);
+    let mut settled = running.clone();
+    for step in settled["steps"].as_array_mut().unwrap() {
+        if step["status"] == "running" {
+            step["durationSec"] = Value::Null;
+        }
+    }
+    assert_eq!(one["progress"], settled);
+
+    // Three seconds on: the whole view's running durations move, this one does not.
+    tower.advance_world(3);
+    eventually(Duration::from_secs(10), "the durations moved", || async {
+        let (_, now) = tower.get("/api/provisioning").await.ok()?;
+        (now["now"] != all["now"]).then_some(())
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        tower.revalidate(&path, &etag).await,
+        StatusCode::NOT_MODIFIED
+    );
+
+    // A service Tower knows but is not provisioning: no progress; one it does not know: 404.
+    let (_, fleet) = tower.get("/api/fleet").await.unwrap();
+    let tracked = names(&all["services"], "name");
+    let settled_app = fleet["apps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["name"].as_str().unwrap())
+        .find(|a| !tracked.contains(*a))
+        .expect("a fleet app not being provisioned");
+    let (status, body) = tower
+        .get(&format!("/api/provisioning/service?service={settled_app}"))
+        .await
+        .unwrap();
+    assert_eq!(
+        (status, &body["progress"]),
+        (StatusCode::OK, &Value::Null),
+        "{body}"
+    );
+    for (query, code) in [
+        ("service=no-such-service", StatusCode::NOT_FOUND),
+        ("service=Not_A_Label", StatusCode::BAD_REQUEST),
+        ("", StatusCode::BAD_REQUEST),
+    ] {
+        let (status, body) = tower
+            .get(&format!("/api/provisioning/service?{query}"))
+            .await
+            .unwrap();
+        assert_eq!(
+            (status, body["field"].as_str()),
+            (code, Some("service")),
+            "{query}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn provisioning_snapshot_readiness_metrics_and_openapi() {
     let tower = frozen().await;
@@ -409,6 +493,8 @@ async fn provisioning_snapshot_readiness_metrics_and_openapi() {
         "/api/pipelines",
         "/api/pipelines/run",
         "/api/provisioning",
+        "/api/provisioning/service",
+        "/api/pipelines/log",
         "/api/summary",
         "/api/events",
         "/webhooks/github",
@@ -1382,4 +1468,193 @@ async fn pipelines_are_paged_by_cursor_and_each_run_has_its_graph() {
         (StatusCode::NOT_FOUND, Some("run")),
         "{body}"
     );
+}
+
+/// `/api/pipelines/log` reads a step's log from the cluster when asked: a failed run's whole
+/// log (100,000 test lines, the failure last), a pod long gone as 410, and a running step's
+/// log followed as it grows — one stream upstream, closed within 5 s of the reader going.
+#[tokio::test]
+async fn a_step_log_is_read_on_request_and_followed_until_the_reader_goes() {
+    let tower = frozen().await;
+    let service = crate::support::busy_app();
+    let (_, failed) = tower
+        .get(&format!(
+            "/api/pipelines?service={service}&pipeline=pull-request&status=failed&limit=100"
+        ))
+        .await
+        .unwrap();
+    let failed = failed["runs"].as_array().unwrap();
+    let log = |run: &str, rest: &str| {
+        format!(
+            "/api/pipelines/log?service={service}&run={run}&task=unit-tests&step=unit-tests{rest}"
+        )
+    };
+
+    // The newest failed run (at most 90 minutes old): its pod is there, its log whole.
+    let newest = failed[0]["name"].as_str().unwrap();
+    let response = tower
+        .client()
+        .get(tower.url(&log(newest, "")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(
+        response.headers()["content-type"],
+        "text/plain; charset=utf-8"
+    );
+    assert_eq!(response.headers()["cache-control"], "no-store");
+    let text = response.text().await.unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), hangar_sim::logs::TEST_LINES + 2);
+    assert!(lines[0].contains("[unit-tests] starting"), "{}", lines[0]);
+    assert!(lines[lines.len() - 2].ends_with("\x1b[31mFAILED\x1b[0m"));
+    assert!(
+        lines[lines.len() - 1].contains("(exit code 1)"),
+        "{}",
+        lines[lines.len() - 1]
+    );
+
+    // The oldest (two days back): Kubernetes removed its pod, and the log with it.
+    let oldest = failed.last().unwrap()["name"].as_str().unwrap();
+    let (status, body) = tower.get(&log(oldest, "")).await.unwrap();
+    assert_eq!(
+        (status, body["field"].as_str()),
+        (StatusCode::GONE, Some("task")),
+        "{body}"
+    );
+    assert!(
+        body["error"].as_str().unwrap().contains("is gone"),
+        "{body}"
+    );
+
+    // Bad or unknown parameters are named.
+    for (query, code, field) in [
+        (
+            format!("service={service}&run={newest}&step=unit-tests"),
+            StatusCode::BAD_REQUEST,
+            "task",
+        ),
+        (
+            format!("service={service}&run={newest}&task=unit-tests"),
+            StatusCode::BAD_REQUEST,
+            "step",
+        ),
+        (
+            format!("service={service}&run={newest}&task=deploy&step=deploy"),
+            StatusCode::NOT_FOUND,
+            "task",
+        ),
+        (
+            format!("service={service}&run={newest}&task=unit-tests&step=lint"),
+            StatusCode::NOT_FOUND,
+            "step",
+        ),
+        (
+            format!("service={service}&run={newest}&task=unit-tests&step=unit-tests&follow=maybe"),
+            StatusCode::BAD_REQUEST,
+            "follow",
+        ),
+        (
+            format!("service={service}&run=no-such-run&task=unit-tests&step=unit-tests"),
+            StatusCode::NOT_FOUND,
+            "run",
+        ),
+    ] {
+        let (status, body) = tower
+            .get(&format!("/api/pipelines/log?{query}"))
+            .await
+            .unwrap();
+        assert_eq!(
+            (status, body["field"].as_str()),
+            (code, Some(field)),
+            "{query}: {body}"
+        );
+    }
+
+    // The next pull-request run, 170 s in: its unit tests have run 10 s and go on.
+    let now = tower.world_now();
+    let slot_start = (now.timestamp() / 600 + 1) * 600;
+    let at = chrono::DateTime::from_timestamp(slot_start + 170, 0).unwrap();
+    tower.world.platform.clock().advance(at - now);
+    let running =
+        crate::support::eventually(Duration::from_secs(10), "a running PR run", || async {
+            let (_, page) = tower
+                .get(&format!(
+                    "/api/pipelines?service={service}&pipeline=pull-request&limit=1"
+                ))
+                .await
+                .ok()?;
+            // The new run (Tower may still show the one before as running for a moment).
+            let run = &page["runs"][0];
+            let started: chrono::DateTime<chrono::Utc> = run["startedAt"].as_str()?.parse().ok()?;
+            (started.timestamp() == slot_start && run["outcome"] == "running")
+                .then(|| run["name"].as_str().unwrap().to_owned())
+        })
+        .await
+        .unwrap();
+    let cluster = "dev";
+    let streams = || tower.world.served.api_requests()[cluster];
+    let before = streams();
+    let mut response = tower
+        .client()
+        .get(tower.url(&log(&running, "&follow=true")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    let mut read = String::new();
+    read_lines(&mut response, &mut read, 1 + 12_500).await;
+    assert_eq!(
+        read.lines().count(),
+        1 + 12_500,
+        "the first line and 10 s of tests at 1,250 a second"
+    );
+    // Two more world seconds: 2,500 more tests arrive on the same stream.
+    tower.advance_world(2);
+    read_lines(&mut response, &mut read, 1 + 15_000).await;
+    let during = streams();
+    assert_eq!(
+        during.log_streams - before.log_streams,
+        1,
+        "one stream upstream"
+    );
+    assert_eq!(during.log_streams_open, 1);
+    let metrics = tower
+        .client()
+        .get(tower.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(metrics.contains("tower_log_streams_open 1"), "{metrics}");
+
+    // The reader goes: the upstream stream closes within 5 s.
+    drop(response);
+    crate::support::eventually(
+        Duration::from_secs(5),
+        "the upstream log stream closed",
+        || async { (streams().log_streams_open == 0).then_some(()) },
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        streams().log_streams - before.log_streams,
+        1,
+        "and no other opened"
+    );
+}
+
+/// Reads `response` into `read` until it holds `lines` whole lines; each chunk within 5 s.
+async fn read_lines(response: &mut reqwest::Response, read: &mut String, lines: usize) {
+    while !read.ends_with('\n') || read.lines().count() < lines {
+        let chunk = tokio::time::timeout(Duration::from_secs(5), response.chunk())
+            .await
+            .expect("more of the log within 5 s")
+            .unwrap()
+            .expect("the log goes on");
+        read.push_str(std::str::from_utf8(&chunk).unwrap());
+    }
 }

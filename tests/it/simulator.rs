@@ -681,7 +681,7 @@ async fn pod_logs_are_served_and_follow_streams_until_the_step_ends() {
     assert_eq!(
         text.lines().collect::<Vec<_>>(),
         [
-            "[fetch-source] starting",
+            "\x1b[1m[fetch-source] starting\x1b[0m",
             "[fetch-source] working (1)",
             "[fetch-source] working (2)"
         ]
@@ -695,14 +695,22 @@ async fn pod_logs_are_served_and_follow_streams_until_the_step_ends() {
     let response = reqwest::get(&url).await.unwrap();
     assert_eq!(response.headers()["content-type"], "text/plain");
     let reader = tokio::spawn(async move { response.text().await.unwrap() });
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Once the stream is open, the world moves on past the step's end.
+    crate::support::eventually(Duration::from_secs(5), "the log followed", || async {
+        (served.api_requests()["dev"].log_streams_open == 1).then_some(())
+    })
+    .await
+    .unwrap();
     clock.advance(chrono::Duration::seconds(60));
     let followed = tokio::time::timeout(Duration::from_secs(10), reader)
         .await
         .expect("the stream ends")
         .unwrap();
     let last = followed.lines().last().unwrap();
-    assert!(last.ends_with("[fetch-source] done"), "{followed}");
+    assert!(
+        last.ends_with("\x1b[32m[fetch-source] done\x1b[0m"),
+        "{followed}"
+    );
     assert!(
         last.starts_with("2026-11-30T08:09:50"),
         "timestamps are world time: {last}"

@@ -788,6 +788,17 @@ pub fn fleet_app(role: hangar_sim::stories::fleet::Role) -> hangar_sim::stories:
         .expect("the fleet plays every role")
 }
 
+/// The demo fleet's busy app: a pull-request pipeline every ten minutes, 320 runs kept.
+pub fn busy_app() -> String {
+    hangar_sim::stories::fleet::SteadyFleet::new(1, chrono::Utc::now())
+        .apps
+        .iter()
+        .find(|a| a.busy)
+        .expect("the demo fleet has a busy app")
+        .name
+        .clone()
+}
+
 /// The prod environment's rollout in a `/api/deployments` answer (`null` when missing).
 pub fn prod_rollout(body: &serde_json::Value) -> &serde_json::Value {
     body["environments"]

@@ -280,7 +280,7 @@ fn every_watched_kind_is_read_by_a_derivation() {
 fn the_documented_rbac_is_exactly_the_watched_kinds_read_only() {
     use serde::Deserialize as _;
     use std::collections::BTreeSet;
-    use tower_shared::hangar::WATCHED_KINDS;
+    use tower_shared::hangar::{READ_ON_REQUEST, WATCHED_KINDS};
     let doc = std::fs::read_to_string(root().join("docs/permissions.md")).unwrap();
     let yaml = doc
         .split("```yaml\n")
@@ -288,7 +288,7 @@ fn the_documented_rbac_is_exactly_the_watched_kinds_read_only() {
         .and_then(|rest| rest.split("```").next())
         .expect("docs/permissions.md has a yaml block");
     // (namespace or None, group, plural)
-    let mut granted = BTreeSet::new();
+    let (mut granted, mut on_request) = (BTreeSet::new(), BTreeSet::new());
     for document in serde_yaml_ng::Deserializer::from_str(yaml) {
         let role = serde_json::Value::deserialize(document).unwrap();
         let namespace = match role["kind"].as_str() {
@@ -303,7 +303,12 @@ fn the_documented_rbac_is_exactly_the_watched_kinds_read_only() {
                 .iter()
                 .map(|v| v.as_str().unwrap())
                 .collect();
-            assert_eq!(verbs, ["get", "list", "watch"], "{rule}");
+            // Watched kinds: get, list, watch; what is read on request: get alone.
+            let granted = match verbs.as_slice() {
+                ["get", "list", "watch"] => &mut granted,
+                ["get"] => &mut on_request,
+                _ => panic!("docs/permissions.md grants {verbs:?}: {rule}"),
+            };
             for group in rule["apiGroups"].as_array().unwrap() {
                 for resource in rule["resources"].as_array().unwrap() {
                     let key = (
@@ -316,6 +321,11 @@ fn the_documented_rbac_is_exactly_the_watched_kinds_read_only() {
             }
         }
     }
+    let asked: BTreeSet<(Option<String>, String, String)> = READ_ON_REQUEST
+        .iter()
+        .map(|(group, resource)| (None, (*group).to_owned(), (*resource).to_owned()))
+        .collect();
+    assert_eq!(on_request, asked, "docs/permissions.md vs READ_ON_REQUEST");
     let watched: BTreeSet<(Option<String>, String, String)> = WATCHED_KINDS
         .iter()
         .map(|w| {

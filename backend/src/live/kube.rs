@@ -142,10 +142,21 @@ pub struct Moved {
 struct Shared {
     clock: Clock,
     clusters: BTreeMap<String, Mutex<ClusterCache>>,
+    /// Each cluster's client, for what is read on request ([`hangar::READ_ON_REQUEST`]).
+    clients: Clients,
     /// Every move since the deriver last took them ([`Clusters::take_moves`]).
     journal: Mutex<Vec<Moved>>,
     changes: broadcast::Sender<Change>,
     generation: watch::Sender<u64>,
+}
+
+/// Each cluster's client (shown by name only: a client has no `Debug`).
+struct Clients(BTreeMap<String, kube::Client>);
+
+impl std::fmt::Debug for Clients {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.0.keys()).finish()
+    }
 }
 
 /// The caches of every configured cluster. Cheap to clone.
@@ -248,6 +259,7 @@ impl Clusters {
         let shared = Arc::new(Shared {
             clock,
             clusters,
+            clients: Clients(clients.iter().cloned().collect()),
             journal: Mutex::new(Vec::new()),
             changes: broadcast::channel(1024).0,
             generation: watch::channel(0).0,
@@ -295,6 +307,12 @@ impl Clusters {
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner),
         )
+    }
+
+    /// `cluster`'s client, for what Tower reads on request; `None` for a cluster not
+    /// configured.
+    pub fn client(&self, cluster: &str) -> Option<kube::Client> {
+        self.shared.clients.0.get(cluster).cloned()
     }
 
     /// The clusters' names, in the order [`Clusters::objects`] has them.

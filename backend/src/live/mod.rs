@@ -18,6 +18,7 @@ pub mod backstage;
 mod deriver;
 pub mod github;
 pub mod kube;
+pub mod logs;
 mod pollers;
 
 use std::collections::BTreeSet;
@@ -70,6 +71,8 @@ struct Inner {
     poke: std::sync::mpsc::Sender<()>,
     /// Wakes the GitHub poller (a webhook said a repo changed).
     github_due: Notify,
+    /// The step logs being streamed.
+    logs: logs::Open,
 }
 
 /// The live source. Cheap to clone.
@@ -147,6 +150,7 @@ impl Live {
                 events: broadcast::channel(4096).0,
                 poke,
                 github_due: Notify::new(),
+                logs: logs::Open::default(),
             }),
         };
         live.reload_history(None).await;

@@ -33,6 +33,18 @@ pub enum ApiError {
         field: &'static str,
         message: String,
     },
+    /// It was there and is no more (a run's pod, removed with its logs).
+    #[error("{message}")]
+    Gone {
+        field: &'static str,
+        message: String,
+    },
+    /// It is there, but not in a state to answer this yet (a step that has not started).
+    #[error("{message}")]
+    NotYet {
+        field: &'static str,
+        message: String,
+    },
     /// The caller's credential is missing or was refused.
     #[error("{message}")]
     Unauthorized {
@@ -96,6 +108,10 @@ impl IntoResponse for ApiError {
             }
             ApiError::Unknown { field, .. } => {
                 (StatusCode::NOT_FOUND, Some((*field).to_owned()), None)
+            }
+            ApiError::Gone { field, .. } => (StatusCode::GONE, Some((*field).to_owned()), None),
+            ApiError::NotYet { field, .. } => {
+                (StatusCode::CONFLICT, Some((*field).to_owned()), None)
             }
             ApiError::Unauthorized { field, .. } => {
                 (StatusCode::UNAUTHORIZED, Some((*field).to_owned()), None)

@@ -104,6 +104,18 @@ pub fn number(
         })
 }
 
+/// An optional yes/no parameter: `true`/`1` or `false`/`0`; absent is `false`.
+pub fn flag(query: &Query, field: &'static str) -> Result<bool, ApiError> {
+    match query.get(field).map(String::as_str) {
+        None | Some("false" | "0") => Ok(false),
+        Some("true" | "1") => Ok(true),
+        Some(other) => Err(ApiError::bad(
+            field,
+            format!("`{field}` must be true or false, not {other:?}"),
+        )),
+    }
+}
+
 /// A write's body. It must be JSON (`Content-Type: application/json`): a cross-site form
 /// cannot send that without a CORS preflight, which Tower never grants. Extracted only once
 /// a route has taken the method, so another method is a 405 whatever its content type.

@@ -1,19 +1,22 @@
 //! The Pipelines tab, served in pieces of one derivation ([`tower_shared::pipelines`], made
 //! once per change of the service): `GET /api/pipelines?service=NAME` — a page of runs,
 //! newest first, filtered by `pipeline` and `status`, `limit` long, `continue` from the
-//! previous page's `next` — and `GET /api/pipelines/run?service=NAME&run=RUN` — one run's
-//! graph of tasks.
+//! previous page's `next` —, `GET /api/pipelines/run?service=NAME&run=RUN` — one run's
+//! graph of tasks — and `GET /api/pipelines/log` — a step's log, read from the cluster on
+//! request.
 
+use axum::body::Body;
 use axum::extract::State;
-use axum::http::HeaderMap;
-use axum::response::Response;
+use axum::http::{header, HeaderMap};
+use axum::response::{IntoResponse as _, Response};
 use tower_shared::api::{PipelineRunAnswer, PipelineRunsAnswer};
-use tower_shared::pipelines::{page, Cursor, Filter, Outcome, Pipelines};
+use tower_shared::pipelines::{page, Cursor, Filter, Outcome, Pipelines, RunGraph};
 
 use std::sync::Arc;
 
 use super::params::{self, Query};
 use super::ApiError;
+use crate::live::logs::LogError;
 use crate::state::AppState;
 use crate::views::View;
 
@@ -81,20 +84,94 @@ pub async fn run(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let (service, pipelines) = pipelines(&state, &query)?;
-    let name = params::required(&query, "run")?;
-    let graph = pipelines.graph(name).ok_or_else(|| ApiError::Unknown {
+    let answer = PipelineRunAnswer {
+        service: service.to_owned(),
+        graph: graph(&pipelines, &query)?.clone(),
+        health: state.source.derived().health.clone(),
+    };
+    Ok(View::lazy(&answer).respond(&headers).await)
+}
+
+/// `GET /api/pipelines/log?service=&run=&task=&step=[&follow=true]`: a step's container log
+/// as plain text, streamed from the cluster as it comes; with `follow`, until the step ends
+/// or the caller goes (which closes the upstream stream at once).
+pub async fn log(State(state): State<AppState>, query: Query) -> Result<Response, ApiError> {
+    let (_, pipelines) = pipelines(&state, &query)?;
+    let graph = graph(&pipelines, &query)?;
+    let task_name = params::required(&query, "task")?;
+    let task = graph
+        .tasks
+        .iter()
+        .find(|t| t.name == task_name)
+        .ok_or_else(|| ApiError::Unknown {
+            field: "task",
+            message: format!("run {} has no task called {task_name:?}", graph.run.name),
+        })?;
+    let step_name = params::required(&query, "step")?;
+    let step = task
+        .steps
+        .iter()
+        .find(|s| s.name == step_name)
+        .ok_or_else(|| ApiError::Unknown {
+            field: "step",
+            message: format!("task {task_name} has no step called {step_name:?}"),
+        })?;
+    let follow = params::flag(&query, "follow")?;
+    let pod = task.pod.as_deref().ok_or_else(|| ApiError::NotYet {
+        field: "task",
+        message: format!("task {task_name} has no pod yet, so no log"),
+    })?;
+    let live = state.live.as_ref().ok_or_else(|| {
+        ApiError::unavailable("Tower is serving a snapshot file: logs are read only from clusters")
+    })?;
+    let chunks = live
+        .step_log(&pipelines.namespace, pod, &step.container, follow)
+        .await
+        .map_err(|err| match err {
+            LogError::Gone => ApiError::Gone {
+                field: "task",
+                message: format!(
+                    "The pod {pod} is gone: Kubernetes removed it after the run, and its \
+                     logs with it"
+                ),
+            },
+            LogError::NotStarted(why) => ApiError::NotYet {
+                field: "step",
+                message: format!("step {step_name} has not started, so there is no log yet: {why}"),
+            },
+            LogError::Busy => ApiError::Unavailable {
+                message: err.to_string(),
+                retry_after_secs: Some(5),
+            },
+            LogError::Refused(why) | LogError::Unreachable(why) => {
+                ApiError::Upstream { message: why }
+            }
+        })?;
+    let mut response = (
+        [
+            (header::CONTENT_TYPE, "text/plain; charset=utf-8"),
+            (header::CACHE_CONTROL, "no-store"),
+        ],
+        Body::from_stream(chunks),
+    )
+        .into_response();
+    // A followed log goes out line by line; a whole one may be compressed.
+    if follow {
+        response.extensions_mut().insert(crate::app::Unbuffered);
+    }
+    Ok(response)
+}
+
+/// The `run` parameter's graph; 404 naming it when the service has no such run.
+fn graph<'p>(pipelines: &'p Pipelines, query: &Query) -> Result<&'p RunGraph, ApiError> {
+    let name = params::required(query, "run")?;
+    pipelines.graph(name).ok_or_else(|| ApiError::Unknown {
         field: "run",
         message: format!(
             "Tower sees no PipelineRun called {name:?} in {} (the Tekton pruner removes old runs)",
             pipelines.namespace
         ),
-    })?;
-    let answer = PipelineRunAnswer {
-        service: service.to_owned(),
-        graph: graph.clone(),
-        health: state.source.derived().health.clone(),
-    };
-    Ok(View::lazy(&answer).respond(&headers).await)
+    })
 }
 
 /// The `service` parameter and its runs; 404 naming it when Tower does not know it.

@@ -160,6 +160,27 @@ pub struct RequestCounts {
     pub writes: AtomicU64,
     /// Requests refused by an [`Access`] rule.
     pub forbidden: AtomicU64,
+    /// Followed logs (`pods/{name}/log?follow=true` still streaming when first answered)
+    /// opened since start, and open now.
+    pub log_streams: AtomicU64,
+    pub log_streams_open: AtomicU64,
+}
+
+/// A followed log, counted open while it lives.
+struct LogStream(Arc<RequestCounts>);
+
+impl LogStream {
+    fn open(counts: Arc<RequestCounts>) -> Self {
+        counts.log_streams.fetch_add(1, Ordering::Relaxed);
+        counts.log_streams_open.fetch_add(1, Ordering::Relaxed);
+        Self(counts)
+    }
+}
+
+impl Drop for LogStream {
+    fn drop(&mut self) {
+        self.0.log_streams_open.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 /// A reading of [`RequestCounts`].
@@ -171,6 +192,8 @@ pub struct Requests {
     pub other: u64,
     pub writes: u64,
     pub forbidden: u64,
+    pub log_streams: u64,
+    pub log_streams_open: u64,
 }
 
 impl RequestCounts {
@@ -182,6 +205,8 @@ impl RequestCounts {
             other: self.other.load(Ordering::Relaxed),
             writes: self.writes.load(Ordering::Relaxed),
             forbidden: self.forbidden.load(Ordering::Relaxed),
+            log_streams: self.log_streams.load(Ordering::Relaxed),
+            log_streams_open: self.log_streams_open.load(Ordering::Relaxed),
         }
     }
 
@@ -207,6 +232,13 @@ impl RequestCounts {
             "# HELP hangar_sim_forbidden_total Requests refused with 403 by an RBAC rule.\n\
              # TYPE hangar_sim_forbidden_total counter\nhangar_sim_forbidden_total {}\n",
             read.forbidden
+        ));
+        text.push_str(&format!(
+            "# HELP hangar_sim_log_streams_total Followed pod logs opened.\n\
+             # TYPE hangar_sim_log_streams_total counter\nhangar_sim_log_streams_total {}\n\
+             # HELP hangar_sim_log_streams_open Followed pod logs streaming now.\n\
+             # TYPE hangar_sim_log_streams_open gauge\nhangar_sim_log_streams_open {}\n",
+            read.log_streams, read.log_streams_open
         ));
         text
     }
@@ -645,15 +677,21 @@ fn log(api: &Api, namespace: &str, pod: &str, query: &HashMap<String, String>) -
             format!("{text}\n")
         }
     };
-    let Some(crate::logs::Log { lines, ended }) =
-        crate::logs::lines(&object, &container, world_now(api))
-    else {
+    let Some(script) = crate::logs::Script::of(&object, &container) else {
+        let known = object["spec"]["containers"]
+            .as_array()
+            .is_some_and(|cs| cs.iter().any(|c| c["name"] == container.as_str()));
         return status(
             StatusCode::BAD_REQUEST,
             "BadRequest",
-            format!("container {container} is not valid for pod {pod}"),
+            if known {
+                format!("container \"{container}\" in pod \"{pod}\" is waiting to start: PodInitializing")
+            } else {
+                format!("container {container} is not valid for pod {pod}")
+            },
         );
     };
+    let (lines, ended) = script.lines(0, world_now(api));
     let skip = tail.map_or(0, |t| lines.len().saturating_sub(t));
     let text: String = lines
         .iter()
@@ -666,27 +704,31 @@ fn log(api: &Api, namespace: &str, pod: &str, query: &HashMap<String, String>) -
     let (tx, rx) = mpsc::channel::<Result<Bytes, Infallible>>(64);
     let (store, config) = (api.store.clone(), Arc::clone(&api.config));
     let mut sent = lines.len();
+    let open = LogStream::open(Arc::clone(&api.config.counts));
     tokio::spawn(async move {
+        // Counted open until this task ends: when the log ends or the reader goes.
+        let _open = open;
         if tx.send(Ok(Bytes::from(text))).await.is_err() {
             return;
         }
         let api = Api { store, config };
         loop {
-            tokio::time::sleep(Duration::from_millis(250)).await;
-            let Some(object) = api.store.get(&key) else {
-                return;
-            };
-            let Some(crate::logs::Log { lines, ended }) =
-                crate::logs::lines(&object, &container, world_now(&api))
+            tokio::select! {
+                // The reader hung up: stop at once, as an API server does.
+                () = tx.closed() => return,
+                () = tokio::time::sleep(Duration::from_millis(250)) => {}
+            }
+            // A pod deleted or replaced ends the stream.
+            let Some(script) = api
+                .store
+                .get(&key)
+                .and_then(|object| crate::logs::Script::of(&object, &container))
             else {
                 return;
             };
-            let fresh: String = lines
-                .iter()
-                .skip(sent)
-                .map(|(at, line)| render(*at, line))
-                .collect();
-            sent = lines.len();
+            let (lines, ended) = script.lines(sent, world_now(&api));
+            sent += lines.len();
+            let fresh: String = lines.iter().map(|(at, line)| render(*at, line)).collect();
             if !fresh.is_empty() && tx.send(Ok(Bytes::from(fresh))).await.is_err() {
                 return;
             }

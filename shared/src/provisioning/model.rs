@@ -34,6 +34,21 @@ pub struct ServiceProgress {
     pub created: Arc<[CreatedResource]>,
 }
 
+impl ServiceProgress {
+    /// Without the durations of running steps (a page ticks them from `started_at`): equal
+    /// from one tick to the next unless a step, the group, an event or a created resource
+    /// changes.
+    #[must_use]
+    pub fn settled(mut self) -> Self {
+        for step in &mut self.steps {
+            if step.status == StepStatus::Running {
+                step.duration_sec = None;
+            }
+        }
+        self
+    }
+}
+
 /// Where a service sits on the Services tab.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]

@@ -65,6 +65,9 @@ const PR_TASKS: [&str; 3] = ["fetch-source", "lint", "unit-tests"];
 const PR_EVERY: i64 = 600;
 const PR_TASK_TAKES: i64 = 80;
 pub const PR_RUNS_KEPT: i64 = 320;
+/// The newest pull-request runs whose TaskRuns keep their pods (and logs): three hours'
+/// worth. Older ones are gone, as a pod garbage collector leaves them.
+pub const PR_PODS_KEPT: i64 = 18;
 /// A build takes this long; a release reaches staging and prod this long after it.
 const BUILD_TAKES: i64 = 6 * 60;
 const TO_STAGING: i64 = 3_600;
@@ -604,6 +607,9 @@ impl SteadyApp {
                 }
             }
         }
+        if self.detailed {
+            out.extend(pods_of(&out));
+        }
         if self.busy {
             out.extend(self.pr_runs(now));
         }
@@ -695,6 +701,7 @@ impl SteadyApp {
                 Some((number, &branch)),
             );
             out.push(("dev".to_owned(), pipeline_run));
+            let first_task = out.len();
             for (k, task) in PR_TASKS.iter().enumerate().take(finished + 1) {
                 let at = take(k);
                 if at > now {
@@ -710,6 +717,10 @@ impl SteadyApp {
                     "dev".to_owned(),
                     objects::task_run(run, task, at, task_state, ended, None),
                 ));
+            }
+            if slot > newest - PR_PODS_KEPT {
+                let pods = pods_of(&out[first_task..]);
+                out.extend(pods);
             }
         }
         out
@@ -1159,6 +1170,15 @@ impl Story for SteadyFleet {
     }
 }
 
+/// The pods of the TaskRuns among `objects`, on their clusters.
+fn pods_of(objects: &[(String, Value)]) -> Vec<(String, Value)> {
+    objects
+        .iter()
+        .filter(|(_, o)| o["kind"] == "TaskRun")
+        .map(|(cluster, task_run)| (cluster.clone(), objects::task_pod(task_run)))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1253,6 +1273,34 @@ mod tests {
             assert!(
                 run["metadata"]["labels"]["pipelinesascode.tekton.dev/pull-request"].is_string()
             );
+        }
+        // The newest 18 runs' TaskRuns have their pods (a unit-tests one logs as a test
+        // runner); older runs' pods are gone.
+        let pod_of = |task_run: &str| {
+            objects
+                .iter()
+                .find(|(_, o)| {
+                    o["kind"] == "Pod" && o["metadata"]["name"] == format!("{task_run}-pod")
+                })
+                .map(|(_, pod)| pod)
+        };
+        let mut newest_first = runs.clone();
+        newest_first.sort_by_key(|r| {
+            std::cmp::Reverse(r["status"]["startTime"].as_str().unwrap().to_owned())
+        });
+        for (k, run) in newest_first.iter().enumerate() {
+            for child in run["status"]["childReferences"].as_array().unwrap() {
+                let task_run = child["name"].as_str().unwrap();
+                let pod = pod_of(task_run);
+                assert_eq!(
+                    pod.is_some(),
+                    k < PR_PODS_KEPT as usize,
+                    "{task_run} (run {k})"
+                );
+                if let Some(pod) = pod.filter(|_| task_run.ends_with("-unit-tests")) {
+                    assert_eq!(pod["metadata"]["annotations"]["hangar-sim.io/log"], "tests");
+                }
+            }
         }
     }
 

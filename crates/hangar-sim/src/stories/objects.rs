@@ -201,6 +201,10 @@ pub fn task_run(
         "podName": format!("{name}-pod"), "startTime": ts(started),
         "steps": [{"name": task, "container": format!("step-{task}")}],
     });
+    if state == RunState::Running {
+        // Its one step runs from the start, as Tekton reports a running container.
+        status["steps"][0]["running"] = json!({"startedAt": ts(started)});
+    }
     if let (Some(done_at), false) = (completed, state == RunState::Running) {
         status["completionTime"] = json!(ts(done_at));
         status["steps"][0]["terminated"] = json!({"exitCode": i32::from(state != RunState::Succeeded),
@@ -218,7 +222,8 @@ pub fn task_run(
         "status": status})
 }
 
-/// The pod a TaskRun runs in (`<taskrun>-pod`, one `step-<task>` container).
+/// The pod a TaskRun runs in (`<taskrun>-pod`, one `step-<task>` container; a
+/// `unit-tests` one logs as a test runner).
 pub fn task_pod(task_run: &Value) -> Value {
     let meta = &task_run["metadata"];
     let status = &task_run["status"];
@@ -249,10 +254,18 @@ pub fn task_pod(task_run: &Value) -> Value {
         "status": {"phase": phase, "startTime": status["startTime"],
                    "containerStatuses": [{"name": container, "ready": phase == "Running",
                                           "restartCount": 0, "state": state}]}});
+    let mut annotations = serde_json::Map::new();
     if phase == "Failed" {
         if let Some(message) = status["conditions"][0]["message"].as_str() {
-            pod["metadata"]["annotations"] = json!({"hangar-sim.io/failure": message});
+            annotations.insert("hangar-sim.io/failure".to_owned(), json!(message));
         }
+    }
+    // Unit tests print a line per test (see `crate::logs`).
+    if task == "unit-tests" {
+        annotations.insert("hangar-sim.io/log".to_owned(), json!("tests"));
+    }
+    if !annotations.is_empty() {
+        pod["metadata"]["annotations"] = Value::Object(annotations);
     }
     pod
 }
