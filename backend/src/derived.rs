@@ -11,6 +11,7 @@ use tower_shared::deployments::derive_deployments;
 use tower_shared::fleet::{assemble, Fleet, FleetApp};
 use tower_shared::pipelines::Pipelines;
 use tower_shared::provisioning::{summary, Provisioning};
+use tower_shared::pulls::Pulls;
 use tower_shared::snapshot::Snapshot;
 
 use crate::filed::Filed;
@@ -232,6 +233,27 @@ impl PerService for Pipelines {
     }
 
     /// Served in pages and single runs, never whole.
+    fn view(&self) -> Option<View> {
+        None
+    }
+}
+
+/// The Pull requests tab: routes serve pages of it.
+impl PerService for Pulls {
+    fn make(derived: &Derived, service: &str) -> Option<Self> {
+        derived.knows(service).then(|| {
+            let snapshot = derived.service(service);
+            tower_shared::pulls::derive(
+                &snapshot,
+                service,
+                &tower_shared::pipelines::derive(&snapshot, service),
+                &derive_deployments(&snapshot, service),
+                derived.now,
+            )
+        })
+    }
+
+    /// Served in pages, never whole.
     fn view(&self) -> Option<View> {
         None
     }

@@ -8,6 +8,7 @@ use tower_shared::api::{DeploymentsAnswer, Health, SnapshotAnswer};
 use tower_shared::fleet::Fleet;
 use tower_shared::pipelines::Pipelines;
 use tower_shared::provisioning::derive_provisioning;
+use tower_shared::pulls::Pulls;
 use tower_shared::snapshot::Snapshot;
 
 use crate::clock::Clock;
@@ -27,6 +28,8 @@ pub trait Source: Send + Sync + std::fmt::Debug {
     fn service_deployments(&self, service: &str) -> Option<Arc<View>>;
     /// One service's runs and their graphs; `None` for a service Tower does not know.
     fn service_pipelines(&self, service: &str) -> Option<Arc<Pipelines>>;
+    /// One service's pull requests, stitched; `None` for a service Tower does not know.
+    fn service_pulls(&self, service: &str) -> Option<Arc<Pulls>>;
 }
 
 /// A snapshot read once from a file, derived once; time stands still at its `now`.
@@ -37,6 +40,7 @@ pub struct Fixed {
     services: ServiceViews<SnapshotAnswer>,
     deployments: ServiceViews<DeploymentsAnswer>,
     pipelines: ServiceViews<Pipelines>,
+    pulls: ServiceViews<Pulls>,
 }
 
 impl Fixed {
@@ -67,6 +71,7 @@ impl Fixed {
             services: ServiceViews::default(),
             deployments: ServiceViews::default(),
             pipelines: ServiceViews::default(),
+            pulls: ServiceViews::default(),
         }
     }
 }
@@ -91,6 +96,10 @@ impl Source for Fixed {
     fn service_pipelines(&self, service: &str) -> Option<Arc<Pipelines>> {
         self.pipelines.answer(&self.derived, service)
     }
+
+    fn service_pulls(&self, service: &str) -> Option<Arc<Pulls>> {
+        self.pulls.answer(&self.derived, service)
+    }
 }
 
 impl Source for crate::live::Live {
@@ -112,5 +121,9 @@ impl Source for crate::live::Live {
 
     fn service_pipelines(&self, service: &str) -> Option<Arc<Pipelines>> {
         crate::live::Live::service_pipelines(self, service)
+    }
+
+    fn service_pulls(&self, service: &str) -> Option<Arc<Pulls>> {
+        crate::live::Live::service_pulls(self, service)
     }
 }

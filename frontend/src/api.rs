@@ -10,8 +10,8 @@ use gloo_net::http::{Request, RequestBuilder, Response};
 use serde::de::DeserializeOwned;
 use tower_shared::api::{
     AuthConfig, CatalogRefresh, ClockReading, DeploymentsAnswer, ErrorBody, GuestToken,
-    PipelineRunAnswer, PipelineRunsAnswer, RecordedRuns, ServiceProvisioningAnswer, Summary,
-    CLOCK_HEADER,
+    PipelineRunAnswer, PipelineRunsAnswer, PullsAnswer, RecordedRuns, ServiceProvisioningAnswer,
+    Summary, CLOCK_HEADER,
 };
 use tower_shared::fleet::Fleet;
 
@@ -146,6 +146,16 @@ pub async fn pipeline_runs(
     query: &[(&str, &str)],
 ) -> Result<PipelineRunsAnswer, ApiError> {
     let mut path = format!("/api/pipelines?service={}", encode(service));
+    for (key, value) in query {
+        path.push_str(&format!("&{key}={}", encode(value)));
+    }
+    get_json(&path).await
+}
+
+/// `GET /api/pulls?service=…`: one page of the service's pull requests; `query` holds the
+/// previous page's `next` (`&continue=…`) and the `limit`.
+pub async fn pulls(service: &str, query: &[(&str, &str)]) -> Result<PullsAnswer, ApiError> {
+    let mut path = format!("/api/pulls?service={}", encode(service));
     for (key, value) in query {
         path.push_str(&format!("&{key}={}", encode(value)));
     }

@@ -28,6 +28,7 @@ mod logs;
 mod nav;
 mod pipelines;
 mod provisioning;
+mod pulls;
 mod rollout;
 mod service;
 mod signin;

@@ -6,12 +6,19 @@
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Tab {
     Provisioning,
+    PullRequests,
     Pipelines,
     Deployments,
 }
 
 impl Tab {
-    pub const ALL: [Tab; 3] = [Tab::Provisioning, Tab::Pipelines, Tab::Deployments];
+    /// In the order a change lives: pull request, pipeline, deployment.
+    pub const ALL: [Tab; 4] = [
+        Tab::Provisioning,
+        Tab::PullRequests,
+        Tab::Pipelines,
+        Tab::Deployments,
+    ];
 
     /// The tab a service link without `view` opens.
     pub const DEFAULT: Tab = Tab::Deployments;
@@ -20,6 +27,7 @@ impl Tab {
     pub fn id(self) -> &'static str {
         match self {
             Tab::Provisioning => "provisioning",
+            Tab::PullRequests => "pulls",
             Tab::Pipelines => "pipelines",
             Tab::Deployments => "deployments",
         }
@@ -28,6 +36,7 @@ impl Tab {
     pub fn title(self) -> &'static str {
         match self {
             Tab::Provisioning => "Provisioning",
+            Tab::PullRequests => "Pull requests",
             Tab::Pipelines => "Pipelines",
             Tab::Deployments => "Deployments",
         }

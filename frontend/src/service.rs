@@ -8,7 +8,7 @@ use tower_shared::api::DeploymentsAnswer;
 use crate::api::{self, ApiError};
 use crate::nav::{tab_href, Page, Tab};
 use crate::ui::HealthNotice;
-use crate::{deployments, fleet, pipelines, provisioning};
+use crate::{deployments, fleet, pipelines, provisioning, pulls};
 
 #[component]
 pub fn ServicePage() -> impl IntoView {
@@ -44,6 +44,9 @@ pub fn ServicePage() -> impl IntoView {
             let body = match tab {
                 Ok(Tab::Provisioning) => {
                     view! { <provisioning::ProvisioningTab service=service.clone() /> }.into_any()
+                }
+                Ok(Tab::PullRequests) => {
+                    view! { <pulls::PullsTab service=service.clone() /> }.into_any()
                 }
                 Ok(Tab::Pipelines) => {
                     view! { <PipelinesPage service=service.clone() run=run /> }.into_any()

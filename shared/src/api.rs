@@ -115,6 +115,25 @@ pub struct ProvisioningAnswer {
     pub health: Health,
 }
 
+/// `GET /api/pulls?service=NAME[&limit=&continue=]`: a page of the service's pull requests,
+/// newest first ([`crate::pulls`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PullsAnswer {
+    pub service: String,
+    /// The repositories read (names, of the configured owner).
+    pub repos: Vec<String>,
+    /// Whether GitHub has answered: without it, no pull requests means "unknown".
+    pub read: bool,
+    /// How many pull requests in all (open, and closed in the last 30 days).
+    pub total: usize,
+    pub pulls: Vec<crate::pulls::PullView>,
+    /// The next page's `continue`; `None` on the last page.
+    pub next: Option<String>,
+    #[serde(flatten)]
+    pub health: Health,
+}
+
 /// `GET /api/provisioning/service?service=NAME`: one service's Provisioning tab, settled
 /// ([`ServiceProgress::settled`]: a running step's time ticks on the page from its start), so
 /// it changes only when a step, the group, an event or a created resource does. `progress`

@@ -533,6 +533,9 @@ mod tests {
             closed_at: merged_min.map(at),
             html_url: None,
             user: None,
+            draft: false,
+            head: None,
+            merge_commit_sha: None,
         }
     }
 

@@ -22,6 +22,8 @@
 //! - [`kube`] — Kubernetes objects of any kind, read leniently, with their conditions.
 //! - [`pipelines`] — the Pipelines tab: a service's runs (commit, image, trigger, outcome),
 //!   paged by cursor, and each run's graph of tasks laid out in columns.
+//! - [`pulls`] — the Pull requests tab: a service's PRs stitched by commit to their runs,
+//!   and a merged one to its image and the environments running it.
 //! - [`provisioning`] — provisioning progress: steps, groups, events, typical durations.
 //! - [`snapshot`] — the derivations' input: cluster objects, pull requests, catalog, history, memory.
 //! - [`tekton`] — PipelineRuns and TaskRuns: status, times, results, params.
@@ -38,6 +40,7 @@ pub mod kube;
 pub mod links;
 pub mod pipelines;
 pub mod provisioning;
+pub mod pulls;
 pub mod snapshot;
 pub mod tekton;
 pub mod time;

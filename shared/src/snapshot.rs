@@ -99,11 +99,27 @@ pub struct PullRequest {
     pub html_url: Option<String>,
     #[serde(default)]
     pub user: Option<GitHubUser>,
+    #[serde(default)]
+    pub draft: bool,
+    /// The branch it comes from and the commit at its tip.
+    #[serde(default)]
+    pub head: Option<GitRef>,
+    /// Merged: the commit the merge made on the base branch.
+    #[serde(default)]
+    pub merge_commit_sha: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct GitHubUser {
     pub login: String,
+}
+
+/// A branch and a commit on it (`head` and `base` of a pull request).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GitRef {
+    #[serde(rename = "ref")]
+    pub branch: String,
+    pub sha: String,
 }
 
 impl PullRequest {

@@ -166,6 +166,12 @@ fn samples() -> Vec<(&'static str, Value)> {
         user: Some(GitHubUser {
             login: "dana".to_owned(),
         }),
+        draft: false,
+        head: Some(tower_shared::snapshot::GitRef {
+            branch: "resync".to_owned(),
+            sha: "4f2d9c0e7a1b3c5d6e8f9a0b1c2d3e4f5a6b7c8d".to_owned(),
+        }),
+        merge_commit_sha: Some("9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f1a0b".to_owned()),
     };
     let step = Step {
         id: StepId::FirstBuild,

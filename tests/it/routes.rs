@@ -495,6 +495,7 @@ async fn provisioning_snapshot_readiness_metrics_and_openapi() {
         "/api/provisioning",
         "/api/provisioning/service",
         "/api/pipelines/log",
+        "/api/pulls",
         "/api/summary",
         "/api/events",
         "/webhooks/github",
@@ -1656,5 +1657,172 @@ async fn read_lines(response: &mut reqwest::Response, read: &mut String, lines: 
             .unwrap()
             .expect("the log goes on");
         read.push_str(std::str::from_utf8(&chunk).unwrap());
+    }
+}
+
+/// `/api/pulls` stitches each pull request by commit: an open one to the runs of its head,
+/// a merged one to the image its merge commit built and the environments running it — the
+/// canary app's newest merge is the canary in prod. Pages by cursor; 304 when unchanged.
+#[tokio::test]
+async fn pull_requests_are_stitched_to_their_runs_images_and_environments() {
+    use hangar_sim::stories::fleet::Role;
+    let tower = frozen().await;
+    let service = crate::support::busy_app();
+    let path = format!("/api/pulls?service={service}&limit=100");
+    let first = eventually(
+        Duration::from_secs(15),
+        "the busy app's PRs read",
+        || async {
+            let (status, body) = tower.get(&path).await.ok()?;
+            assert_eq!(status, StatusCode::OK, "{body}");
+            (body["read"] == true && body["total"].as_u64()? > 3).then_some(body)
+        },
+    )
+    .await
+    .unwrap();
+    let pulls = first["pulls"].as_array().unwrap();
+    assert_eq!(first["total"].as_u64().unwrap() as usize, pulls.len());
+    let mut created: Vec<&str> = pulls
+        .iter()
+        .map(|p| p["createdAt"].as_str().unwrap())
+        .collect();
+    let sorted = {
+        let mut s = created.clone();
+        s.sort_by(|a, b| b.cmp(a));
+        s
+    };
+    assert_eq!(created, sorted, "newest first");
+    created.dedup();
+    // The open PR's head is the newest pull-request run's commit.
+    let open = pulls
+        .iter()
+        .find(|p| p["state"] == "open" && p["repo"] == format!("acme/{service}").as_str())
+        .expect("an open PR on the source repo");
+    let (_, runs) = tower
+        .get(&format!(
+            "/api/pipelines?service={service}&pipeline=pull-request&limit=1"
+        ))
+        .await
+        .unwrap();
+    assert_eq!(open["headSha"], runs["runs"][0]["commit"], "{open}");
+    assert_eq!(open["checks"][0]["run"], runs["runs"][0]["name"], "{open}");
+    assert!(open["branch"].as_str().unwrap().starts_with("feature-"));
+    // Each merged PR: its build's image, running somewhere.
+    let merged: Vec<&Value> = pulls
+        .iter()
+        .filter(|p| p["state"] == "merged" && p["repo"] == format!("acme/{service}").as_str())
+        .collect();
+    assert_eq!(merged.len(), 3, "the newest three releases");
+    for pr in &merged {
+        let image = pr["image"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no image: {pr}"));
+        assert!(image.contains(&format!("/{service}:")), "{image}");
+        assert_eq!(
+            pr["checks"],
+            json!([]),
+            "a merge's head ran no pipeline here"
+        );
+    }
+    assert!(
+        merged[0]["landed"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|l| l["environment"] == "dev"),
+        "the newest merge runs in dev: {}",
+        merged[0]
+    );
+
+    // Pages of ten: every PR once, in order.
+    let mut seen = Vec::new();
+    let mut page = format!("/api/pulls?service={service}&limit=10");
+    for _ in 0..20 {
+        let (_, body) = tower.get(&page).await.unwrap();
+        for pr in body["pulls"].as_array().unwrap() {
+            seen.push(format!("{}#{}", pr["repo"], pr["number"]));
+        }
+        match body["next"].as_str() {
+            Some(next) => page = format!("/api/pulls?service={service}&limit=10&continue={next}"),
+            None => break,
+        }
+    }
+    let all: Vec<String> = pulls
+        .iter()
+        .map(|p| format!("{}#{}", p["repo"], p["number"]))
+        .collect();
+    assert_eq!(seen, all);
+
+    // Unchanged: 304.
+    let response = tower.client().get(tower.url(&path)).send().await.unwrap();
+    let etag = response.headers()["etag"].clone();
+    assert_eq!(
+        tower.revalidate(&path, &etag).await,
+        StatusCode::NOT_MODIFIED
+    );
+
+    // The canary app a minute into its prod rollout: its newest merge is live in dev and
+    // staging and the canary at 20 % in prod.
+    let canary = crate::support::fleet_app(Role::CompletingCanary);
+    let start = canary.prod_rollout_at(tower.world_now());
+    tower.advance_world((start - tower.world_now()).num_seconds() + 60);
+    let path = format!("/api/pulls?service={}", canary.name);
+    let landed = eventually(
+        Duration::from_secs(15),
+        "the canary's merge in prod",
+        || async {
+            let (_, body) = tower.get(&path).await.ok()?;
+            body["pulls"]
+                .as_array()?
+                .iter()
+                .filter(|p| p["state"] == "merged")
+                .find_map(|p| {
+                    let landed = p["landed"].as_array()?;
+                    landed
+                        .iter()
+                        .any(|l| l["environment"] == "prod" && l["canary"] == true)
+                        .then(|| landed.clone())
+                })
+        },
+    )
+    .await
+    .unwrap();
+    let prod = landed.iter().find(|l| l["environment"] == "prod").unwrap();
+    assert_eq!(prod["weight"], 20, "{landed:?}");
+    assert!(
+        landed
+            .iter()
+            .any(|l| l["environment"] == "dev" && l["canary"] == false),
+        "{landed:?}"
+    );
+
+    for (query, code, field) in [
+        (
+            format!("service={service}&limit=0"),
+            StatusCode::BAD_REQUEST,
+            "limit",
+        ),
+        (
+            format!("service={service}&continue=yesterday"),
+            StatusCode::BAD_REQUEST,
+            "continue",
+        ),
+        (
+            "service=no-such-service".to_owned(),
+            StatusCode::NOT_FOUND,
+            "service",
+        ),
+        (
+            "service=Bad_Name".to_owned(),
+            StatusCode::BAD_REQUEST,
+            "service",
+        ),
+    ] {
+        let (status, body) = tower.get(&format!("/api/pulls?{query}")).await.unwrap();
+        assert_eq!(
+            (status, body["field"].as_str()),
+            (code, Some(field)),
+            "{query}: {body}"
+        );
     }
 }

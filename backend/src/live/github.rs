@@ -13,7 +13,7 @@ use http::StatusCode;
 use octocrab::Octocrab;
 use serde_json::Value;
 use tower_shared::api::GitHubTrouble;
-use tower_shared::snapshot::{GitHubUser, PullRequest};
+use tower_shared::snapshot::{GitHubUser, GitRef, PullRequest};
 
 use crate::clock::Clock;
 use crate::config::GitHubConfig;
@@ -548,6 +548,12 @@ fn pull_request(repo: &str, pr: octocrab::models::pulls::PullRequest) -> PullReq
         closed_at: pr.closed_at,
         html_url: pr.html_url.map(|u| u.to_string()),
         user: pr.user.map(|u| GitHubUser { login: u.login }),
+        draft: pr.draft.unwrap_or(false),
+        head: (!pr.head.sha.is_empty()).then(|| GitRef {
+            branch: pr.head.ref_field.clone(),
+            sha: pr.head.sha.clone(),
+        }),
+        merge_commit_sha: pr.merge_commit_sha,
     }
 }
 

@@ -62,6 +62,7 @@ struct Inner {
     services: ServiceViews<tower_shared::api::SnapshotAnswer>,
     deployments: ServiceViews<tower_shared::api::DeploymentsAnswer>,
     pipelines: ServiceViews<tower_shared::pipelines::Pipelines>,
+    pulls: ServiceViews<tower_shared::pulls::Pulls>,
     /// Changes noted since the deriver last took them.
     pending: Mutex<BTreeSet<Change>>,
     /// How long the deriver's last rebuild took (snapshot, index, derivation, views), µs.
@@ -144,6 +145,7 @@ impl Live {
                 services: ServiceViews::default(),
                 deployments: ServiceViews::default(),
                 pipelines: ServiceViews::default(),
+                pulls: ServiceViews::default(),
                 pending: Mutex::default(),
                 last_rebuild_micros: std::sync::atomic::AtomicU64::new(0),
                 rebuilds: std::sync::atomic::AtomicU64::new(0),
@@ -234,6 +236,20 @@ impl Live {
         service: &str,
     ) -> Option<Arc<tower_shared::pipelines::Pipelines>> {
         self.inner.pipelines.answer(&self.derived(), service)
+    }
+
+    /// `service`'s pull requests, stitched, made once per change of the snapshot; `None`
+    /// for a service Tower does not know.
+    pub fn service_pulls(&self, service: &str) -> Option<Arc<tower_shared::pulls::Pulls>> {
+        self.inner.pulls.answer(&self.derived(), service)
+    }
+
+    /// Asks GitHub about `repo` at the next poll (its cached answer, if fresh, stands): a
+    /// page is showing it.
+    pub fn want_repo(&self, repo: &str) {
+        if self.inner.github.is_some() && self.remote().due_repos.insert(repo.to_owned()) {
+            self.inner.github_due.notify_one();
+        }
     }
 
     /// How many times the deriver rebuilt the snapshot, and how long the last rebuild took

@@ -12,6 +12,7 @@ mod ops;
 mod params;
 mod pipelines;
 mod provisioning;
+mod pulls;
 mod signin;
 mod snapshot;
 pub mod webhooks;
@@ -34,6 +35,7 @@ pub fn api() -> Router<AppState> {
         .route("/api/pipelines", get(pipelines::runs))
         .route("/api/pipelines/run", get(pipelines::run))
         .route("/api/pipelines/log", get(pipelines::log))
+        .route("/api/pulls", get(pulls::get))
         .route("/api/provisioning", get(provisioning::get))
         .route("/api/provisioning/service", get(provisioning::service))
         .route("/api/summary", get(provisioning::summary))

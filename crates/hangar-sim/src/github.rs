@@ -129,8 +129,9 @@ fn pull_json(pr: &PullRequest, single: bool) -> Value {
         "created_at": ts(pr.created_at), "updated_at": ts(pr.merged_at.or(pr.closed_at).unwrap_or(pr.created_at)),
         "closed_at": pr.closed_at.map(ts), "merged_at": pr.merged_at.map(ts),
         "html_url": url, "url": format!("https://api.github.com/repos/{}/pulls/{}", pr.repo, pr.number),
-        "draft": false, "locked": false,
-        "head": {"ref": pr.head_ref, "sha": sha_of(&pr.head_ref), "label": format!("{owner}:{}", pr.head_ref),
+        "draft": pr.draft, "locked": false, "merge_commit_sha": pr.merge_commit_sha,
+        "head": {"ref": pr.head_ref, "sha": pr.head_sha.clone().unwrap_or_else(|| sha_of(&pr.head_ref)),
+                 "label": format!("{owner}:{}", pr.head_ref),
                  "user": user_json(owner), "repo": repo_json(&pr.repo)},
         "base": {"ref": pr.base_ref, "sha": sha_of(&pr.base_ref), "label": format!("{owner}:{}", pr.base_ref),
                  "user": user_json(owner), "repo": repo_json(&pr.repo)},
@@ -572,6 +573,7 @@ async fn create_pull(
         created_at: github.platform.clock().now(),
         merged_at: None,
         closed_at: None,
+        ..PullRequest::default()
     };
     let body = pull_json(&pr, true);
     github.written().pulls.push(pr);

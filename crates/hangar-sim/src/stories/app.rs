@@ -286,6 +286,7 @@ impl Story for AppStory {
                         created_at: self.at(opened),
                         merged_at,
                         closed_at: merged_at,
+                        ..PullRequest::default()
                     }
                 })
             };

@@ -690,10 +690,9 @@ impl SteadyApp {
                 if done { state } else { RunState::Running },
                 done.then_some(end),
             );
-            let number = 400 + (slot / 6) % 60;
+            let number = pr_number(slot);
             let branch = format!("feature-{number}");
-            let sha = crate::store::uid_of(&format!("{}/pr/{slot}", self.name)).replace('-', "");
-            let sha = format!("{sha}{}", &sha[..8]);
+            let sha = self.pr_sha(slot);
             self.pac(
                 &mut pipeline_run,
                 &sha,
@@ -1090,11 +1089,87 @@ impl SteadyApp {
                     created_at: opened,
                     merged_at: merged,
                     closed_at: merged,
+                    ..PullRequest::default()
                 }
             })
             .filter(|pr| pr.created_at <= now)
+            .chain(self.source_pull_requests(now))
             .collect()
     }
+
+    /// A detailed app's source repo: each of the newest three releases was a PR merged as
+    /// its build began (its merge commit is the build's commit), opened at the release
+    /// before; a busy app also has a PR an hour for its pull-request runs — the current
+    /// hour's open, its head the newest run's commit, earlier ones closed unmerged.
+    fn source_pull_requests(&self, now: DateTime<Utc>) -> Vec<PullRequest> {
+        if !self.detailed {
+            return Vec::new();
+        }
+        let people = ["ana", "bo", "chen", "dara"];
+        let repo = format!("acme/{}", self.name);
+        let mut out: Vec<PullRequest> = [0, self.cadence, 2 * self.cadence]
+            .into_iter()
+            .map(|back| {
+                let release = self.release_before(now, back);
+                let opened = self.release_before(now, back + self.cadence).at;
+                let n = release.n % 1_000;
+                PullRequest {
+                    repo: repo.clone(),
+                    number: u64::try_from(n).unwrap_or(0) + 1_000,
+                    title: format!("Change {n} of {}", self.name),
+                    body: String::new(),
+                    user: people[usize::try_from(n).unwrap_or(0) % people.len()].to_owned(),
+                    head_ref: format!("change-{n}"),
+                    base_ref: "main".to_owned(),
+                    created_at: opened,
+                    merged_at: Some(release.at),
+                    closed_at: Some(release.at),
+                    head_sha: Some(self.commit(release).chars().rev().collect::<String>()),
+                    merge_commit_sha: Some(self.commit(release)),
+                    draft: false,
+                }
+            })
+            .collect();
+        if self.busy {
+            let newest = now.timestamp().div_euclid(PR_EVERY);
+            let oldest = newest - PR_RUNS_KEPT + 1;
+            // A PR an hour (six runs), the runs of its hour pushed to it.
+            for hour in oldest.div_euclid(6)..=newest.div_euclid(6) {
+                let number = pr_number(hour * 6);
+                let last_slot = (hour * 6 + 5).min(newest);
+                let closed = (hour < newest.div_euclid(6))
+                    .then(|| DateTime::from_timestamp((hour + 1) * 6 * PR_EVERY, 0))
+                    .flatten();
+                out.push(PullRequest {
+                    repo: repo.clone(),
+                    number: u64::try_from(number).unwrap_or(0),
+                    title: format!("Try feature-{number}"),
+                    body: String::new(),
+                    user: people[usize::try_from(hour).unwrap_or(0) % people.len()].to_owned(),
+                    head_ref: format!("feature-{number}"),
+                    base_ref: "main".to_owned(),
+                    created_at: DateTime::from_timestamp(hour * 6 * PR_EVERY, 0).unwrap_or(now),
+                    merged_at: None,
+                    closed_at: closed,
+                    head_sha: Some(self.pr_sha(last_slot)),
+                    merge_commit_sha: None,
+                    draft: false,
+                });
+            }
+        }
+        out
+    }
+
+    /// The commit a busy app's pull-request run of `slot` ran.
+    fn pr_sha(&self, slot: i64) -> String {
+        let sha = crate::store::uid_of(&format!("{}/pr/{slot}", self.name)).replace('-', "");
+        format!("{sha}{}", &sha[..8])
+    }
+}
+
+/// The PR a busy app's pull-request run of `slot` runs for: one an hour, numbered 400–459.
+fn pr_number(slot: i64) -> i64 {
+    400 + (slot / 6) % 60
 }
 
 /// One app of the fleet as a story of its own, so the platform asks it again only when

@@ -72,6 +72,7 @@ impl Story for InfraStory {
             created_at: self.at(-600),
             merged_at: merged,
             closed_at: merged,
+            ..PullRequest::default()
         }]
     }
 

@@ -78,7 +78,7 @@ pub fn component(name: &str, component_type: &str, owner: &str) -> Value {
 }
 
 /// A pull request as the simulated GitHub knows it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PullRequest {
     /// `owner/name`.
     pub repo: String,
@@ -91,6 +91,11 @@ pub struct PullRequest {
     pub created_at: DateTime<Utc>,
     pub merged_at: Option<DateTime<Utc>>,
     pub closed_at: Option<DateTime<Utc>>,
+    /// The commit at the head branch's tip (`None`: one made up from the branch's name).
+    pub head_sha: Option<String>,
+    /// Merged: the commit the merge made.
+    pub merge_commit_sha: Option<String>,
+    pub draft: bool,
 }
 
 /// `count` applications, each at its own point of a typical provision: created at spread

@@ -34,6 +34,19 @@ struct FilePull {
     closed_at: Option<DateTime<Utc>>,
     #[serde(default)]
     user: Option<Login>,
+    #[serde(default)]
+    draft: bool,
+    #[serde(default)]
+    head: Option<FileRef>,
+    #[serde(default)]
+    merge_commit_sha: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct FileRef {
+    #[serde(rename = "ref")]
+    branch: String,
+    sha: String,
 }
 
 #[derive(Deserialize)]
@@ -67,7 +80,13 @@ impl Scenario {
             .unwrap_or_default()
             .into_iter()
             .map(|pr| PullRequest {
-                head_ref: format!("pr-{}", pr.number),
+                head_ref: pr
+                    .head
+                    .as_ref()
+                    .map_or_else(|| format!("pr-{}", pr.number), |h| h.branch.clone()),
+                head_sha: pr.head.map(|h| h.sha),
+                merge_commit_sha: pr.merge_commit_sha,
+                draft: pr.draft,
                 base_ref: "main".to_owned(),
                 body: String::new(),
                 user: pr.user.map_or_else(|| "unknown".to_owned(), |u| u.login),

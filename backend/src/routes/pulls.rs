@@ -1,0 +1,65 @@
+//! The Pull requests tab, served in pages of one derivation ([`tower_shared::pulls`], made
+//! once per change of the service): `GET /api/pulls?service=NAME` — its pull requests,
+//! newest first, `limit` long, `continue` from the previous page's `next`. Asking also puts
+//! the service's repositories first in the GitHub poller's queue.
+
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::response::Response;
+use tower_shared::api::PullsAnswer;
+use tower_shared::pulls::{page, Cursor};
+
+use super::params::{self, Query};
+use super::ApiError;
+use crate::state::AppState;
+use crate::views::View;
+
+/// Pull requests per page unless `limit` says otherwise, and the most a page holds.
+const PAGE: u32 = 25;
+const MOST: u32 = 100;
+
+/// `GET /api/pulls`.
+pub async fn get(
+    State(state): State<AppState>,
+    query: Query,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let service = params::dns_label(&query, "service")?;
+    let limit = params::number(&query, "limit", 1..=MOST, PAGE)?;
+    let after = match query.get("continue") {
+        None => None,
+        Some(token) => Some(Cursor::decode(token).ok_or_else(|| {
+            ApiError::bad(
+                "continue",
+                format!("`continue` must be a page's `next` as Tower gave it, not {token:?}"),
+            )
+        })?),
+    };
+    let pulls = state
+        .source
+        .service_pulls(service)
+        .ok_or_else(|| ApiError::Unknown {
+            field: "service",
+            message: format!("Tower knows no service called {service}"),
+        })?;
+    if let (Some(live), Some(github)) = (&state.live, &state.github) {
+        for repo in &pulls.repos {
+            live.want_repo(&format!("{}/{repo}", github.owner()));
+        }
+    }
+    let (shown, next) = page(
+        &pulls.pulls,
+        after.as_ref(),
+        usize::try_from(limit).unwrap_or(usize::MAX),
+    );
+    let answer = PullsAnswer {
+        service: service.to_owned(),
+        repos: pulls.repos.clone(),
+        read: pulls.read,
+        total: pulls.pulls.len(),
+        pulls: shown.into_iter().cloned().collect(),
+        next: next.map(|c| c.encode()),
+        health: state.source.derived().health.clone(),
+    };
+    Ok(View::lazy(&answer).respond(&headers).await)
+}

@@ -1,0 +1,375 @@
+//! The Pull requests tab: a service's pull requests (its source and GitOps repositories, by
+//! the platform's naming rules), open ones and those merged or closed in the last
+//! [`RECENT_DAYS`] days, newest first — each stitched by commit to the pipeline runs of its
+//! head (Pipelines-as-Code's `sha`), and a merged one to the image its merge commit built
+//! and the environments running that image now: the story from PR to build to image to
+//! environments.
+
+use std::cmp::Reverse;
+
+use chrono::{DateTime, Duration, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::deployments::Deployments;
+use crate::hangar;
+use crate::pipelines::{Outcome, Pipelines};
+use crate::snapshot::{PullRequest, Snapshot};
+
+/// Closed pull requests are listed this many days after they close.
+pub const RECENT_DAYS: i64 = 30;
+
+/// Where a pull request is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PrState {
+    Open,
+    Draft,
+    Merged,
+    /// Closed without being merged.
+    Closed,
+}
+
+/// One pipeline run for a pull request's head commit.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Check {
+    pub run: String,
+    pub pipeline: Option<String>,
+    pub outcome: Outcome,
+    pub started_at: Option<DateTime<Utc>>,
+}
+
+/// How an environment runs a merged pull request's image.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Landed {
+    pub environment: String,
+    /// `false`: the stable version is it; `true`: it is the canary, at `weight` per cent of
+    /// the traffic (`None` when the weight is not known).
+    pub canary: bool,
+    pub weight: Option<u32>,
+}
+
+/// One pull request, stitched.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PullView {
+    pub repo: String,
+    /// On the app's source repository (a merge there is built); else on a GitOps one.
+    pub source: bool,
+    pub number: u64,
+    pub title: String,
+    pub author: Option<String>,
+    pub branch: Option<String>,
+    pub url: Option<String>,
+    pub state: PrState,
+    pub created_at: Option<DateTime<Utc>>,
+    /// When it was merged or closed.
+    pub ended_at: Option<DateTime<Utc>>,
+    pub head_sha: Option<String>,
+    /// The pipeline runs of its head commit, newest first.
+    pub checks: Vec<Check>,
+    /// Merged: its merge commit, the image the build of that commit published (`None`
+    /// while Tower sees no such build), and the environments running that image.
+    pub merge_commit: Option<String>,
+    pub image: Option<String>,
+    pub landed: Vec<Landed>,
+}
+
+/// A service's pull requests, newest first.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Pulls {
+    pub service: String,
+    /// The repositories read (names, of the configured owner).
+    pub repos: Vec<String>,
+    /// Whether GitHub has answered: without it, no pull requests means "unknown", not none.
+    pub read: bool,
+    pub pulls: Vec<PullView>,
+}
+
+/// The service's pull requests at `now`, from the snapshot's pull requests, its runs and its
+/// deployments.
+pub fn derive(
+    snapshot: &Snapshot,
+    service: &str,
+    pipelines: &Pipelines,
+    deployments: &Deployments,
+    now: DateTime<Utc>,
+) -> Pulls {
+    // Every repository the rules may give it (whatever its kind); GitHub is read for the
+    // configured owner only.
+    let repos = hangar::repos(service, None);
+    let since = now - Duration::days(RECENT_DAYS);
+    let mut pulls: Vec<PullView> = snapshot
+        .pull_requests
+        .iter()
+        .flatten()
+        .filter(|pr| repos.iter().any(|r| r == pr.repo_name()))
+        .filter(|pr| pr.is_open() || pr.merged_at.or(pr.closed_at).is_some_and(|t| t >= since))
+        .map(|pr| stitch(pr, hangar::source_repo(service), pipelines, deployments))
+        .collect();
+    pulls.sort_by(newer_first);
+    Pulls {
+        service: service.to_owned(),
+        repos,
+        read: snapshot.pull_requests.is_some(),
+        pulls,
+    }
+}
+
+/// Newest first; then by repository and number, so the order is total.
+fn order(
+    created_at: Option<DateTime<Utc>>,
+    repo: &str,
+    number: u64,
+) -> (Reverse<Option<DateTime<Utc>>>, &str, Reverse<u64>) {
+    (Reverse(created_at), repo, Reverse(number))
+}
+
+fn newer_first(a: &PullView, b: &PullView) -> std::cmp::Ordering {
+    order(a.created_at, &a.repo, a.number).cmp(&order(b.created_at, &b.repo, b.number))
+}
+
+fn stitch(
+    pr: &PullRequest,
+    source_repo: &str,
+    pipelines: &Pipelines,
+    deployments: &Deployments,
+) -> PullView {
+    let source = pr.repo_name() == source_repo;
+    let head_sha = pr.head.as_ref().map(|h| h.sha.clone());
+    let checks = head_sha
+        .as_deref()
+        .map(|sha| {
+            pipelines
+                .runs
+                .iter()
+                .filter(|r| r.commit.as_deref() == Some(sha))
+                .map(|r| Check {
+                    run: r.name.clone(),
+                    pipeline: r.pipeline.clone(),
+                    outcome: r.outcome,
+                    started_at: r.started_at,
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let merge_commit = pr.merge_commit_sha.clone().filter(|_| pr.is_merged());
+    // Only a source repository's merge is built.
+    let image = merge_commit.as_deref().filter(|_| source).and_then(|sha| {
+        pipelines
+            .runs
+            .iter()
+            .filter(|r| r.commit.as_deref() == Some(sha))
+            .find_map(|r| r.image.clone())
+    });
+    let landed = image
+        .as_deref()
+        .map(|image| landed(image, deployments))
+        .unwrap_or_default();
+    PullView {
+        repo: pr.repo.clone(),
+        source,
+        number: pr.number,
+        title: pr.title.clone(),
+        author: pr.user.as_ref().map(|u| u.login.clone()),
+        branch: pr.head.as_ref().map(|h| h.branch.clone()),
+        url: pr.html_url.clone(),
+        state: if pr.is_merged() {
+            PrState::Merged
+        } else if !pr.is_open() {
+            PrState::Closed
+        } else if pr.draft {
+            PrState::Draft
+        } else {
+            PrState::Open
+        },
+        created_at: pr.created_at,
+        ended_at: pr.merged_at.or(pr.closed_at),
+        head_sha,
+        checks,
+        merge_commit,
+        image,
+        landed,
+    }
+}
+
+/// The image without its digest: a tag reads the same built or deployed.
+fn by_tag(image: &str) -> &str {
+    image.split('@').next().unwrap_or(image)
+}
+
+/// The environments whose Rollout runs `image`, stable or as the canary.
+fn landed(image: &str, deployments: &Deployments) -> Vec<Landed> {
+    let image = by_tag(image);
+    let runs = |set: Option<&crate::deployments::ReplicaSetView>| {
+        set.and_then(|s| s.image.as_deref())
+            .is_some_and(|i| by_tag(i) == image)
+    };
+    deployments
+        .environments
+        .iter()
+        .flatten()
+        .filter_map(|env| {
+            let rollout = env.rollout.as_ref()?;
+            if runs(rollout.canary.as_ref()) {
+                Some(Landed {
+                    environment: env.name.clone(),
+                    canary: true,
+                    weight: rollout.canary_weight,
+                })
+            } else if runs(rollout.stable.as_ref()) {
+                Some(Landed {
+                    environment: env.name.clone(),
+                    canary: false,
+                    weight: rollout.stable_weight,
+                })
+            } else {
+                None
+            }
+        })
+        .collect()
+}
+
+/// Where a page of pull requests ends: the last one's start, repository and number.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Cursor {
+    pub created_at: Option<DateTime<Utc>>,
+    pub repo: String,
+    pub number: u64,
+}
+
+impl Cursor {
+    /// `<created in ms, or ->.<number>.<owner/repo>`: opaque to callers.
+    pub fn encode(&self) -> String {
+        let at = self
+            .created_at
+            .map_or_else(|| "-".to_owned(), |t| t.timestamp_millis().to_string());
+        format!("{at}.{}.{}", self.number, self.repo)
+    }
+
+    pub fn decode(text: &str) -> Option<Self> {
+        let mut parts = text.splitn(3, '.');
+        let at = match parts.next()? {
+            "-" => None,
+            ms => Some(DateTime::from_timestamp_millis(ms.parse().ok()?)?),
+        };
+        let number = parts.next()?.parse().ok()?;
+        let repo = parts.next()?;
+        let (owner, name) = repo.split_once('/')?;
+        let plain = |s: &str| {
+            !s.is_empty()
+                && s.len() <= 100
+                && s.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
+        };
+        (plain(owner) && plain(name)).then(|| Self {
+            created_at: at,
+            repo: repo.to_owned(),
+            number,
+        })
+    }
+}
+
+/// `limit` pull requests after `after` (from the first without it), and the cursor of the
+/// next page when there is more.
+pub fn page<'a>(
+    pulls: &'a [PullView],
+    after: Option<&Cursor>,
+    limit: usize,
+) -> (Vec<&'a PullView>, Option<Cursor>) {
+    let mut rest = pulls.iter().filter(|p| {
+        after.is_none_or(|c| {
+            order(c.created_at, &c.repo, c.number) < order(p.created_at, &p.repo, p.number)
+        })
+    });
+    let page: Vec<&PullView> = rest.by_ref().take(limit).collect();
+    let next = match (rest.next(), page.last()) {
+        (Some(_), Some(last)) => Some(Cursor {
+            created_at: last.created_at,
+            repo: last.repo.clone(),
+            number: last.number,
+        }),
+        _ => None,
+    };
+    (page, next)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pull(repo: &str, number: u64, minutes: Option<i64>) -> PullView {
+        let at = |m: i64| DateTime::from_timestamp(1_800_000_000 + m * 60, 0).unwrap();
+        PullView {
+            repo: repo.to_owned(),
+            source: true,
+            number,
+            title: format!("#{number}"),
+            author: None,
+            branch: None,
+            url: None,
+            state: PrState::Open,
+            created_at: minutes.map(at),
+            ended_at: None,
+            head_sha: None,
+            checks: Vec::new(),
+            merge_commit: None,
+            image: None,
+            landed: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn pages_walk_every_pull_request_once_in_order() {
+        let mut pulls = vec![
+            pull("acme/shop", 3, Some(30)),
+            pull("acme/gitops-shop", 9, Some(30)),
+            pull("acme/shop", 2, Some(10)),
+            pull("acme/shop", 1, None),
+            pull("acme/shop", 4, Some(50)),
+        ];
+        pulls.sort_by(newer_first);
+        let order: Vec<u64> = pulls.iter().map(|p| p.number).collect();
+        assert_eq!(
+            order,
+            [4, 9, 3, 2, 1],
+            "newest first, then repo; unknown times last"
+        );
+        for limit in 1..=5 {
+            let mut seen = Vec::new();
+            let mut after: Option<Cursor> = None;
+            loop {
+                let (shown, next) = page(&pulls, after.as_ref(), limit);
+                seen.extend(shown.iter().map(|p| p.number));
+                match next {
+                    Some(next) => after = Some(Cursor::decode(&next.encode()).unwrap()),
+                    None => break,
+                }
+            }
+            assert_eq!(seen, order, "pages of {limit}");
+        }
+    }
+
+    #[test]
+    fn a_cursor_is_read_back_or_refused() {
+        let cursor = Cursor {
+            created_at: DateTime::from_timestamp_millis(1_800_000_000_123),
+            repo: "acme/gitops-shop".to_owned(),
+            number: 42,
+        };
+        assert_eq!(Cursor::decode(&cursor.encode()), Some(cursor));
+        for bad in [
+            "",
+            "yesterday",
+            "1.2",
+            "x.1.acme/shop",
+            "1.x.acme/shop",
+            "1.1.noslash",
+            "1.1.acme/sh op",
+        ] {
+            assert_eq!(Cursor::decode(bad), None, "{bad:?}");
+        }
+    }
+}
