@@ -314,6 +314,8 @@ async fn serve_and_measure(options: &Options) -> anyhow::Result<()> {
 
     let token = world.guest_token().await?;
     let before = world.served.api_requests();
+    let github = |live: &live::Live| live.github().map(live::github::GitHub::counters);
+    let github_before = github(&live_for_figures);
     let window = Instant::now();
     let summary = format!("http://{addr}/api/summary");
     let provisioning = format!("http://{addr}/api/provisioning");
@@ -347,6 +349,7 @@ async fn serve_and_measure(options: &Options) -> anyhow::Result<()> {
     let minutes = window.elapsed().as_secs_f64() / 60.0;
     let (rebuilds, last_rebuild) = live_for_figures.rebuilds();
     let after = world.served.api_requests();
+    let github_after = github(&live_for_figures);
     server.abort();
 
     println!(
@@ -381,5 +384,14 @@ async fn serve_and_measure(options: &Options) -> anyhow::Result<()> {
         );
     }
     println!("writes Tower asked of the clusters: 0 (each would have been refused with 405)");
+    if let (Some(then), Some(now)) = (github_before, github_after) {
+        // The pollers' repeat reads of pull requests and files, with ETags.
+        let asked = now.requests - then.requests;
+        let not_modified = now.not_modified - then.not_modified;
+        println!(
+            "GitHub requests over {minutes:.1} min from ready: {asked}, of which {not_modified} answered 304 Not Modified ({:.1} %; no rate limit spent)",
+            if asked == 0 { 0.0 } else { not_modified as f64 * 100.0 / asked as f64 }
+        );
+    }
     Ok(())
 }

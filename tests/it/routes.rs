@@ -1760,6 +1760,18 @@ async fn pull_requests_are_stitched_to_their_runs_images_and_environments() {
         tower.revalidate(&path, &etag).await,
         StatusCode::NOT_MODIFIED
     );
+    // A webhook names the repo: Tower asks GitHub again, with the ETag, and an unchanged
+    // repo answers 304 (no rate limit spent).
+    let github = tower.live.github().unwrap();
+    let before = github.counters();
+    tower.live.github_changed(&format!("acme/{service}"));
+    eventually(
+        Duration::from_secs(10),
+        "GitHub's 304 for the repo",
+        || async { (github.counters().not_modified > before.not_modified).then_some(()) },
+    )
+    .await
+    .unwrap();
 
     // The canary app a minute into its prod rollout: its newest merge is live in dev and
     // staging and the canary at 20 % in prod.
