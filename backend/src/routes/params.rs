@@ -104,6 +104,29 @@ pub fn number(
         })
 }
 
+/// Runs or pull requests per page unless `limit` says otherwise, and the most a page holds.
+pub const PAGE: u32 = 25;
+pub const MOST: u32 = 100;
+
+/// A paged route's `limit` (1 to [`MOST`], default [`PAGE`]) and `continue` (a previous
+/// page's `next`, read back by `decode`).
+pub fn paging<C>(
+    query: &Query,
+    decode: impl FnOnce(&str) -> Option<C>,
+) -> Result<(usize, Option<C>), ApiError> {
+    let limit = number(query, "limit", 1..=MOST, PAGE)?;
+    let after = match query.get("continue") {
+        None => None,
+        Some(token) => Some(decode(token).ok_or_else(|| {
+            ApiError::bad(
+                "continue",
+                format!("`continue` must be a page's `next` as Tower gave it, not {token:?}"),
+            )
+        })?),
+    };
+    Ok((usize::try_from(limit).unwrap_or(usize::MAX), after))
+}
+
 /// An optional yes/no parameter: `true`/`1` or `false`/`0`; absent is `false`.
 pub fn flag(query: &Query, field: &'static str) -> Result<bool, ApiError> {
     match query.get(field).map(String::as_str) {

@@ -20,10 +20,6 @@ use crate::live::logs::LogError;
 use crate::state::AppState;
 use crate::views::View;
 
-/// Runs per page unless `limit` says otherwise, and the most a page holds.
-const PAGE: u32 = 25;
-const MOST: u32 = 100;
-
 /// `GET /api/pipelines`.
 pub async fn runs(
     State(state): State<AppState>,
@@ -49,22 +45,8 @@ pub async fn runs(
             ),
         },
     };
-    let limit = params::number(&query, "limit", 1..=MOST, PAGE)?;
-    let after = match query.get("continue") {
-        None => None,
-        Some(token) => Some(Cursor::decode(token).ok_or_else(|| {
-            ApiError::bad(
-                "continue",
-                format!("`continue` must be a page's `next` as Tower gave it, not {token:?}"),
-            )
-        })?),
-    };
-    let (runs, next) = page(
-        &pipelines.runs,
-        &filter,
-        after.as_ref(),
-        usize::try_from(limit).unwrap_or(usize::MAX),
-    );
+    let (limit, after) = params::paging(&query, Cursor::decode)?;
+    let (runs, next) = page(&pipelines.runs, &filter, after.as_ref(), limit);
     let answer = PipelineRunsAnswer {
         service: service.to_owned(),
         namespace: pipelines.namespace.clone(),

@@ -14,10 +14,6 @@ use super::ApiError;
 use crate::state::AppState;
 use crate::views::View;
 
-/// Pull requests per page unless `limit` says otherwise, and the most a page holds.
-const PAGE: u32 = 25;
-const MOST: u32 = 100;
-
 /// `GET /api/pulls`.
 pub async fn get(
     State(state): State<AppState>,
@@ -25,16 +21,7 @@ pub async fn get(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let service = params::dns_label(&query, "service")?;
-    let limit = params::number(&query, "limit", 1..=MOST, PAGE)?;
-    let after = match query.get("continue") {
-        None => None,
-        Some(token) => Some(Cursor::decode(token).ok_or_else(|| {
-            ApiError::bad(
-                "continue",
-                format!("`continue` must be a page's `next` as Tower gave it, not {token:?}"),
-            )
-        })?),
-    };
+    let (limit, after) = params::paging(&query, Cursor::decode)?;
     let pulls = state
         .source
         .service_pulls(service)
@@ -47,11 +34,7 @@ pub async fn get(
             live.want_repo(&format!("{}/{repo}", github.owner()));
         }
     }
-    let (shown, next) = page(
-        &pulls.pulls,
-        after.as_ref(),
-        usize::try_from(limit).unwrap_or(usize::MAX),
-    );
+    let (shown, next) = page(&pulls.pulls, after.as_ref(), limit);
     let answer = PullsAnswer {
         service: service.to_owned(),
         repos: pulls.repos.clone(),
