@@ -20,21 +20,33 @@ use crate::support::{eventually, Live};
 #[tokio::test]
 async fn github_rate_limits_are_waited_out_not_hammered() {
     let tower = Live::start(0.0).await.unwrap();
-    // Release repos of the fleet's steady apps: Tower's poller reads the repos of apps
-    // still being provisioned (and may have one cached from its first round), never these,
-    // so the first read below is the one that meets the fault.
+    // GitOps infra repos of the fleet's apps: Tower's poller reads apps' source and GitOps
+    // repos, never these, so the read below is the one that meets the fault (which then
+    // refuses every request until it ends, as GitHub does).
     for (fault, wait, repo) in [
         (
             Fault::TooManyRequests { retry_after: 2 },
             2,
-            "gitops-billing",
+            "gitops-infra-billing",
         ),
-        (Fault::RateLimitSpent { reset_in: 2 }, 2, "gitops-checkout"),
+        (
+            Fault::RateLimitSpent { reset_in: 2 },
+            2,
+            "gitops-infra-checkout",
+        ),
     ] {
         let path = format!("/pull-requests?owner=acme&repo={repo}");
-        let total = || tower.world.platform.github_requests().len();
-        let before = total();
-        tower.world.platform.inject_github_fault(fault, 1);
+        let asked = |since: std::time::Instant, about: Option<&str>| {
+            let requests = tower.world.platform.github_requests();
+            requests
+                .iter()
+                .filter(|(at, path)| *at >= since && about.is_none_or(|r| path.contains(r)))
+                .count()
+        };
+        let about = format!("/{repo}/");
+        let before = std::time::Instant::now();
+        assert_eq!(asked(before - Duration::from_secs(3600), Some(&about)), 0);
+        tower.world.platform.inject_github_fault(fault, &about);
         let response = tower.client().get(tower.url(&path)).send().await.unwrap();
         let limited_at = std::time::Instant::now();
         assert_eq!(
@@ -56,9 +68,14 @@ async fn github_rate_limits_are_waited_out_not_hammered() {
             body["error"].as_str().unwrap().contains("rate limit"),
             "{body}"
         );
-        assert_eq!(total() - before, 1, "{fault:?}: one attempt, no retries");
+        assert_eq!(
+            asked(before, Some(&about)),
+            1,
+            "{fault:?}: one attempt, no retries"
+        );
 
-        // Inside the window Tower does not ask GitHub at all.
+        // Inside the window Tower does not ask GitHub at all (the poller's request already
+        // on its way when the limit was met may still arrive).
         for other in [
             "gitops-infra-orders-api",
             "gitops-orders-api",
@@ -77,26 +94,38 @@ async fn github_rate_limits_are_waited_out_not_hammered() {
                 response.status()
             );
         }
-        assert_eq!(
-            total() - before,
-            1,
-            "{fault:?}: asked inside the wait window"
+        assert!(
+            asked(limited_at, None) <= 1,
+            "{fault:?}: asked inside the wait window: {:?}",
+            tower
+                .world
+                .platform
+                .github_requests()
+                .iter()
+                .filter(|(at, _)| *at >= limited_at)
+                .collect::<Vec<_>>()
         );
 
-        // After it (not before), Tower asks again and answers.
+        // After it (not before), Tower asks again and GitHub answers (this repo does not
+        // exist: a 404, not a limit).
         let answered = eventually(
             Duration::from_secs(wait + 10),
             "asked after the window",
             || async {
                 let response = tower.client().get(tower.url(&path)).send().await.ok()?;
-                (response.status() == StatusCode::OK).then(|| limited_at.elapsed())
+                (response.status() != StatusCode::SERVICE_UNAVAILABLE)
+                    .then(|| (response.status(), limited_at.elapsed()))
             },
         )
         .await
         .unwrap();
         assert!(
-            answered >= Duration::from_secs(wait - 1),
+            answered.1 >= Duration::from_secs(wait - 1),
             "{fault:?}: answered {answered:?} after a {wait} s limit"
+        );
+        assert!(
+            [StatusCode::OK, StatusCode::NOT_FOUND].contains(&answered.0),
+            "{fault:?}: {answered:?}"
         );
     }
 
@@ -104,7 +133,7 @@ async fn github_rate_limits_are_waited_out_not_hammered() {
     tower
         .world
         .platform
-        .inject_github_fault(Fault::Forbidden, 1);
+        .inject_github_fault(Fault::Forbidden, "/events-bus/");
     let response = tower
         .client()
         .get(tower.url("/pull-requests?owner=acme&repo=events-bus"))

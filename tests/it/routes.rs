@@ -1660,6 +1660,44 @@ async fn read_lines(response: &mut reqwest::Response, read: &mut String, lines: 
     }
 }
 
+/// Every tracked app's source and GitOps repos are read in turn, whether or not a page
+/// shows them, so an app's later pull requests reach Tower without a webhook.
+#[tokio::test]
+async fn every_fleet_apps_repos_are_read_in_turn() {
+    let tower = Live::start(0.0).await.unwrap();
+    let (_, fleet) = tower.get("/api/fleet").await.unwrap();
+    let repos: BTreeSet<String> = fleet["apps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|app| {
+            let kind = app["kind"]
+                .as_str()
+                .and_then(tower_shared::hangar::ServiceKind::from_kind);
+            tower_shared::hangar::repos(app["name"].as_str().unwrap(), kind)
+        })
+        .collect();
+    assert!(repos.len() > 40, "{repos:?}");
+    // Eight repos every 5 s poll, and a poll or two to spare.
+    let limit = Duration::from_secs(5 * (repos.len() as u64 / 8 + 3));
+    eventually(limit, "every fleet app's repos read", || async {
+        let asked: BTreeSet<String> = tower
+            .world
+            .platform
+            .github_requests()
+            .into_iter()
+            .filter_map(|(_, path)| {
+                let rest = path.strip_prefix("/repos/acme/")?;
+                let (repo, tail) = rest.split_once('/')?;
+                (tail == "pulls").then(|| repo.to_owned())
+            })
+            .collect();
+        repos.is_subset(&asked).then_some(())
+    })
+    .await
+    .unwrap();
+}
+
 /// `/api/pulls` stitches each pull request by commit: an open one to the runs of its head,
 /// a merged one to the image its merge commit built and the environments running it — the
 /// canary app's newest merge is the canary in prod. Pages by cursor; 304 when unchanged.

@@ -687,9 +687,10 @@ impl Live {
                     .any(|(_, path)| path.contains(&format!("/{repo}/")))
             })
             .context("every fleet app's repositories were asked about")?;
-        self.world
-            .platform
-            .inject_github_fault(hangar_sim::github::Fault::RateLimitSpent { reset_in }, 1);
+        self.world.platform.inject_github_fault(
+            hangar_sim::github::Fault::RateLimitSpent { reset_in },
+            &format!("/{repo}/"),
+        );
         let met = self
             .client()
             .get(self.url(&format!("/pull-requests?owner=acme&repo={repo}")))

@@ -38,6 +38,10 @@ pub(super) struct Remote {
 /// How often the pollers look for what is due (GitHub answers are reused for 45 s, so an
 /// unchanged repo costs nothing in between).
 const POLL_EVERY: Duration = Duration::from_secs(5);
+/// Fleet apps' repos asked about per poll, in turn (besides what is due at once): the PR
+/// tab's pull requests for every tracked app, at most ~5,800 conditional requests an hour —
+/// mostly 304s, which GitHub does not count against the rate limit.
+const APP_REPOS_PER_POLL: usize = 8;
 
 /// The services whose pull requests differ between `old` and `new`: a request PR's by its
 /// title, any other by its repository's name — unless the repo is a tenants repo, which
@@ -83,9 +87,9 @@ impl Live {
     }
 
     /// Asks GitHub, every few seconds (and at once when a webhook names a repo), for what
-    /// is due: the tenants repos' PRs, the repos of services still onboarding, and repos a
-    /// webhook or a page (the Pull requests tab, [`Live::want_repo`]) named; and reads each
-    /// tracked service's `cicd.yaml` once. Each answer is
+    /// is due: the tenants repos' PRs, the repos of services still onboarding, repos a
+    /// webhook or a page named, and [`APP_REPOS_PER_POLL`] of the fleet apps' repos in
+    /// turn; and reads each tracked service's `cicd.yaml` once. Each answer is
     /// reused for 45 s and re-asked conditionally, so an unchanged repo costs no rate limit.
     pub(super) async fn poll_github(self) {
         let Some(github) = self.inner.github.clone() else {
@@ -94,6 +98,8 @@ impl Live {
         let mut ticker = tokio::time::interval(POLL_EVERY);
         let mut derivations = self.derivations();
         let mut known: Vec<Arc<str>> = Vec::new();
+        // Where the turn through the fleet's repos is.
+        let mut turn = 0_usize;
         loop {
             // Every 5 s, at once when a service appears or goes, or a webhook arrives.
             tokio::select! {
@@ -140,6 +146,26 @@ impl Live {
                             .map(|repo| format!("{}/{repo}", github.owner())),
                     );
                 }
+            }
+            // Every fleet app's repos in turn, so later PRs reach Tower too.
+            let app_repos: Vec<String> = derived
+                .fleet
+                .apps
+                .iter()
+                .flat_map(|app| hangar::repos(&app.name, hangar::ServiceKind::from_kind(&app.kind)))
+                .map(|repo| format!("{}/{repo}", github.owner()))
+                .collect();
+            if !app_repos.is_empty() {
+                turn %= app_repos.len();
+                repos.extend(
+                    app_repos
+                        .iter()
+                        .cycle()
+                        .skip(turn)
+                        .take(APP_REPOS_PER_POLL.min(app_repos.len()))
+                        .cloned(),
+                );
+                turn += APP_REPOS_PER_POLL;
             }
             for repo in repos {
                 // A cached answer needs no await: let requests in between repos.

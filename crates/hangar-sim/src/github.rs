@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
@@ -22,13 +23,70 @@ use crate::stories::PullRequest;
 /// A fault the API can be told to answer with (see `Platform::inject_github_fault`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Fault {
-    /// 429 Too Many Requests with `retry-after: seconds`.
+    /// A secondary rate limit: every request refused 429 for `retry_after` seconds, each
+    /// with `retry-after` saying how many are left.
     TooManyRequests { retry_after: u64 },
-    /// 403 with `x-ratelimit-remaining: 0` and `x-ratelimit-reset` this many seconds ahead
-    /// (the primary rate limit), no `retry-after`.
+    /// The primary rate limit spent: every request refused 403 with
+    /// `x-ratelimit-remaining: 0` and `x-ratelimit-reset` at the window's end, `reset_in`
+    /// seconds after it began; no `retry-after`.
     RateLimitSpent { reset_in: u64 },
-    /// 403 for lack of access (not a rate limit).
+    /// 403 for lack of access (not a rate limit) to what the trigger names, for good.
     Forbidden,
+}
+
+/// A fault waiting for its trigger, then answering for as long as it lasts.
+#[derive(Debug)]
+pub(crate) struct Armed {
+    fault: Fault,
+    trigger: String,
+    /// When the trigger was met, once it was.
+    opened: Option<Instant>,
+}
+
+impl Armed {
+    pub(crate) fn new(fault: Fault, trigger: &str) -> Self {
+        Self {
+            fault,
+            trigger: trigger.to_owned(),
+            opened: None,
+        }
+    }
+
+    /// How long a rate limit refuses once met.
+    fn lasts(&self) -> Option<Duration> {
+        match self.fault {
+            Fault::TooManyRequests { retry_after: secs }
+            | Fault::RateLimitSpent { reset_in: secs } => Some(Duration::from_secs(secs)),
+            Fault::Forbidden => None,
+        }
+    }
+
+    /// A rate limit met and over (no access to a repo is never over).
+    pub(crate) fn ended(&self, now: Instant) -> bool {
+        match (self.opened, self.lasts()) {
+            (Some(opened), Some(lasts)) => now.duration_since(opened) >= lasts,
+            _ => false,
+        }
+    }
+
+    /// Whether this fault answers a request for `path` at `now`: an open rate limit
+    /// answers every request; otherwise, requests about its trigger.
+    pub(crate) fn meets(&self, path: &str, now: Instant) -> bool {
+        match (self.opened, self.lasts()) {
+            (Some(opened), Some(lasts)) => now.duration_since(opened) < lasts,
+            _ => path.contains(&self.trigger),
+        }
+    }
+
+    /// Opens the fault (if it was waiting) and says how it answers: the fault and how long
+    /// it has left (a rate limit's `retry-after` / reset).
+    pub(crate) fn answer(&mut self, now: Instant) -> Option<(Fault, Duration)> {
+        let opened = *self.opened.get_or_insert(now);
+        let left = self.lasts().map_or(Duration::ZERO, |lasts| {
+            lasts.saturating_sub(now.duration_since(opened))
+        });
+        Some((self.fault, left))
+    }
 }
 
 /// Requests per hour before the simulated primary rate limit answers 403.
@@ -224,8 +282,8 @@ async fn conditional_and_limited(
     request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> Response {
-    if let Some(fault) = github.platform.next_github_fault(request.uri().path()) {
-        return fault_response(fault);
+    if let Some((fault, left)) = github.platform.next_github_fault(request.uri().path()) {
+        return fault_response(fault, left);
     }
     let is_get = request.method() == axum::http::Method::GET;
     let if_none_match = request.headers().get(header::IF_NONE_MATCH).cloned();
@@ -277,27 +335,28 @@ async fn conditional_and_limited(
     response
 }
 
-fn fault_response(fault: Fault) -> Response {
-    let now = chrono::Utc::now().timestamp();
+/// GitHub's answer for `fault`, with `left` of its window to run.
+fn fault_response(fault: Fault, left: Duration) -> Response {
+    // Whole seconds, rounded up: GitHub never says 0 while still refusing.
+    let secs = left.as_secs() + u64::from(left.subsec_nanos() > 0);
     match fault {
-        Fault::TooManyRequests { retry_after } => {
+        Fault::TooManyRequests { .. } => {
             let mut response = error(
                 StatusCode::TOO_MANY_REQUESTS,
                 "You have exceeded a secondary rate limit",
             );
             response
                 .headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from(retry_after));
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs));
             response
         }
-        Fault::RateLimitSpent { reset_in } => {
+        Fault::RateLimitSpent { .. } => {
             let mut response = error(StatusCode::FORBIDDEN, "API rate limit exceeded");
+            let reset =
+                chrono::Utc::now().timestamp() + i64::try_from(secs).unwrap_or(i64::MAX / 2);
             let h = response.headers_mut();
             h.insert("x-ratelimit-remaining", HeaderValue::from(0));
-            h.insert(
-                "x-ratelimit-reset",
-                HeaderValue::from(now + i64::try_from(reset_in).unwrap_or(i64::MAX / 2)),
-            );
+            h.insert("x-ratelimit-reset", HeaderValue::from(reset));
             response
         }
         Fault::Forbidden => error(

@@ -23,7 +23,7 @@ pub struct Platform {
     clock: Clock,
     stories: Vec<Box<dyn Story>>,
     /// Faults the GitHub API answers with next (tests inject them).
-    github_faults: std::sync::Mutex<std::collections::VecDeque<crate::github::Fault>>,
+    github_faults: std::sync::Mutex<Vec<crate::github::Armed>>,
     /// Every request the GitHub API received: when (real time) and its path.
     github_log: std::sync::Mutex<Vec<(std::time::Instant, String)>>,
     /// Story pull requests merged or closed by hand (through the API), by repo and number.
@@ -108,24 +108,25 @@ fn locked<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Platform {
-    /// Makes the GitHub API answer its next `count` requests with `fault`.
-    pub fn inject_github_fault(&self, fault: crate::github::Fault, count: usize) {
-        let mut faults = self
-            .github_faults
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        faults.extend(std::iter::repeat_n(fault, count));
+    /// Arms `fault` on the GitHub API: the first request whose path contains `trigger`
+    /// meets it. A rate limit then refuses *every* request until it ends (real time), as
+    /// GitHub does for a spent token; a 403 for lack of access answers every request
+    /// about the trigger from then on.
+    pub fn inject_github_fault(&self, fault: crate::github::Fault, trigger: &str) {
+        locked(&self.github_faults).push(crate::github::Armed::new(fault, trigger));
     }
 
-    pub(crate) fn next_github_fault(&self, path: &str) -> Option<crate::github::Fault> {
-        self.github_log
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .push((std::time::Instant::now(), path.to_owned()));
-        self.github_faults
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .pop_front()
+    /// Logs a request to the GitHub API and says which fault, if any, answers it.
+    pub(crate) fn next_github_fault(
+        &self,
+        path: &str,
+    ) -> Option<(crate::github::Fault, std::time::Duration)> {
+        let now = std::time::Instant::now();
+        locked(&self.github_log).push((now, path.to_owned()));
+        let mut faults = locked(&self.github_faults);
+        faults.retain(|armed| !armed.ended(now));
+        let index = faults.iter().position(|armed| armed.meets(path, now))?;
+        faults[index].answer(now)
     }
 
     /// Every request the GitHub API received so far: when, and the path.
