@@ -1,11 +1,12 @@
 //! The Pull requests tab (`GET /api/pulls`): the service's pull requests newest first, a page
-//! at a time, each with the pipeline runs of its head commit (linked to the Pipelines tab)
-//! and, once merged, the image its merge commit built and where that image runs now.
+//! at a time, each with its review decision, the pipeline runs of its head commit (linked to
+//! the Pipelines tab) and GitHub's other checks on it, and, once merged, the image its merge
+//! commit built and where that image runs now.
 
 use chrono::{DateTime, Utc};
 use leptos::prelude::*;
 use tower_shared::api::PullsAnswer;
-use tower_shared::pulls::{Landed, PrState, PullView};
+use tower_shared::pulls::{Landed, PrState, PullView, ReviewState};
 use tower_shared::time::age;
 
 use crate::api::{self, ApiError};
@@ -22,6 +23,17 @@ fn state_label(state: PrState) -> (&'static str, &'static str) {
         PrState::Draft => ("status-unknown", "– draft"),
         PrState::Merged => ("status-ok", "✔ merged"),
         PrState::Closed => ("status-unknown", "✖ closed"),
+    }
+}
+
+/// The review decision in words; "unknown" until Tower has read the reviews.
+fn review_label(review: Option<ReviewState>) -> (&'static str, &'static str) {
+    match review {
+        Some(ReviewState::Approved) => ("status-ok", "✔ approved"),
+        Some(ReviewState::ChangesRequested) => ("status-attention", "⚠ changes requested"),
+        Some(ReviewState::ReviewRequired) => ("status-running", "◌ review required"),
+        Some(ReviewState::Unreviewed) => ("status-unknown", "– not reviewed"),
+        None => ("status-unknown", "? unknown"),
     }
 }
 
@@ -107,7 +119,7 @@ pub fn PullsTab(service: String) -> impl IntoView {
                 <HealthNotice health=answer.health.clone() now=now />
                 <p class="headline">{sentence(&answer)}</p>
                 <table class="pulls" aria-rowcount=answer.total>
-                    {header_row(&["Pull request", "State", "Opened", "Pipeline runs", "Where it is now"])}
+                    {header_row(&["Pull request", "State", "Review", "Opened", "Checks", "Where it is now"])}
                     <tbody>{rows}</tbody>
                 </table>
                 {more}
@@ -154,23 +166,47 @@ fn sentence(answer: &PullsAnswer) -> String {
 fn row(pr: &PullView, service: &str, now: ReadSignal<DateTime<Utc>>) -> impl IntoView {
     let (class, word) = state_label(pr.state);
     let created = pr.created_at;
-    let checks = if pr.checks.is_empty() {
-        view! { <span class="unknown">"none"</span> }.into_any()
-    } else {
-        pr.checks
-            .iter()
-            .map(|c| {
-                let (class, word) = outcome_label(c.outcome);
-                view! {
-                    <a class=format!("check {class}") href=tab_href(Tab::Pipelines, service, Some(&c.run))
-                        title=c.run.clone()>
-                        {format!("{} {word}", c.pipeline.as_deref().unwrap_or("run"))}
-                    </a>
-                }
-            })
-            .collect_view()
-            .into_any()
+    let runs = pr
+        .checks
+        .iter()
+        .map(|c| {
+            let (class, word) = outcome_label(c.outcome);
+            view! {
+                <a class=format!("check {class}") href=tab_href(Tab::Pipelines, service, Some(&c.run))
+                    title=c.run.clone()>
+                    {format!("{} {word}", c.pipeline.as_deref().unwrap_or("run"))}
+                </a>
+            }
+        })
+        .collect_view();
+    // GitHub's other checks link to GitHub; not read yet says so.
+    let others = match &pr.github_checks {
+        None => {
+            Some(view! { <span class="unknown">"GitHub checks not read yet"</span> }.into_any())
+        }
+        Some(checks) => (!checks.is_empty()).then(|| {
+            checks
+                .iter()
+                .map(|c| {
+                    let (class, word) = outcome_label(c.outcome);
+                    let text = format!("{} {word}", c.name);
+                    match &c.url {
+                        Some(url) => view! {
+                            <a class=format!("gh-check {class}") href=url.clone() target="_blank"
+                                rel="noopener noreferrer">{text}</a>
+                        }
+                        .into_any(),
+                        None => view! { <span class=format!("gh-check {class}")>{text}</span> }
+                            .into_any(),
+                    }
+                })
+                .collect_view()
+                .into_any()
+        }),
     };
+    let none = (pr.checks.is_empty() && others.is_none())
+        .then(|| view! { <span class="unknown">"none"</span> });
+    let (review_class, review_word) = review_label(pr.review);
     let title = format!("#{} {}", pr.number, pr.title);
     let link = match &pr.url {
         Some(url) => {
@@ -189,8 +225,9 @@ fn row(pr: &PullView, service: &str, now: ReadSignal<DateTime<Utc>>) -> impl Int
         <tr data-pr=pr.number data-state=word.rsplit(' ').next().unwrap_or_default()>
             <td>{link}<span class="tag">{by}</span></td>
             <td class=class>{word}</td>
+            <td class=review_class>{review_word}</td>
             <td>{move || created.map_or_else(|| "unknown".to_owned(), |t| age(t, now.get()))}</td>
-            <td class="checks">{checks}</td>
+            <td class="checks">{runs}{others}{none}</td>
             <td class="where">{where_now(pr)}</td>
         </tr>
     }

@@ -531,11 +531,7 @@ mod tests {
             created_at: Some(at(created_min)),
             merged_at: merged_min.map(at),
             closed_at: merged_min.map(at),
-            html_url: None,
-            user: None,
-            draft: false,
-            head: None,
-            merge_commit_sha: None,
+            ..PullRequest::default()
         }
     }
 

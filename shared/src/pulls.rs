@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use crate::deployments::Deployments;
 use crate::hangar;
 use crate::pipelines::{Outcome, Pipelines};
-use crate::snapshot::{PullRequest, Snapshot};
+use crate::snapshot::{CheckRun, CommitStatus, PullRequest, Review, Snapshot};
 
 /// Closed pull requests are listed this many days after they close.
 pub const RECENT_DAYS: i64 = 30;
@@ -37,6 +37,111 @@ pub struct Check {
     pub pipeline: Option<String>,
     pub outcome: Outcome,
     pub started_at: Option<DateTime<Utc>>,
+}
+
+/// Where a pull request's review stands, as GitHub's own review decision reads it: each
+/// reviewer's latest approving, change-requesting or dismissed review counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ReviewState {
+    Approved,
+    ChangesRequested,
+    /// Someone was asked to review and nobody has decided yet.
+    ReviewRequired,
+    /// No review asked for or given.
+    Unreviewed,
+}
+
+impl ReviewState {
+    /// The decision `reviews` (oldest first) and the reviewers still asked make.
+    pub fn of(reviews: &[Review], requested: usize) -> Self {
+        let mut latest: std::collections::BTreeMap<Option<&str>, &str> = Default::default();
+        for review in reviews {
+            if matches!(
+                review.state.as_str(),
+                "APPROVED" | "CHANGES_REQUESTED" | "DISMISSED"
+            ) {
+                latest.insert(
+                    review.user.as_ref().map(|u| u.login.as_str()),
+                    &review.state,
+                );
+            }
+        }
+        if latest.values().any(|s| *s == "CHANGES_REQUESTED") {
+            Self::ChangesRequested
+        } else if latest.values().any(|s| *s == "APPROVED") {
+            Self::Approved
+        } else if requested > 0 {
+            Self::ReviewRequired
+        } else {
+            Self::Unreviewed
+        }
+    }
+}
+
+/// The GitHub App slug of Pipelines-as-Code: its check runs mirror the Tekton runs
+/// [`PullView::checks`] already shows, so they are not listed twice.
+pub const PAC_APP: &str = "pipelines-as-code";
+
+/// A check GitHub reports on a pull request's head besides its Tekton runs: a check run of
+/// another app, or a commit status.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GitHubCheck {
+    pub name: String,
+    pub outcome: Outcome,
+    pub url: Option<String>,
+}
+
+impl GitHubCheck {
+    fn of_run(run: &CheckRun) -> Self {
+        let outcome = match (run.status.as_str(), run.conclusion.as_deref()) {
+            ("queued", _) => Outcome::Pending,
+            ("in_progress", _) => Outcome::Running,
+            // GitHub counts a neutral conclusion as passing.
+            (_, Some("success" | "neutral")) => Outcome::Succeeded,
+            (_, Some("failure")) => Outcome::Failed,
+            (_, Some("cancelled")) => Outcome::Cancelled,
+            (_, Some("timed_out")) => Outcome::TimedOut,
+            (_, Some("skipped")) => Outcome::Skipped,
+            // `action_required`, or a conclusion GitHub may add later.
+            _ => Outcome::Unknown,
+        };
+        Self {
+            name: run.name.clone(),
+            outcome,
+            url: run.html_url.clone(),
+        }
+    }
+
+    fn of_status(status: &CommitStatus) -> Self {
+        let outcome = match status.state.as_str() {
+            "success" => Outcome::Succeeded,
+            "pending" => Outcome::Running,
+            "failure" | "error" => Outcome::Failed,
+            _ => Outcome::Unknown,
+        };
+        Self {
+            name: status.context.clone(),
+            outcome,
+            url: status.target_url.clone(),
+        }
+    }
+
+    /// The checks of `pr`'s head besides Pipelines-as-Code's; `None` when not read.
+    fn of(pr: &PullRequest) -> Option<Vec<Self>> {
+        if pr.check_runs.is_none() && pr.statuses.is_none() {
+            return None;
+        }
+        let runs = pr
+            .check_runs
+            .iter()
+            .flatten()
+            .filter(|run| run.app.as_ref().is_none_or(|app| app.slug != PAC_APP))
+            .map(Self::of_run);
+        let statuses = pr.statuses.iter().flatten().map(Self::of_status);
+        Some(runs.chain(statuses).collect())
+    }
 }
 
 /// How an environment runs a merged pull request's image.
@@ -67,8 +172,12 @@ pub struct PullView {
     /// When it was merged or closed.
     pub ended_at: Option<DateTime<Utc>>,
     pub head_sha: Option<String>,
+    /// `None` until Tower has read its reviews.
+    pub review: Option<ReviewState>,
     /// The pipeline runs of its head commit, newest first.
     pub checks: Vec<Check>,
+    /// Other checks GitHub reports on its head (`None` until read).
+    pub github_checks: Option<Vec<GitHubCheck>>,
     /// Merged: its merge commit, the image the build of that commit published (`None`
     /// while Tower sees no such build), and the environments running that image.
     pub merge_commit: Option<String>,
@@ -188,7 +297,12 @@ fn stitch(
         created_at: pr.created_at,
         ended_at: pr.merged_at.or(pr.closed_at),
         head_sha,
+        review: pr
+            .reviews
+            .as_deref()
+            .map(|reviews| ReviewState::of(reviews, pr.requested_reviewers.len())),
         checks,
+        github_checks: GitHubCheck::of(pr),
         merge_commit,
         image,
         landed,
@@ -314,11 +428,100 @@ mod tests {
             created_at: minutes.map(at),
             ended_at: None,
             head_sha: None,
+            review: None,
             checks: Vec::new(),
+            github_checks: None,
             merge_commit: None,
             image: None,
             landed: Vec::new(),
         }
+    }
+
+    fn review(who: &str, state: &str) -> Review {
+        Review {
+            user: Some(crate::snapshot::GitHubUser {
+                login: who.to_owned(),
+            }),
+            state: state.to_owned(),
+            submitted_at: None,
+        }
+    }
+
+    #[test]
+    fn each_reviewers_latest_decision_counts() {
+        use ReviewState::*;
+        let of = |reviews: &[Review], requested| ReviewState::of(reviews, requested);
+        assert_eq!(of(&[], 0), Unreviewed);
+        assert_eq!(of(&[], 1), ReviewRequired);
+        // A comment decides nothing.
+        assert_eq!(of(&[review("ana", "COMMENTED")], 1), ReviewRequired);
+        assert_eq!(of(&[review("ana", "APPROVED")], 0), Approved);
+        // One reviewer's request for changes stands over another's approval…
+        assert_eq!(
+            of(
+                &[review("ana", "APPROVED"), review("bo", "CHANGES_REQUESTED")],
+                0
+            ),
+            ChangesRequested
+        );
+        // … until that reviewer approves, or the request is dismissed.
+        let changed = [
+            review("bo", "CHANGES_REQUESTED"),
+            review("ana", "APPROVED"),
+            review("bo", "APPROVED"),
+        ];
+        assert_eq!(of(&changed, 0), Approved);
+        let dismissed = [review("bo", "CHANGES_REQUESTED"), review("bo", "DISMISSED")];
+        assert_eq!(of(&dismissed, 0), Unreviewed);
+        // A later comment does not undo an approval.
+        assert_eq!(
+            of(&[review("ana", "APPROVED"), review("ana", "COMMENTED")], 0),
+            Approved
+        );
+    }
+
+    #[test]
+    fn github_checks_leave_out_pipelines_as_codes_own_and_read_statuses() {
+        let run = |name: &str, slug: &str, status: &str, conclusion: Option<&str>| CheckRun {
+            name: name.to_owned(),
+            status: status.to_owned(),
+            conclusion: conclusion.map(str::to_owned),
+            html_url: None,
+            app: Some(crate::snapshot::CheckApp {
+                slug: slug.to_owned(),
+            }),
+        };
+        let mut pr: PullRequest = serde_json::from_value(serde_json::json!({
+            "repo": "acme/shop", "number": 1, "title": "t", "state": "open"
+        }))
+        .unwrap();
+        assert_eq!(GitHubCheck::of(&pr), None, "not read is not none");
+        pr.check_runs = Some(vec![
+            run("pull-request", PAC_APP, "completed", Some("failure")),
+            run("commitlint", "github-actions", "completed", Some("success")),
+            run("codeql", "github-actions", "in_progress", None),
+            run("sonar", "sonarcloud", "completed", Some("action_required")),
+        ]);
+        pr.statuses = Some(vec![CommitStatus {
+            context: "dco".to_owned(),
+            state: "failure".to_owned(),
+            description: None,
+            target_url: None,
+        }]);
+        let checks: Vec<(String, Outcome)> = GitHubCheck::of(&pr)
+            .unwrap()
+            .into_iter()
+            .map(|c| (c.name, c.outcome))
+            .collect();
+        assert_eq!(
+            checks,
+            [
+                ("commitlint".to_owned(), Outcome::Succeeded),
+                ("codeql".to_owned(), Outcome::Running),
+                ("sonar".to_owned(), Outcome::Unknown),
+                ("dco".to_owned(), Outcome::Failed),
+            ]
+        );
     }
 
     #[test]

@@ -81,7 +81,7 @@ fn lenient_clusters<'de, D: serde::Deserializer<'de>>(
 }
 
 /// A GitHub pull request, in GitHub's own field names, plus the repository it belongs to.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct PullRequest {
     /// `owner/name`.
     pub repo: String,
@@ -107,9 +107,65 @@ pub struct PullRequest {
     /// Merged: the commit the merge made on the base branch.
     #[serde(default)]
     pub merge_commit_sha: Option<String>,
+    /// People asked to review who have not yet.
+    #[serde(default)]
+    pub requested_reviewers: Vec<GitHubUser>,
+    /// Read when a page shows the pull request (`None`: not read): its reviews, oldest
+    /// first, and the check runs and commit statuses on its head commit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reviews: Option<Vec<Review>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check_runs: Option<Vec<CheckRun>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub statuses: Option<Vec<CommitStatus>>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// A pull request review (`GET /repos/{o}/{r}/pulls/{n}/reviews`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Review {
+    #[serde(default)]
+    pub user: Option<GitHubUser>,
+    /// `APPROVED`, `CHANGES_REQUESTED`, `COMMENTED`, `DISMISSED` or `PENDING`.
+    pub state: String,
+    #[serde(default)]
+    pub submitted_at: Option<DateTime<Utc>>,
+}
+
+/// A check run on a commit (`GET /repos/{o}/{r}/commits/{ref}/check-runs`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckRun {
+    pub name: String,
+    /// `queued`, `in_progress` or `completed`.
+    pub status: String,
+    /// Once completed: `success`, `failure`, `neutral`, `cancelled`, `skipped`,
+    /// `timed_out` or `action_required`.
+    #[serde(default)]
+    pub conclusion: Option<String>,
+    #[serde(default)]
+    pub html_url: Option<String>,
+    /// The GitHub App that made it.
+    #[serde(default)]
+    pub app: Option<CheckApp>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckApp {
+    pub slug: String,
+}
+
+/// A commit status (`statuses[]` of `GET /repos/{o}/{r}/commits/{ref}/status`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CommitStatus {
+    pub context: String,
+    /// `success`, `pending`, `failure` or `error`.
+    pub state: String,
+    #[serde(default)]
+    pub description: Option<String>,
+    #[serde(default)]
+    pub target_url: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GitHubUser {
     pub login: String,
 }

@@ -1569,6 +1569,23 @@ async fn the_pull_requests_tab_stitches_a_pr_to_its_pipeline_and_a_merge_to_its_
                 href.contains("view=pipelines") && href.contains("run="),
                 "{href}"
             );
+            // Showing it had its review and GitHub's other checks read.
+            until(
+                Duration::from_secs(20),
+                "the open PR's review and GitHub checks",
+                || async {
+                    let row = c
+                        .find(Locator::Css("table.pulls tr[data-state='open']"))
+                        .await?;
+                    let review = row.find(Locator::Css("td:nth-child(3)")).await?.text().await?;
+                    let checks = row.find(Locator::Css("td.checks")).await?.text().await?;
+                    Ok(!review.contains("unknown")
+                        && checks.contains("commitlint")
+                        && checks.contains("dco")
+                        && !checks.contains("not read"))
+                },
+            )
+            .await?;
             browser.check_page("pulls-open-running").await?;
             Ok(())
         })

@@ -172,6 +172,31 @@ fn samples() -> Vec<(&'static str, Value)> {
             sha: "4f2d9c0e7a1b3c5d6e8f9a0b1c2d3e4f5a6b7c8d".to_owned(),
         }),
         merge_commit_sha: Some("9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f1a0b".to_owned()),
+        requested_reviewers: vec![GitHubUser {
+            login: "ana".to_owned(),
+        }],
+        reviews: Some(vec![tower_shared::snapshot::Review {
+            user: Some(GitHubUser {
+                login: "bo".to_owned(),
+            }),
+            state: "APPROVED".to_owned(),
+            submitted_at: Some(time),
+        }]),
+        check_runs: Some(vec![tower_shared::snapshot::CheckRun {
+            name: "commitlint".to_owned(),
+            status: "completed".to_owned(),
+            conclusion: Some("success".to_owned()),
+            html_url: Some("https://github.com/acme/gitops-shop/runs/71".to_owned()),
+            app: Some(tower_shared::snapshot::CheckApp {
+                slug: "github-actions".to_owned(),
+            }),
+        }]),
+        statuses: Some(vec![tower_shared::snapshot::CommitStatus {
+            context: "dco".to_owned(),
+            state: "success".to_owned(),
+            description: Some("All commits are signed off".to_owned()),
+            target_url: None,
+        }]),
     };
     let step = Step {
         id: StepId::FirstBuild,

@@ -1772,6 +1772,50 @@ async fn pull_requests_are_stitched_to_their_runs_images_and_environments() {
         merged[0]
     );
 
+    // Showing them had their reviews and checks read: GitHub's review decision, and the
+    // checks besides Pipelines-as-Code's own (whose runs are the Tekton runs above).
+    let shown = eventually(
+        Duration::from_secs(15),
+        "reviews and checks read",
+        || async {
+            let (_, body) = tower.get(&path).await.ok()?;
+            let pulls = body["pulls"].as_array()?.clone();
+            pulls
+                .iter()
+                .all(|p| !p["review"].is_null() && !p["githubChecks"].is_null())
+                .then_some(pulls)
+        },
+    )
+    .await
+    .unwrap();
+    let now = tower.world_now();
+    for pr in &shown {
+        let number = pr["number"].as_u64().unwrap();
+        let created: chrono::DateTime<chrono::Utc> =
+            serde_json::from_value(pr["createdAt"].clone()).unwrap();
+        let minutes = (now - created).num_minutes();
+        let merged = pr["state"] == "merged";
+        let open = pr["state"] == "open" || pr["state"] == "draft";
+        // The simulated reviewers' rule (hangar_sim::github): by the number, in time.
+        let expected = match number % 4 {
+            0 if minutes >= 25 => "approved",
+            1 if merged => "approved",
+            1 if minutes >= 10 => "changes-requested",
+            2 if merged => "approved",
+            2 if open => "review-required",
+            3 if minutes >= 10 => "approved",
+            _ => "unreviewed",
+        };
+        assert_eq!(pr["review"], expected, "{pr}");
+        let checks: Vec<&str> = pr["githubChecks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(checks, ["commitlint", "dco"], "{pr}");
+    }
+
     // Pages of ten: every PR once, in order.
     let mut seen = Vec::new();
     let mut page = format!("/api/pulls?service={service}&limit=10");

@@ -73,7 +73,13 @@ impl Live {
                 .pulls
                 .values()
                 .flat_map(|p| p.iter())
-                .cloned()
+                .map(|pr| {
+                    let mut pr = pr.clone();
+                    if let Some(details) = remote.details.get(&(pr.repo.clone(), pr.number)) {
+                        details.fill(&mut pr);
+                    }
+                    pr
+                })
                 .collect()
         });
         snapshot.cicd = remote.cicd.clone();

@@ -13,7 +13,7 @@ use http::StatusCode;
 use octocrab::Octocrab;
 use serde_json::Value;
 use tower_shared::api::GitHubTrouble;
-use tower_shared::snapshot::{GitHubUser, GitRef, PullRequest};
+use tower_shared::snapshot::{CheckRun, CommitStatus, GitHubUser, GitRef, PullRequest, Review};
 
 use crate::clock::Clock;
 use crate::config::GitHubConfig;
@@ -239,6 +239,27 @@ pub struct GitHub {
     owner: String,
     clock: Clock,
     state: Arc<Mutex<State>>,
+}
+
+/// One pull request's reviews and the checks on its head, as last read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PullDetails {
+    /// The head commit the checks were read for.
+    pub head: Option<String>,
+    pub reviews: Vec<Review>,
+    pub check_runs: Option<Vec<CheckRun>>,
+    pub statuses: Option<Vec<CommitStatus>>,
+}
+
+impl PullDetails {
+    /// Fills `pr` with what was read about it; checks only while its head is the same.
+    pub fn fill(&self, pr: &mut PullRequest) {
+        pr.reviews = Some(self.reviews.clone());
+        if self.head.is_some() && self.head.as_deref() == pr.head.as_ref().map(|h| h.sha.as_str()) {
+            pr.check_runs.clone_from(&self.check_runs);
+            pr.statuses.clone_from(&self.statuses);
+        }
+    }
 }
 
 /// Counters for `/metrics`.
@@ -495,6 +516,59 @@ impl GitHub {
         Ok(pulls)
     }
 
+    /// What a page shows of one pull request beyond the list: its reviews, and the check
+    /// runs and commit statuses on `head` (its head commit, when known). Each of the three
+    /// is cached and re-asked conditionally like any answer.
+    pub async fn pull_details(
+        &self,
+        repo: &str,
+        number: u64,
+        head: Option<&str>,
+    ) -> Result<PullDetails, GitHubError> {
+        let reviews: Vec<Review> = self
+            .parsed(&format!(
+                "/repos/{repo}/pulls/{number}/reviews?per_page=100"
+            ))
+            .await?;
+        let (check_runs, statuses) = match head {
+            Some(sha) => {
+                #[derive(serde::Deserialize)]
+                struct CheckRuns {
+                    check_runs: Vec<CheckRun>,
+                }
+                #[derive(serde::Deserialize)]
+                struct Combined {
+                    statuses: Vec<CommitStatus>,
+                }
+                let runs: CheckRuns = self
+                    .parsed(&format!(
+                        "/repos/{repo}/commits/{sha}/check-runs?per_page=100"
+                    ))
+                    .await?;
+                let combined: Combined = self
+                    .parsed(&format!("/repos/{repo}/commits/{sha}/status"))
+                    .await?;
+                (Some(runs.check_runs), Some(combined.statuses))
+            }
+            None => (None, None),
+        };
+        Ok(PullDetails {
+            head: head.map(str::to_owned),
+            reviews,
+            check_runs,
+            statuses,
+        })
+    }
+
+    /// GETs `path` (through the cache) and reads it as `T`.
+    async fn parsed<T: serde::de::DeserializeOwned>(&self, path: &str) -> Result<T, GitHubError> {
+        let value = self.get(path, CACHE_FOR).await?;
+        T::deserialize(&*value).map_err(|err| GitHubError::Malformed {
+            path: path.to_owned(),
+            message: err.to_string(),
+        })
+    }
+
     /// A file's text on the default branch; `None` when the repo or file does not exist.
     pub async fn file(&self, repo: &str, path: &str) -> Result<Option<String>, GitHubError> {
         let url = format!("/repos/{repo}/contents/{path}");
@@ -554,6 +628,13 @@ fn pull_request(repo: &str, pr: octocrab::models::pulls::PullRequest) -> PullReq
             sha: pr.head.sha.clone(),
         }),
         merge_commit_sha: pr.merge_commit_sha,
+        requested_reviewers: pr
+            .requested_reviewers
+            .unwrap_or_default()
+            .into_iter()
+            .map(|u| GitHubUser { login: u.login })
+            .collect(),
+        ..PullRequest::default()
     }
 }
 

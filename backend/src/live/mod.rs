@@ -252,6 +252,27 @@ impl Live {
         }
     }
 
+    /// Asks GitHub at the next poll for the reviews and checks of the pull requests a page
+    /// shows (`(repo, number, head)`); fresh cached answers stand.
+    pub fn want_pull_details(
+        &self,
+        pulls: impl IntoIterator<Item = (String, u64, Option<String>)>,
+    ) {
+        if self.inner.github.is_none() {
+            return;
+        }
+        let mut added = false;
+        {
+            let mut remote = self.remote();
+            for pull in pulls {
+                added |= remote.due_details.insert(pull);
+            }
+        }
+        if added {
+            self.inner.github_due.notify_one();
+        }
+    }
+
     /// How many times the deriver rebuilt the snapshot, and how long the last rebuild took
     /// (reading the caches, indexing, deriving and making the views).
     pub fn rebuilds(&self) -> (u64, Duration) {

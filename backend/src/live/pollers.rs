@@ -26,6 +26,11 @@ pub(super) struct Remote {
     pub github_answered: bool,
     /// Repositories a webhook named: read at the next poll, whatever the schedule.
     pub due_repos: BTreeSet<String>,
+    /// Pull requests a page shows (repo, number, head): their reviews and checks are read
+    /// at the next poll.
+    pub due_details: BTreeSet<(String, u64, Option<String>)>,
+    /// What was read of them, by repo and number.
+    pub details: BTreeMap<(String, u64), Arc<super::github::PullDetails>>,
     /// Each service's `cicd.yaml` text, once read.
     pub cicd: BTreeMap<String, String>,
     /// The newest recorded runs (for typical durations).
@@ -204,6 +209,44 @@ impl Live {
                     });
                 }
             }
+            let due_details = std::mem::take(&mut self.remote().due_details);
+            for (repo, number, head) in due_details {
+                tokio::task::yield_now().await;
+                match github.pull_details(&repo, number, head.as_deref()).await {
+                    Ok(details) => {
+                        let key = (repo.clone(), number);
+                        let changed = self
+                            .remote()
+                            .details
+                            .get(&key)
+                            .is_none_or(|d| **d != details);
+                        if changed {
+                            self.remote().details.insert(key, Arc::new(details));
+                            let repo_name = repo.rsplit('/').next().unwrap_or(&repo);
+                            self.note(Change {
+                                repo: Some(repo.clone()),
+                                ..Change::of(
+                                    ChangeSource::GitHub,
+                                    hangar::service_of_repo(repo_name).map(str::to_owned),
+                                )
+                            });
+                        }
+                    }
+                    Err(err) => {
+                        tracing::warn!(%repo, number, error = %err, "GitHub pull request details");
+                    }
+                }
+            }
+            // Forget what was read of pull requests GitHub no longer lists.
+            {
+                let mut remote = self.remote();
+                let Remote { pulls, details, .. } = &mut *remote;
+                details.retain(|(repo, number), _| {
+                    pulls
+                        .get(repo)
+                        .is_some_and(|listed| listed.iter().any(|pr| pr.number == *number))
+                });
+            }
             for service in cicd_wanted {
                 let (repo, path) =
                     hangar::cicd_location(&derived.service(&service), github.owner(), &service);
@@ -289,11 +332,7 @@ mod tests {
             created_at: None,
             merged_at: None,
             closed_at: None,
-            html_url: None,
-            user: None,
-            draft: false,
-            head: None,
-            merge_commit_sha: None,
+            ..PullRequest::default()
         }
     }
 

@@ -1,7 +1,8 @@
 //! The Pull requests tab, served in pages of one derivation ([`tower_shared::pulls`], made
 //! once per change of the service): `GET /api/pulls?service=NAME` — its pull requests,
 //! newest first, `limit` long, `continue` from the previous page's `next`. Asking also puts
-//! the service's repositories first in the GitHub poller's queue.
+//! the service's repositories first in the GitHub poller's queue, and has the reviews and
+//! checks of the pull requests on the page read.
 
 use axum::extract::State;
 use axum::http::HeaderMap;
@@ -35,6 +36,14 @@ pub async fn get(
         }
     }
     let (shown, next) = page(&pulls.pulls, after.as_ref(), limit);
+    if let Some(live) = &state.live {
+        // What the page shows is what is worth a read of reviews and checks.
+        live.want_pull_details(
+            shown
+                .iter()
+                .map(|pr| (pr.repo.clone(), pr.number, pr.head_sha.clone())),
+        );
+    }
     let answer = PullsAnswer {
         service: service.to_owned(),
         repos: pulls.repos.clone(),

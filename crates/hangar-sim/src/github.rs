@@ -188,6 +188,7 @@ fn pull_json(pr: &PullRequest, single: bool) -> Value {
         "closed_at": pr.closed_at.map(ts), "merged_at": pr.merged_at.map(ts),
         "html_url": url, "url": format!("https://api.github.com/repos/{}/pulls/{}", pr.repo, pr.number),
         "draft": pr.draft, "locked": false, "merge_commit_sha": pr.merge_commit_sha,
+        "requested_reviewers": requested_of(pr).into_iter().map(user_json).collect::<Vec<_>>(),
         "head": {"ref": pr.head_ref, "sha": pr.head_sha.clone().unwrap_or_else(|| sha_of(&pr.head_ref)),
                  "label": format!("{owner}:{}", pr.head_ref),
                  "user": user_json(owner), "repo": repo_json(&pr.repo)},
@@ -256,6 +257,15 @@ impl GitHub {
             .route(
                 "/repos/{owner}/{repo}/pulls/{number}/merge",
                 get(merged_or_not).put(merge_pull),
+            )
+            .route("/repos/{owner}/{repo}/pulls/{number}/reviews", get(reviews))
+            .route(
+                "/repos/{owner}/{repo}/commits/{sha}/check-runs",
+                get(check_runs),
+            )
+            .route(
+                "/repos/{owner}/{repo}/commits/{sha}/status",
+                get(combined_status),
             )
             .route("/repos/{owner}/{repo}/git/ref/heads/{branch}", get(get_ref))
             .route(
@@ -436,6 +446,144 @@ async fn get_pull(
         Some(pr) => Json(pull_json(pr, true)).into_response(),
         None => error(StatusCode::NOT_FOUND, "Not Found"),
     }
+}
+
+/// The reviews of pull request `pr` up to `now`, by a rule of its number: every fourth is
+/// commented on then approved, every fourth has changes requested (approved by the same
+/// reviewer once merged), every fourth waits for its requested reviewer (who approves
+/// before the merge), every fourth is approved at once.
+fn reviews_of(pr: &PullRequest, now: DateTime<Utc>) -> Vec<(String, &'static str, DateTime<Utc>)> {
+    let at = |minutes| pr.created_at + chrono::Duration::minutes(minutes);
+    let before_merge = pr.merged_at.map(|m| m - chrono::Duration::minutes(2));
+    let mut out = match pr.number % 4 {
+        0 => vec![("chen", "COMMENTED", at(10)), ("bo", "APPROVED", at(25))],
+        1 => {
+            let mut v = vec![("dara", "CHANGES_REQUESTED", at(10))];
+            v.extend(before_merge.map(|t| ("dara", "APPROVED", t)));
+            v
+        }
+        2 => before_merge
+            .map(|t| ("ana", "APPROVED", t))
+            .into_iter()
+            .collect(),
+        _ => vec![("ana", "APPROVED", at(10))],
+    };
+    out.retain(|(_, _, t)| *t <= now);
+    out.sort_by_key(|(_, _, t)| *t);
+    out.into_iter()
+        .map(|(who, state, t)| (who.to_owned(), state, t))
+        .collect()
+}
+
+/// Who is asked to review `pr` and has not answered: every fourth open one waits for ana.
+fn requested_of(pr: &PullRequest) -> Vec<&'static str> {
+    if pr.number % 4 == 2 && pr.closed_at.is_none() {
+        vec!["ana"]
+    } else {
+        Vec::new()
+    }
+}
+
+/// `GET …/pulls/{n}/reviews`.
+async fn reviews(
+    State(github): State<GitHub>,
+    Path((owner, name, number)): Path<(String, String, String)>,
+) -> Response {
+    let full = format!("{owner}/{name}");
+    let now = github.platform.clock().now();
+    let Some(pr) = number
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| github.pulls_of(&full).into_iter().find(|p| p.number == n))
+    else {
+        return error(StatusCode::NOT_FOUND, "Not Found");
+    };
+    let reviews: Vec<Value> = reviews_of(&pr, now)
+        .into_iter()
+        .enumerate()
+        .map(|(i, (who, state, at))| {
+            let id = pr.number * 100 + i as u64;
+            json!({"id": id, "node_id": format!("PRR_kwDO{id}"), "user": user_json(&who),
+                   "body": "", "state": state, "submitted_at": ts(at), "commit_id": pr.head_sha,
+                   "html_url": format!("https://github.com/{full}/pull/{}#pullrequestreview-{id}", pr.number)})
+        })
+        .collect();
+    Json(reviews).into_response()
+}
+
+/// The pull request of `repo` whose head is `sha`, if any.
+fn pull_at(github: &GitHub, repo: &str, sha: &str) -> Option<PullRequest> {
+    github
+        .pulls_of(repo)
+        .into_iter()
+        .find(|p| p.head_sha.clone().unwrap_or_else(|| sha_of(&p.head_ref)) == sha)
+}
+
+/// `GET …/commits/{sha}/check-runs`: a pull request head's checks — Pipelines-as-Code's for
+/// its Tekton run, and a GitHub Actions commit-message lint that takes two minutes. A commit
+/// no pull request has at its head is unknown (422, as GitHub says of a missing commit).
+async fn check_runs(
+    State(github): State<GitHub>,
+    Path((owner, name, sha)): Path<(String, String, String)>,
+) -> Response {
+    let full = format!("{owner}/{name}");
+    if !github.known_repo(&full) {
+        return error(StatusCode::NOT_FOUND, "Not Found");
+    }
+    let Some(pr) = pull_at(&github, &full, &sha) else {
+        return error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            &format!("No commit found for SHA: {sha}"),
+        );
+    };
+    let now = github.platform.clock().now();
+    let linted = pr.created_at + chrono::Duration::minutes(2);
+    let run = |id: u64, name: &str, app: &str, done: Option<DateTime<Utc>>| {
+        json!({"id": id, "head_sha": sha, "name": name, "external_id": "",
+               "status": if done.is_some() { "completed" } else { "in_progress" },
+               "conclusion": done.map(|_| "success"), "started_at": ts(pr.created_at),
+               "completed_at": done.map(ts),
+               "html_url": format!("https://github.com/{full}/runs/{id}"),
+               "details_url": format!("https://github.com/{full}/runs/{id}"),
+               "app": {"slug": app, "name": app}})
+    };
+    let check_runs = vec![
+        run(
+            pr.number * 10 + 1,
+            "pull-request",
+            "pipelines-as-code",
+            Some(pr.created_at),
+        ),
+        run(
+            pr.number * 10 + 2,
+            "commitlint",
+            "github-actions",
+            (linted <= now).then_some(linted),
+        ),
+    ];
+    Json(json!({"total_count": check_runs.len(), "check_runs": check_runs})).into_response()
+}
+
+/// `GET …/commits/{sha}/status`: a pull request head's combined status — its DCO sign-off.
+async fn combined_status(
+    State(github): State<GitHub>,
+    Path((owner, name, sha)): Path<(String, String, String)>,
+) -> Response {
+    let full = format!("{owner}/{name}");
+    if !github.known_repo(&full) {
+        return error(StatusCode::NOT_FOUND, "Not Found");
+    }
+    let Some(pr) = pull_at(&github, &full, &sha) else {
+        return error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            &format!("No commit found for SHA: {sha}"),
+        );
+    };
+    Json(json!({"state": "success", "sha": sha, "total_count": 1,
+                "statuses": [{"context": "dco", "state": "success",
+                              "description": "All commits are signed off",
+                              "target_url": null, "created_at": ts(pr.created_at)}]}))
+    .into_response()
 }
 
 /// `GET …/pulls/{n}/merge`: 204 when merged, 404 otherwise (GitHub's answer).
