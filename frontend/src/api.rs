@@ -139,27 +139,56 @@ pub async fn deployments(service: String) -> Result<DeploymentsAnswer, ApiError>
     get_json(&format!("/api/deployments?service={}", encode(&service))).await
 }
 
-/// `GET /api/pipelines?service=…`: one page of the service's runs, newest first; `query`
-/// holds the filters and the previous page's `next` (`&pipeline=…&status=…&continue=…`).
-pub async fn pipeline_runs(
-    service: &str,
-    query: &[(&str, &str)],
-) -> Result<PipelineRunsAnswer, ApiError> {
-    let mut path = format!("/api/pipelines?service={}", encode(service));
-    for (key, value) in query {
-        path.push_str(&format!("&{key}={}", encode(value)));
-    }
-    get_json(&path).await
+/// An answer that comes in pages (`GET /api/pipelines`, `GET /api/pulls`): its route, the
+/// next page's cursor, and how a later page adds to the first.
+pub trait Paged: DeserializeOwned {
+    const PATH: &'static str;
+    fn next(&self) -> Option<&str>;
+    fn append(&mut self, later: Self);
 }
 
-/// `GET /api/pulls?service=…`: one page of the service's pull requests; `query` holds the
-/// previous page's `next` (`&continue=…`) and the `limit`.
-pub async fn pulls(service: &str, query: &[(&str, &str)]) -> Result<PullsAnswer, ApiError> {
-    let mut path = format!("/api/pulls?service={}", encode(service));
+impl Paged for PipelineRunsAnswer {
+    const PATH: &'static str = "/api/pipelines";
+    fn next(&self) -> Option<&str> {
+        self.next.as_deref()
+    }
+    fn append(&mut self, later: Self) {
+        self.runs.extend(later.runs);
+        self.next = later.next;
+    }
+}
+
+impl Paged for PullsAnswer {
+    const PATH: &'static str = "/api/pulls";
+    fn next(&self) -> Option<&str> {
+        self.next.as_deref()
+    }
+    fn append(&mut self, later: Self) {
+        self.pulls.extend(later.pulls);
+        self.next = later.next;
+    }
+}
+
+/// The first `pages` pages of `T` for `service` as one answer: `query` holds the filters and
+/// the `limit`, and each page after the first `continue`s from the one before.
+pub async fn pages<T: Paged>(
+    service: &str,
+    query: &[(&str, &str)],
+    pages: usize,
+) -> Result<T, ApiError> {
+    let mut path = format!("{}?service={}", T::PATH, encode(service));
     for (key, value) in query {
         path.push_str(&format!("&{key}={}", encode(value)));
     }
-    get_json(&path).await
+    let mut all: T = get_json(&path).await?;
+    for _ in 1..pages {
+        let Some(next) = all.next().map(encode) else {
+            break;
+        };
+        let later: T = get_json(&format!("{path}&continue={next}")).await?;
+        all.append(later);
+    }
+    Ok(all)
 }
 
 /// `GET /api/pipelines/run?service=…&run=…`: one run and its graph of tasks.

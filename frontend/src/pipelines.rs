@@ -104,33 +104,14 @@ fn RunList(service: String, now: ReadSignal<DateTime<Utc>>) -> impl IntoView {
         let (pipeline, status, pages) = (pipeline.get(), status.get(), pages.get());
         let service = name.clone();
         async move {
-            let mut answer: Option<PipelineRunsAnswer> = None;
-            let mut next: Option<String> = None;
-            for _ in 0..pages {
-                let mut query = vec![("limit", PAGE)];
-                if !pipeline.is_empty() {
-                    query.push(("pipeline", pipeline.as_str()));
-                }
-                if !status.is_empty() {
-                    query.push(("status", status.as_str()));
-                }
-                if let Some(next) = &next {
-                    query.push(("continue", next.as_str()));
-                }
-                let page = api::pipeline_runs(&service, &query).await?;
-                next.clone_from(&page.next);
-                match &mut answer {
-                    Some(all) => {
-                        all.runs.extend(page.runs);
-                        all.next = page.next;
-                    }
-                    None => answer = Some(page),
-                }
-                if next.is_none() {
-                    break;
-                }
+            let mut query = vec![("limit", PAGE)];
+            if !pipeline.is_empty() {
+                query.push(("pipeline", pipeline.as_str()));
             }
-            answer.ok_or_else(|| ApiError::Decode("no page".to_owned()))
+            if !status.is_empty() {
+                query.push(("status", status.as_str()));
+            }
+            api::pages::<PipelineRunsAnswer>(&service, &query, pages).await
         }
     }));
     let service = StoredValue::new(service);

@@ -9,7 +9,7 @@ use tower_shared::api::PullsAnswer;
 use tower_shared::pulls::{Landed, PrState, PullView, ReviewState};
 use tower_shared::time::age;
 
-use crate::api::{self, ApiError};
+use crate::api;
 use crate::nav::{tab_href, Tab};
 use crate::pipelines::outcome_label;
 use crate::ui::{error_alert, header_row, HealthNotice};
@@ -73,29 +73,7 @@ pub fn PullsTab(service: String) -> impl IntoView {
         changed.track();
         let pages = pages.get();
         let service = name.clone();
-        async move {
-            let mut answer: Option<PullsAnswer> = None;
-            let mut next: Option<String> = None;
-            for _ in 0..pages {
-                let mut query = vec![("limit", PAGE)];
-                if let Some(next) = &next {
-                    query.push(("continue", next.as_str()));
-                }
-                let page = api::pulls(&service, &query).await?;
-                next.clone_from(&page.next);
-                match &mut answer {
-                    Some(all) => {
-                        all.pulls.extend(page.pulls);
-                        all.next = page.next;
-                    }
-                    None => answer = Some(page),
-                }
-                if next.is_none() {
-                    break;
-                }
-            }
-            answer.ok_or_else(|| ApiError::Decode("no page".to_owned()))
-        }
+        async move { api::pages::<PullsAnswer>(&service, &[("limit", PAGE)], pages).await }
     }));
     let service = StoredValue::new(service);
     move || match fetched.get() {

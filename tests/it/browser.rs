@@ -1417,25 +1417,7 @@ async fn the_pipelines_tab_draws_a_failed_run_and_pages_through_three_hundred_ru
         .checked("pipelines-live-log", async {
             let c = &browser.client;
             // The next pull-request run, 170 s in: its unit tests have run for 10 s.
-            let now = tower.world_now();
-            let slot_start = (now.timestamp() / 600 + 1) * 600;
-            let at = chrono::DateTime::from_timestamp(slot_start + 170, 0).context("time")?;
-            tower.world.platform.clock().advance(at - now);
-            let running =
-                crate::support::eventually(Duration::from_secs(10), "the new run", || async {
-                    let (_, page) = tower
-                        .get(&format!(
-                            "/api/pipelines?service={service}&pipeline=pull-request&limit=1"
-                        ))
-                        .await
-                        .ok()?;
-                    let run = &page["runs"][0];
-                    let started: chrono::DateTime<chrono::Utc> =
-                        run["startedAt"].as_str()?.parse().ok()?;
-                    (started.timestamp() == slot_start && run["outcome"] == "running")
-                        .then(|| run["name"].as_str().unwrap().to_owned())
-                })
-                .await?;
+            let running = tower.next_pr_run(&service, 170).await?;
             let streams = || tower.world.served.api_requests()["dev"];
             let before = streams();
             c.goto(&tower.url(&format!(
@@ -1537,10 +1519,7 @@ async fn the_pull_requests_tab_stitches_a_pr_to_its_pipeline_and_a_merge_to_its_
         .checked("pulls-open-running", async {
             let c = &browser.client;
             // The next pull-request run, 100 s in: its lint task runs.
-            let now = tower.world_now();
-            let slot_start = (now.timestamp() / 600 + 1) * 600;
-            let at = chrono::DateTime::from_timestamp(slot_start + 100, 0).context("time")?;
-            tower.world.platform.clock().advance(at - now);
+            tower.next_pr_run(&service, 100).await?;
             c.goto(&tower.url(&format!("/tower?view=pulls&service={service}")))
                 .await?;
             until(
@@ -1577,7 +1556,11 @@ async fn the_pull_requests_tab_stitches_a_pr_to_its_pipeline_and_a_merge_to_its_
                     let row = c
                         .find(Locator::Css("table.pulls tr[data-state='open']"))
                         .await?;
-                    let review = row.find(Locator::Css("td:nth-child(3)")).await?.text().await?;
+                    let review = row
+                        .find(Locator::Css("td:nth-child(3)"))
+                        .await?
+                        .text()
+                        .await?;
                     let checks = row.find(Locator::Css("td.checks")).await?.text().await?;
                     Ok(!review.contains("unknown")
                         && checks.contains("commitlint")

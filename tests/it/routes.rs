@@ -1574,26 +1574,7 @@ async fn a_step_log_is_read_on_request_and_followed_until_the_reader_goes() {
     }
 
     // The next pull-request run, 170 s in: its unit tests have run 10 s and go on.
-    let now = tower.world_now();
-    let slot_start = (now.timestamp() / 600 + 1) * 600;
-    let at = chrono::DateTime::from_timestamp(slot_start + 170, 0).unwrap();
-    tower.world.platform.clock().advance(at - now);
-    let running =
-        crate::support::eventually(Duration::from_secs(10), "a running PR run", || async {
-            let (_, page) = tower
-                .get(&format!(
-                    "/api/pipelines?service={service}&pipeline=pull-request&limit=1"
-                ))
-                .await
-                .ok()?;
-            // The new run (Tower may still show the one before as running for a moment).
-            let run = &page["runs"][0];
-            let started: chrono::DateTime<chrono::Utc> = run["startedAt"].as_str()?.parse().ok()?;
-            (started.timestamp() == slot_start && run["outcome"] == "running")
-                .then(|| run["name"].as_str().unwrap().to_owned())
-        })
-        .await
-        .unwrap();
+    let running = tower.next_pr_run(&service, 170).await.unwrap();
     let cluster = "dev";
     let streams = || tower.world.served.api_requests()[cluster];
     let before = streams();

@@ -635,6 +635,32 @@ impl Live {
         self.world.platform.clock().now()
     }
 
+    /// Moves the world to `secs_in` seconds into the busy app's next pull-request run and
+    /// waits (10 s at most) until Tower shows that run, still running, as the newest; its
+    /// name. (Tower may show the one before as running for a moment.)
+    pub async fn next_pr_run(&self, service: &str, secs_in: i64) -> anyhow::Result<String> {
+        let every = hangar_sim::stories::fleet::PR_EVERY;
+        let now = self.world_now();
+        let slot_start = (now.timestamp() / every + 1) * every;
+        let at = chrono::DateTime::from_timestamp(slot_start + secs_in, 0).context("time")?;
+        self.world.platform.clock().advance(at - now);
+        let path = format!("/api/pipelines?service={service}&pipeline=pull-request&limit=1");
+        eventually(
+            Duration::from_secs(10),
+            "the next PR run, running",
+            || async {
+                let (_, page) = self.get(&path).await.ok()?;
+                let run = &page["runs"][0];
+                let started: chrono::DateTime<chrono::Utc> =
+                    run["startedAt"].as_str()?.parse().ok()?;
+                (started.timestamp() == slot_start && run["outcome"] == "running")
+                    .then(|| run["name"].as_str().map(str::to_owned))
+                    .flatten()
+            },
+        )
+        .await
+    }
+
     /// Polls `/api/deployments?service=` until `check` accepts the answer (10 s at most):
     /// Tower follows a moved clock at the world's next tick.
     pub async fn deployments_until(

@@ -76,6 +76,14 @@ impl ApiError {
         }
     }
 
+    /// 404 naming `field`: the service it gives is not one Tower knows.
+    pub fn no_service(field: &'static str, service: &str) -> Self {
+        ApiError::Unknown {
+            field,
+            message: format!("Tower knows no service called {service}"),
+        }
+    }
+
     pub fn unavailable(message: impl Into<String>) -> Self {
         ApiError::Unavailable {
             message: message.into(),

@@ -182,10 +182,7 @@ pub async fn cicd(
     let github = github(&state)?;
     let derived = state.source.derived();
     if !derived.knows(app) {
-        return Err(ApiError::Unknown {
-            field: "app",
-            message: format!("Tower knows no service called {app}"),
-        });
+        return Err(ApiError::no_service("app", app));
     }
     spend_read(&state, caller.as_ref())?;
     let (repo, path) = hangar::cicd_location(&derived.service(app), github.owner(), app);

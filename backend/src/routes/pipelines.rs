@@ -165,9 +165,6 @@ fn pipelines<'q>(
     let pipelines = state
         .source
         .service_pipelines(service)
-        .ok_or_else(|| ApiError::Unknown {
-            field: "service",
-            message: format!("Tower knows no service called {service}"),
-        })?;
+        .ok_or_else(|| ApiError::no_service("service", service))?;
     Ok((service, pipelines))
 }

@@ -48,10 +48,7 @@ pub async fn service(
         .find(|s| *s.name == *service)
         .map(|s| s.clone().settled());
     if progress.is_none() && state.source.service_snapshot(service).is_none() {
-        return Err(ApiError::Unknown {
-            field: "service",
-            message: format!("Tower knows no service called {service}"),
-        });
+        return Err(ApiError::no_service("service", service));
     }
     let answer = ServiceProvisioningAnswer {
         service: service.to_owned(),

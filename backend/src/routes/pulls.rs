@@ -26,10 +26,7 @@ pub async fn get(
     let pulls = state
         .source
         .service_pulls(service)
-        .ok_or_else(|| ApiError::Unknown {
-            field: "service",
-            message: format!("Tower knows no service called {service}"),
-        })?;
+        .ok_or_else(|| ApiError::no_service("service", service))?;
     if let (Some(live), Some(github)) = (&state.live, &state.github) {
         for repo in &pulls.repos {
             live.want_repo(&format!("{}/{repo}", github.owner()));

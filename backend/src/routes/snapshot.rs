@@ -47,9 +47,7 @@ async fn serve(
     pick: impl Fn(&dyn Source, &str) -> Option<Arc<View>>,
 ) -> Result<Response, ApiError> {
     let service = params::dns_label(query, "service")?;
-    let view = pick(state.source.as_ref(), service).ok_or_else(|| ApiError::Unknown {
-        field: "service",
-        message: format!("Tower knows no service called {service}"),
-    })?;
+    let view = pick(state.source.as_ref(), service)
+        .ok_or_else(|| ApiError::no_service("service", service))?;
     Ok(view.respond(headers).await)
 }

@@ -62,7 +62,7 @@ const BUILD_TASKS: [&str; 4] = ["fetch-source", "unit-tests", "build-image", "up
 /// A busy app's pull-request pipeline: one starts every [`PR_EVERY`] seconds, each task
 /// takes [`PR_TASK_TAKES`]; the newest [`PR_RUNS_KEPT`] are kept (Tekton's pruner).
 const PR_TASKS: [&str; 3] = ["fetch-source", "lint", "unit-tests"];
-const PR_EVERY: i64 = 600;
+pub const PR_EVERY: i64 = 600;
 const PR_TASK_TAKES: i64 = 80;
 pub const PR_RUNS_KEPT: i64 = 320;
 /// The newest pull-request runs whose TaskRuns keep their pods (and logs): three hours'
