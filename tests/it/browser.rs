@@ -1213,9 +1213,12 @@ async fn the_deployments_tab_follows_a_canary_live_and_explains_an_aborted_one()
             let aborting = crate::support::fleet_app(Role::AbortedCanary);
             let start = aborting.prod_rollout_at(tower.world_now());
             tower.advance_world((start - tower.world_now()).num_seconds() + 300);
+            // The release before was aborted too: wait for this one's canary.
+            let image = aborting.prod_image(tower.world_now());
             tower
                 .deployments_until(&aborting.name, "the canary aborted", |body| {
-                    crate::support::prod_rollout(body)["aborted"] == true
+                    let rollout = crate::support::prod_rollout(body);
+                    rollout["aborted"] == true && rollout["canary"]["image"] == image.as_str()
                 })
                 .await?;
             c.goto(&tower.url(&format!(

@@ -348,6 +348,11 @@ impl SteadyApp {
         self.prod_rollout_started(after) + Duration::seconds(self.cadence)
     }
 
+    /// The image of the release in prod (stable, or the canary being rolled out) at `now`.
+    pub fn prod_image(&self, now: DateTime<Utc>) -> String {
+        self.image(self.running_in("prod", now))
+    }
+
     /// The first moment after `now` at which anything this app shows (objects, pull
     /// requests) changes: a release starting, a build task finishing, a release reaching an
     /// environment, its PR opening or merging, a prod rollout's step or measurement. Until
