@@ -36,6 +36,7 @@ pub mod config;
 pub mod demo;
 pub mod derived;
 pub mod filed;
+pub mod gitops;
 pub mod history;
 pub mod live;
 pub mod metrics;

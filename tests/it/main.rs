@@ -34,6 +34,7 @@ mod contract;
 mod deployments;
 mod faults;
 mod filing;
+mod gitops;
 mod history;
 mod hostile_input;
 mod http;

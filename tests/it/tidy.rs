@@ -401,7 +401,8 @@ fn lines_matching(dir: &str, allowed: &[&str], matches: impl Fn(&str) -> bool) -
 }
 
 /// Every route's answer is a `tower_shared::api` type: the backend declares no serialisable
-/// type of its own (but its config file's) and builds no JSON by hand; the frontend
+/// type of its own (but its config file's) and builds no JSON by hand (but the requests
+/// `gitops` sends GitHub); the frontend
 /// declares no type to deserialise an answer into.
 #[test]
 fn answer_types_are_declared_in_shared_only() {
@@ -417,7 +418,10 @@ fn answer_types_are_declared_in_shared_only() {
         backend_types.is_empty(),
         "answer types belong in shared/src/api.rs: {backend_types:#?}"
     );
-    let by_hand = lines_matching("backend/src", &[], |line| line.contains("json!("));
+    // `gitops.rs` builds the bodies of its requests to GitHub (in GitHub's schema), not answers.
+    let by_hand = lines_matching("backend/src", &["gitops.rs"], |line| {
+        line.contains("json!(")
+    });
     assert!(
         by_hand.is_empty(),
         "answers are shared::api types, not JSON built by hand: {by_hand:#?}"

@@ -742,12 +742,12 @@ async fn create_pull(
         );
     };
     let head = head.rsplit(':').next().unwrap_or(head).to_owned();
-    let existing = github.pulls_of(&full);
-    if !github
-        .written()
-        .refs
-        .contains_key(&(full.clone(), head.clone()))
-    {
+    // The stories' PRs first (that takes its own lock), then the check and the insert under
+    // one lock: two requests at once make one pull request, as on GitHub.
+    let mut existing = github.platform.pull_requests_of(&full);
+    let mut written = github.written();
+    existing.extend(written.pulls.iter().filter(|p| p.repo == full).cloned());
+    if !written.refs.contains_key(&(full.clone(), head.clone())) {
         return error(
             StatusCode::UNPROCESSABLE_ENTITY,
             &format!("Validation Failed: head {head} does not exist"),
@@ -783,7 +783,8 @@ async fn create_pull(
         ..PullRequest::default()
     };
     let body = pull_json(&pr, true);
-    github.written().pulls.push(pr);
+    written.pulls.push(pr);
+    drop(written);
     github.changed.notify_one();
     (StatusCode::CREATED, Json(body)).into_response()
 }
@@ -851,6 +852,35 @@ fn content_json(repo: &str, path: &str, branch: &str, content: &[u8]) -> Value {
            "html_url": format!("https://github.com/{repo}/blob/{branch}/{path}")})
 }
 
+/// A file's content on `branch` as GitHub would show it: what clients wrote there; else, on a
+/// branch clients made, what `main` has (the sim forks every branch from `main`'s present);
+/// else the stories' files on `main`.
+fn file_at(
+    written: &Written,
+    github: &GitHub,
+    repo: &str,
+    branch: &str,
+    path: &str,
+) -> Option<Vec<u8>> {
+    if let Some(content) = written
+        .files
+        .get(&(repo.to_owned(), branch.to_owned(), path.to_owned()))
+    {
+        return Some(content.clone());
+    }
+    if branch != "main" {
+        return written
+            .refs
+            .contains_key(&(repo.to_owned(), branch.to_owned()))
+            .then(|| file_at(written, github, repo, "main", path))
+            .flatten();
+    }
+    github
+        .platform
+        .file(repo, path)
+        .map(|f| f.content.into_bytes())
+}
+
 async fn get_contents(
     State(github): State<GitHub>,
     Path((owner, name, path)): Path<(String, String, String)>,
@@ -861,18 +891,7 @@ async fn get_contents(
         .get("ref")
         .cloned()
         .unwrap_or_else(|| "main".to_owned());
-    let content = github
-        .written()
-        .files
-        .get(&(full.clone(), branch.clone(), path.clone()))
-        .cloned()
-        .or_else(|| {
-            // What clients wrote wins; else the stories' files on `main`.
-            (branch == "main")
-                .then(|| github.platform.file(&full, &path))
-                .flatten()
-                .map(|f| f.content.into_bytes())
-        });
+    let content = file_at(&github.written(), &github, &full, &branch, &path);
     match content {
         Some(content) => Json(content_json(&full, &path, &branch, &content)).into_response(),
         None => error(StatusCode::NOT_FOUND, "Not Found"),
@@ -906,10 +925,8 @@ async fn put_contents(
         return error(StatusCode::NOT_FOUND, &format!("Branch {branch} not found"));
     }
     let key = (full.clone(), branch.clone(), path.clone());
-    let current = written
-        .files
-        .get(&key)
-        .map(|c| sha_of(&String::from_utf8_lossy(c)));
+    let current = file_at(&written, &github, &full, &branch, &path)
+        .map(|c| sha_of(&String::from_utf8_lossy(&c)));
     match (current.as_deref(), request["sha"].as_str()) {
         (Some(_), None) => {
             return error(
@@ -927,6 +944,7 @@ async fn put_contents(
     }
     let created = current.is_none();
     written.files.insert(key, content.clone());
+    github.platform.note_github_commit(&full, &branch, &path);
     let commit = sha_of(&format!(
         "{full}/{branch}/{path}/{message}/{}",
         written.files.len()

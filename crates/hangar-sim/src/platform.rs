@@ -24,6 +24,8 @@ pub struct Platform {
     stories: Vec<Box<dyn Story>>,
     /// Faults the GitHub API answers with next (tests inject them).
     github_faults: std::sync::Mutex<Vec<crate::github::Armed>>,
+    /// Every commit made through the GitHub API: repo, branch, path.
+    github_commits: std::sync::Mutex<Vec<(String, String, String)>>,
     /// Every request the GitHub API received: when (real time) and its path.
     github_log: std::sync::Mutex<Vec<(std::time::Instant, String)>>,
     /// Story pull requests merged or closed by hand (through the API), by repo and number.
@@ -129,6 +131,15 @@ impl Platform {
         faults[index].answer(now)
     }
 
+    /// Every commit made through the GitHub API so far: repo, branch, path.
+    pub fn github_commits(&self) -> Vec<(String, String, String)> {
+        locked(&self.github_commits).clone()
+    }
+
+    pub(crate) fn note_github_commit(&self, repo: &str, branch: &str, path: &str) {
+        locked(&self.github_commits).push((repo.to_owned(), branch.to_owned(), path.to_owned()));
+    }
+
     /// Every request the GitHub API received so far: when, and the path.
     pub fn github_requests(&self) -> Vec<(std::time::Instant, String)> {
         self.github_log
@@ -142,6 +153,7 @@ impl Platform {
         Self {
             github_faults: std::sync::Mutex::default(),
             github_log: std::sync::Mutex::default(),
+            github_commits: std::sync::Mutex::default(),
             pr_overrides: std::sync::Mutex::default(),
             object_overrides: std::sync::Mutex::default(),
             webhook: std::sync::Mutex::default(),

@@ -1,0 +1,399 @@
+//! The one place Tower changes anything: a commit to a GitOps repository, or a branch and a
+//! pull request on one. Tower never writes to a cluster; Argo CD deploys what Git says.
+//!
+//! Every write here is
+//! - **checked against what the person saw**: a file is changed only while its blob `sha` is
+//!   the one the caller read (GitHub's `PUT contents` refuses a stale `sha`); a file changed
+//!   since is [`WriteError::Stale`], never overwritten;
+//! - **idempotent and race-safe**: a file already as asked is [`Committed::AlreadyThere`],
+//!   so a double click, two tabs or two replicas make one commit; a proposal's branch is
+//!   named by its caller for the change, so the same proposal finds the pull request the
+//!   first one opened ([`Proposed::Existing`]) — GitHub itself refuses a second branch or
+//!   pull request of that name;
+//! - **named and audited**: the commit message and pull request body name the person
+//!   ([`Person`]), and each outcome is logged with target `tower::audit`.
+//!
+//! Reads here go to GitHub directly, never through the 45 s read cache: a write is decided
+//! on the file as it is now.
+
+use base64::Engine as _;
+use http::{Method, StatusCode};
+use octocrab::Octocrab;
+use serde_json::{json, Value};
+
+use crate::live::github::GitHub;
+
+/// Who asked for a change: the caller's subject (`user:default/ana`, `tool:release-bot`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Person {
+    pub subject: String,
+}
+
+impl Person {
+    /// The line every commit message and pull request body ends with.
+    fn trailer(&self) -> String {
+        format!("Requested in Tower by {}", self.subject)
+    }
+}
+
+/// A file to write: `content` at `path` on `branch`, if the file is still what the caller
+/// read (`seen`: its blob sha; `None`: it did not exist).
+#[derive(Clone, Debug)]
+pub struct FileChange<'a> {
+    pub repo: &'a str,
+    pub branch: &'a str,
+    pub path: &'a str,
+    pub seen: Option<&'a str>,
+    pub content: &'a str,
+    pub message: &'a str,
+}
+
+/// What a commit did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Committed {
+    /// This call made the commit.
+    Made { commit: String },
+    /// The file already is as asked (made by an earlier press, another replica, or by hand).
+    AlreadyThere,
+}
+
+/// A change proposed as a pull request from `branch` (named for the change, so the same
+/// proposal finds its pull request again) into `base`.
+#[derive(Clone, Debug)]
+pub struct Proposal<'a> {
+    pub file: FileChange<'a>,
+    pub base: &'a str,
+    pub title: &'a str,
+    pub body: &'a str,
+}
+
+/// What a proposal did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Proposed {
+    Opened {
+        number: u64,
+        url: String,
+    },
+    /// The pull request for this branch was already open.
+    Existing {
+        number: u64,
+        url: String,
+    },
+}
+
+impl Proposed {
+    pub fn number(&self) -> u64 {
+        match self {
+            Self::Opened { number, .. } | Self::Existing { number, .. } => *number,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    #[error("{path} in {repo} changed since it was read; look at it again before changing it")]
+    Stale { repo: String, path: String },
+    #[error("GitHub refused {what}: {status} {message}")]
+    Refused {
+        what: String,
+        status: u16,
+        message: String,
+    },
+    #[error("GitHub could not be reached: {0}")]
+    Unreachable(String),
+}
+
+/// GitHub's answer: its status and JSON body (`null` when it had none).
+struct Answer {
+    status: StatusCode,
+    body: Value,
+}
+
+impl Answer {
+    fn message(&self) -> String {
+        self.body["message"]
+            .as_str()
+            .map_or_else(|| self.status.to_string(), str::to_owned)
+    }
+
+    fn refused(&self, what: impl Into<String>) -> WriteError {
+        WriteError::Refused {
+            what: what.into(),
+            status: self.status.as_u16(),
+            message: self.message(),
+        }
+    }
+}
+
+/// Tower's GitHub writer. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct Writer {
+    octocrab: Octocrab,
+    owner: String,
+}
+
+impl Writer {
+    pub fn new(github: &GitHub) -> Self {
+        Self {
+            octocrab: github.octocrab().clone(),
+            owner: github.owner().to_owned(),
+        }
+    }
+
+    async fn send(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Result<Answer, WriteError> {
+        let unreachable = |err: octocrab::Error| WriteError::Unreachable(err.to_string());
+        let response = match method {
+            Method::PUT => self.octocrab._put(path, body).await,
+            Method::POST => self.octocrab._post(path, body).await,
+            _ => self.octocrab._get(path).await,
+        }
+        .map_err(unreachable)?;
+        let status = response.status();
+        let text = self
+            .octocrab
+            .body_to_string(response)
+            .await
+            .map_err(unreachable)?;
+        let body = serde_json::from_str(&text).unwrap_or(Value::Null);
+        Ok(Answer { status, body })
+    }
+
+    /// `path` on `branch` of `repo` as it is now: its blob sha and text; `None` when absent.
+    pub async fn read_file(
+        &self,
+        repo: &str,
+        branch: &str,
+        path: &str,
+    ) -> Result<Option<(String, String)>, WriteError> {
+        let answer = self
+            .send(
+                Method::GET,
+                &format!("/repos/{repo}/contents/{path}?ref={branch}"),
+                None,
+            )
+            .await?;
+        if answer.status == StatusCode::NOT_FOUND {
+            return Ok(None);
+        }
+        if !answer.status.is_success() {
+            return Err(answer.refused(format!("reading {path}")));
+        }
+        let malformed = || WriteError::Refused {
+            what: format!("reading {path}"),
+            status: answer.status.as_u16(),
+            message: "not a file with Base64 content".to_owned(),
+        };
+        let sha = answer.body["sha"]
+            .as_str()
+            .ok_or_else(malformed)?
+            .to_owned();
+        let encoded = answer.body["content"].as_str().ok_or_else(malformed)?;
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(encoded.replace(['\n', '\r'], ""))
+            .map_err(|_| malformed())?;
+        let text = String::from_utf8(bytes).map_err(|_| malformed())?;
+        Ok(Some((sha, text)))
+    }
+
+    /// Writes `change` as one commit naming `by`, unless the file already is as asked;
+    /// refuses when it changed since the caller read it.
+    pub async fn commit_file(
+        &self,
+        change: &FileChange<'_>,
+        by: &Person,
+    ) -> Result<Committed, WriteError> {
+        let outcome = self.commit_once(change, by).await;
+        audit("commit", change, by, &outcome);
+        outcome
+    }
+
+    async fn commit_once(
+        &self,
+        change: &FileChange<'_>,
+        by: &Person,
+    ) -> Result<Committed, WriteError> {
+        let stale = || WriteError::Stale {
+            repo: change.repo.to_owned(),
+            path: change.path.to_owned(),
+        };
+        let current = self
+            .read_file(change.repo, change.branch, change.path)
+            .await?;
+        if current
+            .as_ref()
+            .is_some_and(|(_, text)| text == change.content)
+        {
+            return Ok(Committed::AlreadyThere);
+        }
+        if current.as_ref().map(|(sha, _)| sha.as_str()) != change.seen {
+            return Err(stale());
+        }
+        let mut request = json!({
+            "message": format!("{}\n\n{}", change.message, by.trailer()),
+            "content": base64::engine::general_purpose::STANDARD.encode(change.content),
+            "branch": change.branch,
+        });
+        if let Some(seen) = change.seen {
+            request["sha"] = json!(seen);
+        }
+        let answer = self
+            .send(
+                Method::PUT,
+                &format!("/repos/{}/contents/{}", change.repo, change.path),
+                Some(&request),
+            )
+            .await?;
+        match answer.status {
+            StatusCode::OK | StatusCode::CREATED => Ok(Committed::Made {
+                commit: answer.body["commit"]["sha"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
+            }),
+            // Someone wrote it between the read and the write: done, if they wrote this.
+            StatusCode::CONFLICT | StatusCode::UNPROCESSABLE_ENTITY => {
+                match self
+                    .read_file(change.repo, change.branch, change.path)
+                    .await?
+                {
+                    Some((_, text)) if text == change.content => Ok(Committed::AlreadyThere),
+                    _ => Err(stale()),
+                }
+            }
+            _ => Err(answer.refused(format!("writing {}", change.path))),
+        }
+    }
+
+    /// The open pull request from `branch` in `repo`, if there is one: its number and page.
+    async fn open_pull(
+        &self,
+        repo: &str,
+        branch: &str,
+    ) -> Result<Option<(u64, String)>, WriteError> {
+        let answer = self
+            .send(
+                Method::GET,
+                &format!(
+                    "/repos/{repo}/pulls?state=open&head={}:{branch}",
+                    self.owner
+                ),
+                None,
+            )
+            .await?;
+        if !answer.status.is_success() {
+            return Err(answer.refused("listing pull requests"));
+        }
+        Ok(answer.body.as_array().and_then(|pulls| {
+            pulls.iter().find_map(|pr| {
+                let number = pr["number"].as_u64()?;
+                Some((
+                    number,
+                    pr["html_url"].as_str().unwrap_or_default().to_owned(),
+                ))
+            })
+        }))
+    }
+
+    /// Opens `proposal`'s pull request naming `by` — its branch from `base`, its file
+    /// written there — or finds the one already open for its branch.
+    pub async fn propose(
+        &self,
+        proposal: &Proposal<'_>,
+        by: &Person,
+    ) -> Result<Proposed, WriteError> {
+        let outcome = self.propose_once(proposal, by).await;
+        audit("pull request", &proposal.file, by, &outcome);
+        outcome
+    }
+
+    async fn propose_once(
+        &self,
+        proposal: &Proposal<'_>,
+        by: &Person,
+    ) -> Result<Proposed, WriteError> {
+        let file = &proposal.file;
+        let repo = file.repo;
+        let existing = |(number, url)| Proposed::Existing { number, url };
+        if let Some(found) = self.open_pull(repo, file.branch).await? {
+            return Ok(existing(found));
+        }
+        let base = self
+            .send(
+                Method::GET,
+                &format!("/repos/{repo}/git/ref/heads/{}", proposal.base),
+                None,
+            )
+            .await?;
+        let Some(base_sha) = base.body["object"]["sha"]
+            .as_str()
+            .filter(|_| base.status.is_success())
+        else {
+            return Err(base.refused(format!("reading branch {}", proposal.base)));
+        };
+        let created = self
+            .send(
+                Method::POST,
+                &format!("/repos/{repo}/git/refs"),
+                Some(&json!({"ref": format!("refs/heads/{}", file.branch), "sha": base_sha})),
+            )
+            .await?;
+        // 422: the branch exists already — an earlier press, or another replica, made it.
+        if !created.status.is_success() && created.status != StatusCode::UNPROCESSABLE_ENTITY {
+            return Err(created.refused(format!("creating branch {}", file.branch)));
+        }
+        self.commit_once(file, by).await?;
+        let opened = self
+            .send(
+                Method::POST,
+                &format!("/repos/{repo}/pulls"),
+                Some(&json!({
+                    "title": proposal.title,
+                    "head": file.branch,
+                    "base": proposal.base,
+                    "body": format!("{}\n\n{}", proposal.body, by.trailer()),
+                })),
+            )
+            .await?;
+        match opened.status {
+            StatusCode::CREATED => Ok(Proposed::Opened {
+                number: opened.body["number"].as_u64().unwrap_or_default(),
+                url: opened.body["html_url"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
+            }),
+            // "A pull request already exists": opened by the press that won.
+            StatusCode::UNPROCESSABLE_ENTITY => match self.open_pull(repo, file.branch).await? {
+                Some(found) => Ok(existing(found)),
+                None => Err(opened.refused("opening a pull request")),
+            },
+            _ => Err(opened.refused("opening a pull request")),
+        }
+    }
+}
+
+/// One audit line per write Tower asked of GitHub, with the person and what came of it.
+fn audit<T: std::fmt::Debug>(
+    action: &str,
+    change: &FileChange<'_>,
+    by: &Person,
+    outcome: &Result<T, WriteError>,
+) {
+    match outcome {
+        Ok(done) => tracing::info!(
+            target: "tower::audit",
+            who = %by.subject, action, repo = change.repo, branch = change.branch,
+            path = change.path, outcome = ?done, "GitHub write"
+        ),
+        Err(err) => tracing::warn!(
+            target: "tower::audit",
+            who = %by.subject, action, repo = change.repo, branch = change.branch,
+            path = change.path, error = %err, "GitHub write refused"
+        ),
+    }
+}
