@@ -268,6 +268,23 @@ impl PerService for DeploymentsAnswer {
     }
 }
 
+/// The Releases tab's matrix, from the same runs and deployments as their tabs.
+impl PerService for tower_shared::api::ReleasesAnswer {
+    fn make(derived: &Derived, service: &str) -> Option<Self> {
+        derived.knows(service).then(|| {
+            let snapshot = derived.service(service);
+            Self {
+                releases: tower_shared::releases::derive(
+                    service,
+                    &tower_shared::pipelines::derive(&snapshot, service),
+                    &derive_deployments(&snapshot, service),
+                ),
+                health: derived.health.clone(),
+            }
+        })
+    }
+}
+
 /// Views of one service (`GET /api/snapshot?service=`, `GET /api/deployments?service=`): each
 /// made once per [`Derived::version`] on first demand (a page asks for one service; nobody
 /// asks for all), keeping the previous version's bytes — and ETag — when the service's

@@ -30,6 +30,8 @@ pub trait Source: Send + Sync + std::fmt::Debug {
     fn service_pipelines(&self, service: &str) -> Option<Arc<Pipelines>>;
     /// One service's pull requests, stitched; `None` for a service Tower does not know.
     fn service_pulls(&self, service: &str) -> Option<Arc<Pulls>>;
+    /// One service's release matrix; `None` for a service Tower does not know.
+    fn service_releases(&self, service: &str) -> Option<Arc<View>>;
 }
 
 /// A snapshot read once from a file, derived once; time stands still at its `now`.
@@ -41,6 +43,7 @@ pub struct Fixed {
     deployments: ServiceViews<DeploymentsAnswer>,
     pipelines: ServiceViews<Pipelines>,
     pulls: ServiceViews<Pulls>,
+    releases: ServiceViews<tower_shared::api::ReleasesAnswer>,
 }
 
 impl Fixed {
@@ -72,6 +75,7 @@ impl Fixed {
             deployments: ServiceViews::default(),
             pipelines: ServiceViews::default(),
             pulls: ServiceViews::default(),
+            releases: ServiceViews::default(),
         }
     }
 }
@@ -100,6 +104,10 @@ impl Source for Fixed {
     fn service_pulls(&self, service: &str) -> Option<Arc<Pulls>> {
         self.pulls.answer(&self.derived, service)
     }
+
+    fn service_releases(&self, service: &str) -> Option<Arc<View>> {
+        self.releases.get(&self.derived, service)
+    }
 }
 
 impl Source for crate::live::Live {
@@ -125,5 +133,9 @@ impl Source for crate::live::Live {
 
     fn service_pulls(&self, service: &str) -> Option<Arc<Pulls>> {
         crate::live::Live::service_pulls(self, service)
+    }
+
+    fn service_releases(&self, service: &str) -> Option<Arc<View>> {
+        crate::live::Live::service_releases(self, service)
     }
 }

@@ -215,6 +215,17 @@ pub struct DeploymentsAnswer {
     pub health: Health,
 }
 
+/// `GET /api/releases?service=NAME`: the service's release matrix ([`crate::releases`]),
+/// with the health notices.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReleasesAnswer {
+    #[serde(flatten)]
+    pub releases: crate::releases::Releases,
+    #[serde(flatten)]
+    pub health: Health,
+}
+
 /// `GET /api/pipelines?service=NAME[&pipeline=&status=&limit=&continue=]`: a page of the
 /// service's runs, newest first ([`crate::pipelines`]); `tower pipelines` prints them all.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -169,6 +169,28 @@ pub fn sort_environments(environments: &mut Vec<String>) {
     environments.dedup();
 }
 
+/// Whether `env` is the production environment, which a release reaches only through a
+/// reviewed pull request.
+pub fn is_production(env: &str) -> bool {
+    env == "prod"
+}
+
+/// A release image's tag read by the platform's rule `<version>-<shortsha>` (the build's
+/// commit, 7 to 40 lowercase hex): `("1.4.0", "3a8423b")`. `None` for any other tag.
+pub fn release_tag(image: &str) -> Option<(&str, &str)> {
+    let image = image.split('@').next().unwrap_or(image);
+    // The tag follows the last `:` after the last `/` (a registry's port is not a tag).
+    let name = image.rsplit('/').next().unwrap_or(image);
+    let (_, tag) = name.rsplit_once(':')?;
+    let (version, sha) = tag.rsplit_once('-')?;
+    let hex = sha.len() >= 7
+        && sha.len() <= 40
+        && sha
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+    (hex && !version.is_empty()).then_some((version, sha))
+}
+
 /// The service an object belongs to, by the platform's rules, in this order: an XR is the
 /// service; a composed resource names it in `crossplane.io/composite`; an Application in
 /// `hangar.io/app` or, unlabelled, by its name `<s>-<env>`; anything else by its namespace.
@@ -532,6 +554,28 @@ mod tests {
             merged_at: merged_min.map(at),
             closed_at: merged_min.map(at),
             ..PullRequest::default()
+        }
+    }
+
+    #[test]
+    fn release_tags_follow_the_version_and_short_sha_rule() {
+        assert_eq!(
+            release_tag("ghcr.io/acme/shop:1.4.0-3a8423b"),
+            Some(("1.4.0", "3a8423b"))
+        );
+        assert_eq!(
+            release_tag("registry:5000/acme/shop:2.0.0-rc.1-0123456789abcdef@sha256:ab"),
+            Some(("2.0.0-rc.1", "0123456789abcdef"))
+        );
+        for other in [
+            "ghcr.io/acme/shop:latest",
+            "ghcr.io/acme/shop",
+            "registry:5000/acme/shop",
+            "ghcr.io/acme/shop:1.4.0-3A8423B",
+            "ghcr.io/acme/shop:1.4.0-3a842",
+            "ghcr.io/acme/shop:-3a8423b",
+        ] {
+            assert_eq!(release_tag(other), None, "{other}");
         }
     }
 

@@ -41,6 +41,7 @@ pub mod links;
 pub mod pipelines;
 pub mod provisioning;
 pub mod pulls;
+pub mod releases;
 pub mod snapshot;
 pub mod tekton;
 pub mod time;

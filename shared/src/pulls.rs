@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use crate::deployments::Deployments;
 use crate::hangar;
 use crate::pipelines::{Outcome, Pipelines};
+use crate::releases::by_tag;
 use crate::snapshot::{CheckRun, CommitStatus, PullRequest, Review, Snapshot};
 
 /// Closed pull requests are listed this many days after they close.
@@ -307,11 +308,6 @@ fn stitch(
         image,
         landed,
     }
-}
-
-/// The image without its digest: a tag reads the same built or deployed.
-fn by_tag(image: &str) -> &str {
-    image.split('@').next().unwrap_or(image)
 }
 
 /// The environments whose Rollout runs `image`, stable or as the canary.

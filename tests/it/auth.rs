@@ -271,7 +271,9 @@ fn protected_requests() -> Vec<(http::Method, String, Option<Value>)> {
                 continue;
             }
             let query = match path.as_str() {
-                "/api/snapshot" | "/api/deployments" | "/api/pipelines" => "?service=svc",
+                "/api/snapshot" | "/api/deployments" | "/api/releases" | "/api/pipelines" => {
+                    "?service=svc"
+                }
                 "/api/pipelines/run" => "?service=svc&run=svc-build-1",
                 "/live-runs" | "/config/cicd" => "?app=svc",
                 "/pull-requests" | "/pending-requests" => "?owner=acme&repo=r",

@@ -263,6 +263,12 @@ fn samples() -> Vec<(&'static str, Value)> {
         name: "pay".to_owned(),
         pull_request: pr.clone(),
     };
+    // The fleet's paused canary, for the Deployments and Releases examples.
+    let paused = {
+        let path = crate::support::root().join("fixtures/deployments/paused-canary.json");
+        let text = std::fs::read_to_string(path).unwrap();
+        tower_shared::snapshot::Snapshot::from_json(&text).unwrap()
+    };
     vec![
         (
             "Error",
@@ -297,13 +303,18 @@ fn samples() -> Vec<(&'static str, Value)> {
         (
             "DeploymentsAnswer",
             json_of(tower_shared::api::DeploymentsAnswer {
-                deployments: {
-                    let path =
-                        crate::support::root().join("fixtures/deployments/paused-canary.json");
-                    let text = std::fs::read_to_string(path).unwrap();
-                    let snapshot = tower_shared::snapshot::Snapshot::from_json(&text).unwrap();
-                    tower_shared::deployments::derive_deployments(&snapshot, "flight-api")
-                },
+                deployments: tower_shared::deployments::derive_deployments(&paused, "flight-api"),
+                health: health.clone(),
+            }),
+        ),
+        (
+            "ReleasesAnswer",
+            json_of(tower_shared::api::ReleasesAnswer {
+                releases: tower_shared::releases::derive(
+                    "flight-api",
+                    &tower_shared::pipelines::derive(&paused, "flight-api"),
+                    &tower_shared::deployments::derive_deployments(&paused, "flight-api"),
+                ),
                 health: health.clone(),
             }),
         ),

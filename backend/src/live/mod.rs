@@ -63,6 +63,7 @@ struct Inner {
     deployments: ServiceViews<tower_shared::api::DeploymentsAnswer>,
     pipelines: ServiceViews<tower_shared::pipelines::Pipelines>,
     pulls: ServiceViews<tower_shared::pulls::Pulls>,
+    releases: ServiceViews<tower_shared::api::ReleasesAnswer>,
     /// Changes noted since the deriver last took them.
     pending: Mutex<BTreeSet<Change>>,
     /// How long the deriver's last rebuild took (snapshot, index, derivation, views), µs.
@@ -146,6 +147,7 @@ impl Live {
                 deployments: ServiceViews::default(),
                 pipelines: ServiceViews::default(),
                 pulls: ServiceViews::default(),
+                releases: ServiceViews::default(),
                 pending: Mutex::default(),
                 last_rebuild_micros: std::sync::atomic::AtomicU64::new(0),
                 rebuilds: std::sync::atomic::AtomicU64::new(0),
@@ -236,6 +238,12 @@ impl Live {
         service: &str,
     ) -> Option<Arc<tower_shared::pipelines::Pipelines>> {
         self.inner.pipelines.answer(&self.derived(), service)
+    }
+
+    /// `service`'s release matrix, made once per change of the snapshot; `None` for a
+    /// service Tower does not know.
+    pub fn service_releases(&self, service: &str) -> Option<Arc<View>> {
+        self.inner.releases.get(&self.derived(), service)
     }
 
     /// `service`'s pull requests, stitched, made once per change of the snapshot; `None`

@@ -32,6 +32,7 @@ pub fn api() -> Router<AppState> {
         .route("/api/fleet", get(fleet::get))
         .route("/api/snapshot", get(snapshot::get))
         .route("/api/deployments", get(snapshot::deployments))
+        .route("/api/releases", get(snapshot::releases))
         .route("/api/pipelines", get(pipelines::runs))
         .route("/api/pipelines/run", get(pipelines::run))
         .route("/api/pipelines/log", get(pipelines::log))

@@ -1,7 +1,7 @@
 //! Views of one service, made once per change and served as bytes:
 //! `GET /api/snapshot?service=NAME` (the objects the browser derives the service's views
-//! from) and `GET /api/deployments?service=NAME` (its Deployments tab), with the health
-//! notices.
+//! from), `GET /api/deployments?service=NAME` (its Deployments tab) and
+//! `GET /api/releases?service=NAME` (its release matrix), with the health notices.
 
 use std::sync::Arc;
 
@@ -35,6 +35,18 @@ pub async fn deployments(
 ) -> Result<Response, ApiError> {
     serve(&state, &query, &headers, |source, s| {
         source.service_deployments(s)
+    })
+    .await
+}
+
+/// `GET /api/releases?service=NAME`.
+pub async fn releases(
+    State(state): State<AppState>,
+    query: Query,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    serve(&state, &query, &headers, |source, s| {
+        source.service_releases(s)
     })
     .await
 }

@@ -1,0 +1,409 @@
+//! The Releases tab's matrix: rows are a service's releases (the images its builds
+//! published, and any image an environment runs that no visible build made), newest first;
+//! columns its environments in promotion order. Each cell says whether the release runs
+//! there now — stable, as the canary at its weight, or rolled back by an abort — and, for a
+//! release not there, whether it is newer than what runs there (not yet) or older
+//! (superseded). A release goes next to one place only: the environment after the
+//! furthest one where it runs stable and healthy, if what runs there is older; staging by a
+//! commit, prod by a reviewed pull request.
+//!
+//! Built from the same views as the Pipelines and Deployments tabs, so a release reads the
+//! same everywhere.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::deployments::{Deployments, RolloutView};
+use crate::fleet::RolloutPhase;
+use crate::hangar;
+use crate::pipelines::{Pipelines, Trigger};
+
+/// Where a release stands in one environment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CellState {
+    /// It is the stable version there.
+    Live,
+    /// It is the canary (or blue-green preview) there.
+    Canary,
+    /// Its canary there was aborted: traffic went back to the stable version.
+    RolledBack,
+    /// Not there, and newer than what is.
+    NotYet,
+    /// Not there, and older than what is (it ran there before, or was skipped).
+    Superseded,
+    /// Tower does not know what runs there.
+    Unknown,
+}
+
+/// One release in one environment.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Cell {
+    pub environment: String,
+    pub state: CellState,
+    /// The canary's share of the traffic, in per cent, while it is the canary.
+    pub weight: Option<u32>,
+}
+
+/// How a promotion is made: both through Git, never a write to a cluster.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Promotion {
+    /// A direct commit to the app's GitOps repo.
+    Commit,
+    /// A branch and a pull request someone reviews.
+    PullRequest,
+}
+
+/// Where a release can go next, and how.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Next {
+    pub environment: String,
+    pub how: Promotion,
+}
+
+/// One row of the matrix.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Release {
+    /// The image without its digest (`ghcr.io/acme/shop:1.4.0-3a8423b`).
+    pub image: String,
+    /// The tag's version and commit prefix, when the tag follows Hangar's rule.
+    pub version: Option<String>,
+    pub short_sha: Option<String>,
+    /// The build that published it (`None` when no visible run did): its run, full commit
+    /// and start.
+    pub run: Option<String>,
+    pub commit: Option<String>,
+    pub built_at: Option<DateTime<Utc>>,
+    /// One cell per environment, in the matrix's column order.
+    pub cells: Vec<Cell>,
+    pub next: Option<Next>,
+}
+
+/// A service's release matrix.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Releases {
+    pub service: String,
+    /// The columns: its environments, in promotion order.
+    pub environments: Vec<String>,
+    /// Newest first.
+    pub releases: Vec<Release>,
+}
+
+/// The image without its digest: a tag reads the same built or deployed.
+pub fn by_tag(image: &str) -> &str {
+    image.split('@').next().unwrap_or(image)
+}
+
+/// How a release reaches `environment`: the production environment by a reviewed pull
+/// request, any other by a commit.
+pub fn promotion_to(environment: &str) -> Promotion {
+    if hangar::is_production(environment) {
+        Promotion::PullRequest
+    } else {
+        Promotion::Commit
+    }
+}
+
+/// What runs in one environment: the stable and canary images, whether the canary was
+/// aborted, and whether the rollout is healthy.
+struct Running<'a> {
+    stable: Option<&'a str>,
+    canary: Option<&'a str>,
+    weight: Option<u32>,
+    aborted: bool,
+    healthy: bool,
+}
+
+impl<'a> Running<'a> {
+    fn of(rollout: &'a RolloutView) -> Self {
+        let image = |set: Option<&'a crate::deployments::ReplicaSetView>| {
+            set.and_then(|s| s.image.as_deref()).map(by_tag)
+        };
+        Self {
+            stable: image(rollout.stable.as_ref()),
+            canary: image(rollout.canary.as_ref()),
+            weight: rollout.canary_weight,
+            aborted: rollout.aborted,
+            healthy: rollout.phase == RolloutPhase::Healthy,
+        }
+    }
+}
+
+/// The matrix of `service` from its runs and its deployments.
+pub fn derive(service: &str, pipelines: &Pipelines, deployments: &Deployments) -> Releases {
+    let environments: Vec<(&str, Option<Running<'_>>)> = deployments
+        .environments
+        .iter()
+        .flatten()
+        .map(|env| (env.name.as_str(), env.rollout.as_ref().map(Running::of)))
+        .collect();
+    // The builds' images, newest first (pull requests' runs publish none that ship).
+    let mut rows: Vec<Release> = Vec::new();
+    for run in &pipelines.runs {
+        let Some(image) = run.image.as_deref().map(by_tag) else {
+            continue;
+        };
+        if matches!(run.trigger, Trigger::PullRequest { .. })
+            || rows.iter().any(|r| r.image == image)
+        {
+            continue;
+        }
+        rows.push(row(image, Some(run)));
+    }
+    // Images running somewhere that no visible build made (its run pruned): older than
+    // every build Tower sees, in the order the environments run them.
+    for (_, running) in &environments {
+        for image in running.iter().flat_map(|r| [r.stable, r.canary]).flatten() {
+            if !rows.iter().any(|r| r.image == image) {
+                rows.push(row(image, None));
+            }
+        }
+    }
+    for index in 0..rows.len() {
+        let cells: Vec<Cell> = environments
+            .iter()
+            .map(|(name, running)| cell(name, running.as_ref(), &rows, index))
+            .collect();
+        let healthy: Vec<bool> = environments
+            .iter()
+            .map(|(_, running)| running.as_ref().is_some_and(|r| r.healthy))
+            .collect();
+        rows[index].next = next(&cells, &healthy);
+        rows[index].cells = cells;
+    }
+    Releases {
+        service: service.to_owned(),
+        environments: environments.iter().map(|(n, _)| (*n).to_owned()).collect(),
+        releases: rows,
+    }
+}
+
+fn row(image: &str, run: Option<&crate::pipelines::RunSummary>) -> Release {
+    let (version, short_sha) = match hangar::release_tag(image) {
+        Some((version, sha)) => (Some(version.to_owned()), Some(sha.to_owned())),
+        None => (None, None),
+    };
+    Release {
+        image: image.to_owned(),
+        version,
+        short_sha,
+        run: run.map(|r| r.name.clone()),
+        commit: run.and_then(|r| r.commit.clone()),
+        built_at: run.and_then(|r| r.started_at),
+        cells: Vec::new(),
+        next: None,
+    }
+}
+
+/// Release `index` (of `rows`, newest first) in the environment `name` running `running`.
+fn cell(name: &str, running: Option<&Running<'_>>, rows: &[Release], index: usize) -> Cell {
+    let image = rows[index].image.as_str();
+    let (state, weight) = match running {
+        None => (CellState::Unknown, None),
+        Some(r) if r.canary == Some(image) && r.aborted => (CellState::RolledBack, None),
+        Some(r) if r.canary == Some(image) => (CellState::Canary, r.weight),
+        Some(r) if r.stable == Some(image) => (CellState::Live, None),
+        Some(r) => match r
+            .stable
+            .and_then(|s| rows.iter().position(|row| row.image == s))
+        {
+            // Rows are newest first: a smaller index is newer than what runs there.
+            Some(live) if index < live => (CellState::NotYet, None),
+            Some(_) => (CellState::Superseded, None),
+            None => (CellState::Unknown, None),
+        },
+    };
+    Cell {
+        environment: name.to_owned(),
+        state,
+        weight,
+    }
+}
+
+/// The one place a release goes next: the environment after the furthest one where it is
+/// live, if it is not yet there — and only while its rollout is healthy where it is
+/// (`healthy`, by column).
+fn next(cells: &[Cell], healthy: &[bool]) -> Option<Next> {
+    let furthest = cells.iter().rposition(|c| c.state == CellState::Live)?;
+    if !healthy.get(furthest).copied().unwrap_or(false) {
+        return None;
+    }
+    let after = cells.get(furthest + 1)?;
+    (after.state == CellState::NotYet).then(|| Next {
+        environment: after.environment.clone(),
+        how: promotion_to(&after.environment),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{json, Value};
+
+    use super::*;
+
+    const SHOP: &str = "ghcr.io/acme/shop";
+
+    fn image(n: u32) -> String {
+        format!("{SHOP}:1.{n}.0-{:07x}", 0xa00_0000 + n)
+    }
+
+    /// A build of release `n` (newest first by `n`), or a pull request's run.
+    fn run(n: u32, pull_request: bool) -> Value {
+        let trigger = if pull_request {
+            json!({"kind": "pull-request", "number": n})
+        } else {
+            json!({"kind": "push", "branch": "main"})
+        };
+        json!({"name": format!("shop-build-{n}"), "outcome": "succeeded",
+               "startedAt": format!("2026-11-{:02}T10:00:00Z", n),
+               "commit": format!("{:07x}{}", 0xa00_0000 + n, "0".repeat(33)),
+               "image": format!("{}@sha256:{n:064}", image(n)), "trigger": trigger})
+    }
+
+    fn pipelines(runs: Vec<Value>) -> Pipelines {
+        serde_json::from_value(json!({"service": "shop", "namespace": "app-shop-cicd",
+                                      "runs": runs, "graphs": []}))
+        .unwrap()
+    }
+
+    /// An environment running `stable` (and `canary` at `weight`), its rollout `phase`.
+    fn env(
+        name: &str,
+        stable: u32,
+        canary: Option<(u32, u32)>,
+        aborted: bool,
+        phase: &str,
+    ) -> Value {
+        let set = |n: u32| json!({"podHash": format!("h{n}"), "image": image(n)});
+        json!({"name": name, "cluster": "dev", "namespace": format!("app-shop-{name}"),
+               "rollout": {"name": "shop", "phase": phase, "summary": "", "steps": [],
+                           "aborted": aborted, "analysis": [], "stable": set(stable),
+                           "canary": canary.map(|(n, _)| set(n)),
+                           "canaryWeight": canary.map(|(_, w)| w)}})
+    }
+
+    fn deployments(envs: Vec<Value>) -> Deployments {
+        serde_json::from_value(json!({"service": "shop", "capability": "k8s-runtime",
+                                      "environments": envs}))
+        .unwrap()
+    }
+
+    fn states(release: &Release) -> Vec<(CellState, Option<u32>)> {
+        release.cells.iter().map(|c| (c.state, c.weight)).collect()
+    }
+
+    #[test]
+    fn each_release_reads_across_its_environments_and_goes_next_to_one_place() {
+        use CellState::*;
+        // Builds 3 (newest), 2 and 1, and a pull request's run that ships nothing; dev runs
+        // 3, staging 2, prod 1 with 2 as its canary at 40 %.
+        let releases = derive(
+            "shop",
+            &pipelines(vec![
+                run(9, true),
+                run(3, false),
+                run(2, false),
+                run(1, false),
+            ]),
+            &deployments(vec![
+                env("dev", 3, None, false, "Healthy"),
+                env("staging", 2, None, false, "Healthy"),
+                env("prod", 1, Some((2, 40)), false, "Paused"),
+            ]),
+        );
+        assert_eq!(releases.environments, ["dev", "staging", "prod"]);
+        let rows: Vec<&str> = releases.releases.iter().map(|r| r.image.as_str()).collect();
+        assert_eq!(
+            rows,
+            [image(3), image(2), image(1)],
+            "newest first, no digest"
+        );
+        let [three, two, one] = &releases.releases[..] else {
+            panic!("{releases:?}")
+        };
+        assert_eq!(
+            states(three),
+            [(Live, None), (NotYet, None), (NotYet, None)]
+        );
+        assert_eq!(
+            states(two),
+            [(Superseded, None), (Live, None), (Canary, Some(40))]
+        );
+        assert_eq!(
+            states(one),
+            [(Superseded, None), (Superseded, None), (Live, None)]
+        );
+        // 3 goes to staging by a commit; 2 is already on its way to prod; 1 is at the end.
+        assert_eq!(
+            three.next,
+            Some(Next {
+                environment: "staging".to_owned(),
+                how: Promotion::Commit
+            })
+        );
+        assert_eq!(two.next, None);
+        assert_eq!(one.next, None);
+        assert_eq!(three.version.as_deref(), Some("1.3.0"));
+        assert_eq!(three.short_sha.as_deref(), Some("a000003"));
+        assert_eq!(three.run.as_deref(), Some("shop-build-3"));
+    }
+
+    #[test]
+    fn prod_is_a_pull_request_an_abort_rolls_back_and_unhealthy_goes_nowhere() {
+        use CellState::*;
+        // Staging runs 2 healthy, prod 1 with 2's canary aborted.
+        let aborted = derive(
+            "shop",
+            &pipelines(vec![run(2, false)]),
+            &deployments(vec![
+                env("staging", 2, None, false, "Healthy"),
+                env("prod", 1, Some((2, 0)), true, "Degraded"),
+            ]),
+        );
+        let two = &aborted.releases[0];
+        assert_eq!(states(two), [(Live, None), (RolledBack, None)]);
+        assert_eq!(
+            two.next, None,
+            "an aborted canary is not promoted again by a click"
+        );
+        // Release 1's build was pruned: still a row, known by its tag alone.
+        let one = &aborted.releases[1];
+        assert_eq!(
+            (one.run.as_deref(), one.version.as_deref()),
+            (None, Some("1.1.0"))
+        );
+
+        let ready = derive(
+            "shop",
+            &pipelines(vec![run(2, false)]),
+            &deployments(vec![
+                env("staging", 2, None, false, "Healthy"),
+                env("prod", 1, None, false, "Healthy"),
+            ]),
+        );
+        assert_eq!(
+            ready.releases[0].next,
+            Some(Next {
+                environment: "prod".to_owned(),
+                how: Promotion::PullRequest
+            })
+        );
+        let degraded = derive(
+            "shop",
+            &pipelines(vec![run(2, false)]),
+            &deployments(vec![
+                env("staging", 2, None, false, "Degraded"),
+                env("prod", 1, None, false, "Healthy"),
+            ]),
+        );
+        assert_eq!(
+            degraded.releases[0].next, None,
+            "not while unhealthy where it is"
+        );
+    }
+}
