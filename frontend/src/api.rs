@@ -10,8 +10,8 @@ use gloo_net::http::{Request, RequestBuilder, Response};
 use serde::de::DeserializeOwned;
 use tower_shared::api::{
     AuthConfig, CatalogRefresh, ClockReading, DeploymentsAnswer, ErrorBody, GuestToken,
-    PipelineRunAnswer, PipelineRunsAnswer, PullsAnswer, RecordedRuns, ServiceProvisioningAnswer,
-    Summary, CLOCK_HEADER,
+    PipelineRunAnswer, PipelineRunsAnswer, PullsAnswer, RecordedRuns, ReleasesAnswer,
+    ServiceProvisioningAnswer, Summary, CLOCK_HEADER,
 };
 use tower_shared::fleet::Fleet;
 
@@ -137,6 +137,11 @@ pub async fn service_provisioning(service: String) -> Result<ServiceProvisioning
 /// `GET /api/deployments?service=…`: the Deployments tab, derived by the backend.
 pub async fn deployments(service: String) -> Result<DeploymentsAnswer, ApiError> {
     get_json(&format!("/api/deployments?service={}", encode(&service))).await
+}
+
+/// `GET /api/releases?service=…`: the service's release matrix.
+pub async fn releases(service: String) -> Result<ReleasesAnswer, ApiError> {
+    get_json(&format!("/api/releases?service={}", encode(&service))).await
 }
 
 /// An answer that comes in pages (`GET /api/pipelines`, `GET /api/pulls`): its route, the

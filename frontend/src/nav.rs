@@ -9,15 +9,17 @@ pub enum Tab {
     PullRequests,
     Pipelines,
     Deployments,
+    Releases,
 }
 
 impl Tab {
-    /// In the order a change lives: pull request, pipeline, deployment.
-    pub const ALL: [Tab; 4] = [
+    /// In the order a change lives: pull request, pipeline, deployment, release.
+    pub const ALL: [Tab; 5] = [
         Tab::Provisioning,
         Tab::PullRequests,
         Tab::Pipelines,
         Tab::Deployments,
+        Tab::Releases,
     ];
 
     /// The tab a service link without `view` opens.
@@ -30,6 +32,7 @@ impl Tab {
             Tab::PullRequests => "pulls",
             Tab::Pipelines => "pipelines",
             Tab::Deployments => "deployments",
+            Tab::Releases => "releases",
         }
     }
 
@@ -39,6 +42,7 @@ impl Tab {
             Tab::PullRequests => "Pull requests",
             Tab::Pipelines => "Pipelines",
             Tab::Deployments => "Deployments",
+            Tab::Releases => "Releases",
         }
     }
 

@@ -3,7 +3,7 @@
 
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
-use tower_shared::api::DeploymentsAnswer;
+use tower_shared::api::{DeploymentsAnswer, ReleasesAnswer};
 
 use crate::api::{self, ApiError};
 use crate::nav::{tab_href, Page, Tab};
@@ -54,6 +54,7 @@ pub fn ServicePage() -> impl IntoView {
                 Ok(Tab::Deployments) => {
                     view! { <DeploymentsPage service=service.clone() /> }.into_any()
                 }
+                Ok(Tab::Releases) => view! { <ReleasesPage service=service.clone() /> }.into_any(),
                 Err(view) => view! {
                     <p class="state error" role="alert">
                         {format!("✖ No such tab: {view:?}. Tower has {}.",
@@ -115,4 +116,18 @@ fn DeploymentsPage(service: String) -> impl IntoView {
             .into_any()
         },
     )
+}
+
+/// The Releases tab, as the backend derived it (`GET /api/releases`).
+#[component]
+fn ReleasesPage(service: String) -> impl IntoView {
+    let now = crate::feed::feed().now;
+    fetched(service, api::releases, move |answer: ReleasesAnswer| {
+        let ReleasesAnswer { releases, health } = answer;
+        view! {
+            <HealthNotice health=health now=now />
+            <crate::releases::ReleasesTab releases=releases now=now />
+        }
+        .into_any()
+    })
 }

@@ -1614,3 +1614,74 @@ async fn the_pull_requests_tab_stitches_a_pr_to_its_pipeline_and_a_merge_to_its_
         .unwrap();
     browser.close().await.unwrap();
 }
+
+/// The Releases tab: the canary app's newest release live in dev and staging and offered
+/// for prod by a reviewed pull request; once its prod rollout starts, the canary at 20 %
+/// there, followed without a reload.
+#[tokio::test]
+async fn the_releases_tab_reads_each_release_across_its_environments() {
+    use hangar_sim::stories::fleet::Role;
+    let tower = crate::support::Live::start(0.0).await.unwrap();
+    let browser = Browser::start().await.unwrap();
+    browser
+        .checked("releases", async {
+            let c = &browser.client;
+            let app = crate::support::fleet_app(Role::CompletingCanary);
+            let start = app.prod_rollout_at(tower.world_now());
+            tower.advance_world((start - tower.world_now()).num_seconds() - 600);
+            let tag = app
+                .prod_image(start)
+                .rsplit(':')
+                .next()
+                .context("tag")?
+                .to_owned();
+            c.goto(&tower.url(&format!("/tower?view=releases&service={}", app.name)))
+                .await?;
+            let row = format!("table.releases tr[data-release='{tag}']");
+            until(
+                Duration::from_secs(20),
+                "the release offered for prod",
+                || async {
+                    let next = c
+                        .find_all(Locator::Css(&format!("{row} td[data-env='prod'] .next")))
+                        .await?;
+                    Ok(!next.is_empty())
+                },
+            )
+            .await?;
+            let headline = c.find(Locator::Css("p.headline")).await?.text().await?;
+            anyhow::ensure!(
+                headline.contains(&tag)
+                    && headline.contains("is live in dev, staging")
+                    && headline.contains("goes to prod next, by a reviewed pull request"),
+                "{headline:?}"
+            );
+            browser.check_page("releases").await?;
+
+            // The prod rollout starts: the same row shows the canary, no reload.
+            c.execute("window.towerMark = 'still here';", vec![])
+                .await?;
+            tower.advance_world(660);
+            until(Duration::from_secs(20), "the canary in prod", || async {
+                let cell = c
+                    .find_all(Locator::Css(&format!(
+                        "{row} td[data-env='prod'][data-state='canary']"
+                    )))
+                    .await?;
+                Ok(match cell.first() {
+                    Some(cell) => cell.text().await?.contains("canary at 20%"),
+                    None => false,
+                })
+            })
+            .await?;
+            let mark = c
+                .execute("return window.towerMark || null;", vec![])
+                .await?;
+            anyhow::ensure!(mark == "still here", "the page was reloaded: {mark}");
+            browser.screenshot("releases-canary").await?;
+            Ok(())
+        })
+        .await
+        .unwrap();
+    browser.close().await.unwrap();
+}
