@@ -27,6 +27,21 @@ struct Sync {
 
 thread_local! {
     static SYNC: Cell<Option<Sync>> = const { Cell::new(None) };
+    /// The page's ticking time ([`ticking_now`]), moved at once when a reading arrives: an
+    /// answer and the time it was read at reach the page together.
+    static NOW: Cell<Option<Ticking>> = const { Cell::new(None) };
+}
+
+type Ticking = (ReadSignal<DateTime<Utc>>, WriteSignal<DateTime<Utc>>);
+
+/// Moves the ticking signal to the server's time, if a second or more of it has passed.
+fn tick() {
+    if let Some((now, set_now)) = NOW.with(Cell::get) {
+        let next = server_now();
+        if (next - now.get_untracked()).abs() >= chrono::Duration::seconds(1) {
+            set_now.set(next);
+        }
+    }
 }
 
 /// Takes a reading of the server's clock (from an answer's clock header).
@@ -37,6 +52,7 @@ pub fn sync(reading: ClockReading) {
             at: browser_now(),
         }));
     });
+    tick();
 }
 
 /// The server's clock now: its last reading moved on by the browser's clock times the rate
@@ -57,16 +73,15 @@ pub fn server_now() -> DateTime<Utc> {
 /// A signal holding the server's time, moving each time a second of server time has passed
 /// — once a real second normally, up to ten times a real second when the server's clock runs
 /// fast, never while it stands still — until the owner is dropped.
+/// The page has one: a reading of the server's clock moves it at once too.
 pub fn ticking_now() -> ReadSignal<DateTime<Utc>> {
     let (now, set_now) = signal(server_now());
-    let update = move || {
-        let next = server_now();
-        if (next - now.get_untracked()).abs() >= chrono::Duration::seconds(1) {
-            set_now.set(next);
-        }
-    };
-    match set_interval_with_handle(update, Duration::from_millis(100)) {
-        Ok(handle) => on_cleanup(move || handle.clear()),
+    NOW.with(|n| n.set(Some((now, set_now))));
+    match set_interval_with_handle(tick, Duration::from_millis(100)) {
+        Ok(handle) => on_cleanup(move || {
+            handle.clear();
+            NOW.with(|n| n.set(None));
+        }),
         Err(err) => leptos::logging::warn!("the clock will not tick: {err:?}"),
     }
     now

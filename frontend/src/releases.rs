@@ -5,7 +5,7 @@
 use chrono::{DateTime, Utc};
 use leptos::prelude::*;
 use tower_shared::releases::{Cell, CellState, Promotion, Release, Releases};
-use tower_shared::time::age;
+use tower_shared::time::{age, compact_duration};
 
 use crate::nav::{tab_href, Tab};
 
@@ -101,6 +101,17 @@ pub fn ReleasesTab(releases: Releases, now: ReadSignal<DateTime<Utc>>) -> impl I
 
 fn row(release: &Release, service: &str, now: ReadSignal<DateTime<Utc>>) -> impl IntoView {
     let built = release.built_at;
+    // "arrived 2h 10m ago, 1h 06m after its build".
+    let arrival = move |cell: &Cell| {
+        cell.arrived_at.map(|at| {
+            let after = built.map(|b| format!(", {} after its build", compact_duration((at - b).num_seconds())));
+            view! {
+                <span class="arrived">
+                    {move || format!("arrived {}{}", age(at, now.get()), after.clone().unwrap_or_default())}
+                </span>
+            }
+        })
+    };
     let run = release.run.as_ref().map(|run| {
         view! { <a class="tag" href=tab_href(Tab::Pipelines, service, Some(run))>"build"</a> }
     });
@@ -124,7 +135,7 @@ fn row(release: &Release, service: &str, now: ReadSignal<DateTime<Utc>>) -> impl
             };
             view! {
                 <td class=class data-env=cell.environment.clone() data-state=state>
-                    {words}{next}
+                    {words}{arrival(cell)}{next}
                 </td>
             }
         })

@@ -44,6 +44,10 @@ pub struct Cell {
     pub state: CellState,
     /// The canary's share of the traffic, in per cent, while it is the canary.
     pub weight: Option<u32>,
+    /// When it arrived there: the environment's last Argo CD sync, when that sync is the
+    /// one that brought it (the canary's, or the stable version's with no canary beside
+    /// it). `None` when not known — an earlier arrival leaves no trace Tower reads.
+    pub arrived_at: Option<DateTime<Utc>>,
 }
 
 /// How a promotion is made: both through Git, never a write to a cluster.
@@ -117,10 +121,12 @@ struct Running<'a> {
     weight: Option<u32>,
     aborted: bool,
     healthy: bool,
+    /// When the environment's Argo CD Application last synced.
+    synced_at: Option<DateTime<Utc>>,
 }
 
 impl<'a> Running<'a> {
-    fn of(rollout: &'a RolloutView) -> Self {
+    fn of(rollout: &'a RolloutView, synced_at: Option<DateTime<Utc>>) -> Self {
         let image = |set: Option<&'a crate::deployments::ReplicaSetView>| {
             set.and_then(|s| s.image.as_deref()).map(by_tag)
         };
@@ -130,6 +136,7 @@ impl<'a> Running<'a> {
             weight: rollout.canary_weight,
             aborted: rollout.aborted,
             healthy: rollout.phase == RolloutPhase::Healthy,
+            synced_at,
         }
     }
 }
@@ -140,7 +147,11 @@ pub fn derive(service: &str, pipelines: &Pipelines, deployments: &Deployments) -
         .environments
         .iter()
         .flatten()
-        .map(|env| (env.name.as_str(), env.rollout.as_ref().map(Running::of)))
+        .map(|env| {
+            let synced_at = env.argo.as_ref().and_then(|a| a.last_synced_at);
+            let running = env.rollout.as_ref().map(|r| Running::of(r, synced_at));
+            (env.name.as_str(), running)
+        })
         .collect();
     // The builds' images, newest first (pull requests' runs publish none that ship).
     let mut rows: Vec<Release> = Vec::new();
@@ -218,10 +229,17 @@ fn cell(name: &str, running: Option<&Running<'_>>, rows: &[Release], index: usiz
             None => (CellState::Unknown, None),
         },
     };
+    // The last sync brought the canary if there is one, else the stable version.
+    let arrived_at = running.and_then(|r| match state {
+        CellState::Canary | CellState::RolledBack => r.synced_at,
+        CellState::Live if r.canary.is_none() => r.synced_at,
+        _ => None,
+    });
     Cell {
         environment: name.to_owned(),
         state,
         weight,
+        arrived_at,
     }
 }
 
@@ -281,6 +299,7 @@ mod tests {
     ) -> Value {
         let set = |n: u32| json!({"podHash": format!("h{n}"), "image": image(n)});
         json!({"name": name, "cluster": "dev", "namespace": format!("app-shop-{name}"),
+               "argo": {"name": format!("shop-{name}"), "lastSyncedAt": format!("2026-11-20T{:02}:00:00Z", stable + canary.map_or(0, |(n, _)| n))},
                "rollout": {"name": "shop", "phase": phase, "summary": "", "steps": [],
                            "aborted": aborted, "analysis": [], "stable": set(stable),
                            "canary": canary.map(|(n, _)| set(n)),
@@ -351,6 +370,17 @@ mod tests {
         assert_eq!(three.version.as_deref(), Some("1.3.0"));
         assert_eq!(three.short_sha.as_deref(), Some("a000003"));
         assert_eq!(three.run.as_deref(), Some("shop-build-3"));
+        // Arrivals: the last sync brought dev's 3, staging's 2 and prod's canary 2; prod's
+        // stable 1 came earlier, by a sync Tower no longer sees.
+        let arrived = |r: &Release| -> Vec<Option<u32>> {
+            r.cells
+                .iter()
+                .map(|c| c.arrived_at.map(|t| chrono::Timelike::hour(&t)))
+                .collect()
+        };
+        assert_eq!(arrived(three), [Some(3), None, None]);
+        assert_eq!(arrived(two), [None, Some(2), Some(3)]);
+        assert_eq!(arrived(one), [None, None, None]);
     }
 
     #[test]

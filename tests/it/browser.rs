@@ -1678,6 +1678,17 @@ async fn the_releases_tab_reads_each_release_across_its_environments() {
                 .execute("return window.towerMark || null;", vec![])
                 .await?;
             anyhow::ensure!(mark == "still here", "the page was reloaded: {mark}");
+            // The answer and the time it was read at arrive together: the sync a minute ago
+            // is a minute old, not "just now" on a clock still at the previous answer.
+            let prod = c
+                .find(Locator::Css(&format!("{row} td[data-env='prod'] .arrived")))
+                .await?
+                .text()
+                .await?;
+            anyhow::ensure!(
+                prod.starts_with("arrived 59s ago") || prod.starts_with("arrived 1m"),
+                "{prod:?}"
+            );
             browser.screenshot("releases-canary").await?;
             Ok(())
         })

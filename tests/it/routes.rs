@@ -1289,6 +1289,16 @@ async fn releases_read_across_environments_with_one_next_step() {
         .map(|c| c["state"].as_str().unwrap())
         .collect();
     assert_eq!(states, ["live", "live", "not-yet"], "{row}");
+    // It arrived in dev, then staging, after its build: Argo CD's syncs that brought it.
+    let at =
+        |v: &Value| -> chrono::DateTime<chrono::Utc> { serde_json::from_value(v.clone()).unwrap() };
+    let (built, dev, staging) = (
+        at(&row["builtAt"]),
+        at(&row["cells"][0]["arrivedAt"]),
+        at(&row["cells"][1]["arrivedAt"]),
+    );
+    assert!(built < dev && dev < staging, "{row}");
+    assert!(row["cells"][2]["arrivedAt"].is_null(), "{row}");
     assert_eq!(
         row["next"],
         json!({"environment": "prod", "how": "pull-request"})
