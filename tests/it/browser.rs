@@ -1541,8 +1541,9 @@ async fn the_pull_requests_tab_stitches_a_pr_to_its_pipeline_and_a_merge_to_its_
             let headline = c.find(Locator::Css("p.headline")).await?.text().await?;
             anyhow::ensure!(headline.contains("open pull request"), "{headline:?}");
             // Its run links to the Pipelines tab.
+            let open = "table.pulls tr[data-state='open']:has(a.check.status-running)";
             let href = c
-                .find(Locator::Css("table.pulls tr[data-state='open'] .checks a"))
+                .find(Locator::Css(&format!("{open} a.check")))
                 .await?
                 .attr("href")
                 .await?
@@ -1556,9 +1557,7 @@ async fn the_pull_requests_tab_stitches_a_pr_to_its_pipeline_and_a_merge_to_its_
                 Duration::from_secs(20),
                 "the open PR's review and GitHub checks",
                 || async {
-                    let row = c
-                        .find(Locator::Css("table.pulls tr[data-state='open']"))
-                        .await?;
+                    let row = c.find(Locator::Css(open)).await?;
                     let review = row
                         .find(Locator::Css("td:nth-child(3)"))
                         .await?

@@ -917,9 +917,12 @@ async fn steady_state_needs_no_lists() {
 
 #[tokio::test]
 async fn the_backend_records_a_finished_provision_itself() {
-    // At 600× the shop story (about 17 world minutes) finishes in a couple of seconds.
-    let tower = Live::start(600.0).await.unwrap();
-    let run = eventually(Duration::from_secs(60), "shop recorded", || async {
+    // The world moves ten seconds per look: Tower sees every state of the shop story
+    // (about 17 world minutes) however slow the machine, and a finished service stays
+    // listed (15 world minutes) longer than the catalog poll (5 real seconds) takes.
+    let tower = Live::start(0.0).await.unwrap();
+    let run = eventually(Duration::from_secs(90), "shop recorded", || async {
+        tower.advance_world(10);
         let (_, body) = tower
             .get("/provisioning-history/runs?limit=100")
             .await
