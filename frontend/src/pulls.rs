@@ -86,13 +86,7 @@ pub fn PullsTab(service: String) -> impl IntoView {
                 .iter()
                 .map(|pr| row(pr, &service.get_value(), now))
                 .collect_view();
-            let more = answer.next.is_some().then(|| {
-                view! {
-                    <button class="load-more" on:click=move |_| pages.update(|p| *p += 1)>
-                        {format!("Load more ({shown} of {} shown)", answer.total)}
-                    </button>
-                }
-            });
+            let more = crate::ui::load_more(answer.next.is_some(), shown, answer.total, pages);
             view! {
                 <HealthNotice health=answer.health.clone() now=now />
                 <p class="headline">{sentence(&answer)}</p>

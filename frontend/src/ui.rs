@@ -97,3 +97,20 @@ pub fn SharedHealthNotice() -> impl IntoView {
             .map(|s| view! { <HealthNotice health=s.health now=feed.now /> })
     }
 }
+
+/// "Load more (25 of 320 shown)" under a paged list while there is a `next` page; a press
+/// asks for one page more.
+pub fn load_more(
+    has_next: bool,
+    shown: usize,
+    total: usize,
+    pages: RwSignal<usize>,
+) -> Option<impl IntoView> {
+    has_next.then(|| {
+        view! {
+            <button class="load-more" on:click=move |_| pages.update(|p| *p += 1)>
+                {format!("Load more ({shown} of {total} shown)")}
+            </button>
+        }
+    })
+}

@@ -511,12 +511,22 @@ async fn reviews(
     Json(reviews).into_response()
 }
 
-/// The pull request of `repo` whose head is `sha`, if any.
-fn pull_at(github: &GitHub, repo: &str, sha: &str) -> Option<PullRequest> {
+/// The pull request of `repo` whose head is `sha`; GitHub's refusal otherwise: 404 for a
+/// repo it does not know, 422 for a commit no pull request has at its head.
+fn pull_at(github: &GitHub, repo: &str, sha: &str) -> Result<PullRequest, Box<Response>> {
+    if !github.known_repo(repo) {
+        return Err(Box::new(error(StatusCode::NOT_FOUND, "Not Found")));
+    }
     github
         .pulls_of(repo)
         .into_iter()
         .find(|p| p.head_sha.clone().unwrap_or_else(|| sha_of(&p.head_ref)) == sha)
+        .ok_or_else(|| {
+            Box::new(error(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                &format!("No commit found for SHA: {sha}"),
+            ))
+        })
 }
 
 /// `GET …/commits/{sha}/check-runs`: a pull request head's checks — Pipelines-as-Code's for
@@ -527,14 +537,9 @@ async fn check_runs(
     Path((owner, name, sha)): Path<(String, String, String)>,
 ) -> Response {
     let full = format!("{owner}/{name}");
-    if !github.known_repo(&full) {
-        return error(StatusCode::NOT_FOUND, "Not Found");
-    }
-    let Some(pr) = pull_at(&github, &full, &sha) else {
-        return error(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            &format!("No commit found for SHA: {sha}"),
-        );
+    let pr = match pull_at(&github, &full, &sha) {
+        Ok(pr) => pr,
+        Err(refused) => return *refused,
     };
     let now = github.platform.clock().now();
     let linted = pr.created_at + chrono::Duration::minutes(2);
@@ -570,14 +575,9 @@ async fn combined_status(
     Path((owner, name, sha)): Path<(String, String, String)>,
 ) -> Response {
     let full = format!("{owner}/{name}");
-    if !github.known_repo(&full) {
-        return error(StatusCode::NOT_FOUND, "Not Found");
-    }
-    let Some(pr) = pull_at(&github, &full, &sha) else {
-        return error(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            &format!("No commit found for SHA: {sha}"),
-        );
+    let pr = match pull_at(&github, &full, &sha) {
+        Ok(pr) => pr,
+        Err(refused) => return *refused,
     };
     Json(json!({"state": "success", "sha": sha, "total_count": 1,
                 "statuses": [{"context": "dco", "state": "success",
