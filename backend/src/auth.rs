@@ -255,6 +255,15 @@ pub struct Gate {
     pub github_reads: Budget,
 }
 
+impl Gate {
+    /// Whether the tool `subject` is granted `path`.
+    pub fn tool_allows(&self, subject: &str, path: &str) -> bool {
+        self.tools
+            .iter()
+            .any(|(_, tool)| tool.subject == subject && tool.allows(path))
+    }
+}
+
 /// How many requests of one sort a subject may burst, and how many per second it gets
 /// back: a token bucket per subject.
 #[derive(Debug)]

@@ -268,17 +268,23 @@ impl PerService for DeploymentsAnswer {
     }
 }
 
+/// `service`'s release matrix from its part of the snapshot.
+pub fn releases_of(snapshot: &Snapshot, service: &str) -> tower_shared::releases::Releases {
+    tower_shared::releases::derive(
+        service,
+        &tower_shared::pipelines::derive(snapshot, service),
+        &derive_deployments(snapshot, service),
+        snapshot.pull_requests.as_deref().unwrap_or_default(),
+    )
+}
+
 /// The Releases tab's matrix, from the same runs and deployments as their tabs.
 impl PerService for tower_shared::api::ReleasesAnswer {
     fn make(derived: &Derived, service: &str) -> Option<Self> {
         derived.knows(service).then(|| {
             let snapshot = derived.service(service);
             Self {
-                releases: tower_shared::releases::derive(
-                    service,
-                    &tower_shared::pipelines::derive(&snapshot, service),
-                    &derive_deployments(&snapshot, service),
-                ),
+                releases: releases_of(&snapshot, service),
                 health: derived.health.clone(),
             }
         })

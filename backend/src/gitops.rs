@@ -65,6 +65,8 @@ pub struct Proposal<'a> {
     pub base: &'a str,
     pub title: &'a str,
     pub body: &'a str,
+    /// Put on the pull request once opened, so it can be found by label too.
+    pub labels: &'a [&'a str],
 }
 
 /// What a proposal did.
@@ -270,7 +272,7 @@ impl Writer {
     }
 
     /// The open pull request from `branch` in `repo`, if there is one: its number and page.
-    async fn open_pull(
+    pub async fn open_pull(
         &self,
         repo: &str,
         branch: &str,
@@ -360,13 +362,30 @@ impl Writer {
             )
             .await?;
         match opened.status {
-            StatusCode::CREATED => Ok(Proposed::Opened {
-                number: opened.body["number"].as_u64().unwrap_or_default(),
-                url: opened.body["html_url"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_owned(),
-            }),
+            StatusCode::CREATED => {
+                let number = opened.body["number"].as_u64().unwrap_or_default();
+                if !proposal.labels.is_empty() {
+                    let labelled = self
+                        .send(
+                            Method::POST,
+                            &format!("/repos/{repo}/issues/{number}/labels"),
+                            Some(&json!({"labels": proposal.labels})),
+                        )
+                        .await?;
+                    if !labelled.status.is_success() {
+                        // The pull request stands; only its label is missing.
+                        tracing::warn!(repo, number, status = %labelled.status,
+                            "labelling a pull request Tower opened");
+                    }
+                }
+                Ok(Proposed::Opened {
+                    number,
+                    url: opened.body["html_url"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_owned(),
+                })
+            }
             // "A pull request already exists": opened by the press that won.
             StatusCode::UNPROCESSABLE_ENTITY => match self.open_pull(repo, file.branch).await? {
                 Some(found) => Ok(existing(found)),

@@ -6,7 +6,9 @@
 //! - [`app`] — [`app::router`] builds the whole HTTP surface from a [`state::AppState`];
 //!   tests call it directly.
 //! - [`routes`] — one module per JSON endpoint; answers are `tower_shared::api` types.
-//! - [`auth`] — who is calling: Backstage user tokens, tool tokens, an authenticating proxy.
+//! - [`auth`] — who is calling: Backstage user tokens, tool tokens, an authenticating proxy;
+//!   [`access`] — who may act on a service (its catalog owner, or a granted tool).
+//! - [`gitops`] — the one GitHub write path: commits and pull requests on GitOps repos.
 //! - [`state`] — [`state::AppState`], what the routes read.
 //! - [`source`] — where derivations come from: a snapshot file, or [`live`].
 //! - [`live`] — the live source: kube-rs watch caches per cluster, GitHub through octocrab,
@@ -27,6 +29,7 @@
 //! Invariant: Tower never writes to a cluster. Every change it makes is a Git commit or a
 //! pull request.
 
+pub mod access;
 pub mod app;
 pub mod assets;
 pub mod auth;

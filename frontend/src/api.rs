@@ -9,9 +9,9 @@ use std::collections::HashMap;
 use gloo_net::http::{Request, RequestBuilder, Response};
 use serde::de::DeserializeOwned;
 use tower_shared::api::{
-    AuthConfig, CatalogRefresh, ClockReading, DeploymentsAnswer, ErrorBody, GuestToken,
-    PipelineRunAnswer, PipelineRunsAnswer, PullsAnswer, RecordedRuns, ReleasesAnswer,
-    ServiceProvisioningAnswer, Summary, CLOCK_HEADER,
+    Access, AuthConfig, CatalogRefresh, ClockReading, DeploymentsAnswer, ErrorBody, GuestToken,
+    PipelineRunAnswer, PipelineRunsAnswer, PromoteAnswer, PromoteRequest, PromotionPreview,
+    PullsAnswer, RecordedRuns, ReleasesAnswer, ServiceProvisioningAnswer, Summary, CLOCK_HEADER,
 };
 use tower_shared::fleet::Fleet;
 
@@ -142,6 +142,52 @@ pub async fn deployments(service: String) -> Result<DeploymentsAnswer, ApiError>
 /// `GET /api/releases?service=…`: the service's release matrix.
 pub async fn releases(service: String) -> Result<ReleasesAnswer, ApiError> {
     get_json(&format!("/api/releases?service={}", encode(&service))).await
+}
+
+/// `GET /api/access?service=`: whether the signed-in caller may promote the service.
+pub async fn access(service: String) -> Result<Access, ApiError> {
+    get_json(&format!("/api/access?service={}", encode(&service))).await
+}
+
+/// `GET /api/releases/promotion?…`: what promoting `image` to `environment` changes.
+pub async fn promotion(
+    service: String,
+    image: String,
+    environment: String,
+) -> Result<PromotionPreview, ApiError> {
+    get_json(&format!(
+        "/api/releases/promotion?service={}&image={}&environment={}",
+        encode(&service),
+        encode(&image),
+        encode(&environment)
+    ))
+    .await
+}
+
+/// `POST /api/releases/promote`: makes the promotion the preview showed.
+pub async fn promote(request: PromoteRequest) -> Result<PromoteAnswer, ApiError> {
+    post_json("/api/releases/promote", &request).await
+}
+
+/// `POST path` with `body` as JSON; the answer read as a `T`, or why it was refused.
+async fn post_json<B: serde::Serialize, T: DeserializeOwned>(
+    path: &str,
+    body: &B,
+) -> Result<T, ApiError> {
+    let response = with_token(Request::post(path).header("Accept", "application/json"))
+        .json(body)
+        .map_err(|e| ApiError::Unreachable(e.to_string()))?
+        .send()
+        .await
+        .map_err(|e| ApiError::Unreachable(e.to_string()))?;
+    read_clock(&response);
+    if !response.ok() {
+        return Err(refusal(response).await);
+    }
+    response
+        .json()
+        .await
+        .map_err(|e| ApiError::Decode(e.to_string()))
 }
 
 /// An answer that comes in pages (`GET /api/pipelines`, `GET /api/pulls`): its route, the
@@ -279,20 +325,6 @@ pub async fn recent_runs() -> Result<RecordedRuns, ApiError> {
 /// `POST /catalog/refresh`: Backstage's answer in words ("triggered", "already running"),
 /// or why it refused.
 pub async fn refresh_catalog() -> Result<String, ApiError> {
-    let response =
-        with_token(Request::post("/catalog/refresh").header("Accept", "application/json"))
-            .json(&serde_json::json!({}))
-            .map_err(|e| ApiError::Unreachable(e.to_string()))?
-            .send()
-            .await
-            .map_err(|e| ApiError::Unreachable(e.to_string()))?;
-    read_clock(&response);
-    if !response.ok() {
-        return Err(refusal(response).await);
-    }
-    let answer: CatalogRefresh = response
-        .json()
-        .await
-        .map_err(|e| ApiError::Decode(e.to_string()))?;
+    let answer: CatalogRefresh = post_json("/catalog/refresh", &serde_json::json!({})).await?;
     Ok(answer.message)
 }

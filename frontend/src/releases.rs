@@ -1,13 +1,21 @@
 //! The Releases tab (`GET /api/releases`): the release matrix as the backend derived it.
 //! Down a column, what runs in an environment; across a row, where one release has got to,
-//! and the one place it can go next.
+//! and the one place it can go next — with the one button that promotes it there (or the
+//! pull request already proposing it). Pressing it shows the diff first
+//! (`GET /api/releases/promotion`); confirming makes the commit or pull request
+//! (`POST /api/releases/promote`). Who may not promote sees why, beside the button.
 
 use chrono::{DateTime, Utc};
 use leptos::prelude::*;
-use tower_shared::releases::{Cell, CellState, Promotion, Release, Releases};
+use tower_shared::api::{Access, LineChange, PromoteAnswer, PromoteRequest, PromotionPreview};
+use tower_shared::releases::{Cell, CellState, Next, Promotion, Release, Releases};
 use tower_shared::time::{age, compact_duration};
 
+use crate::api::{self, ApiError};
 use crate::nav::{tab_href, Tab};
+
+/// The promotion a button asked for: the release's image and the environment.
+pub type Chosen = Option<(String, String)>;
 
 /// A cell's class and words.
 fn cell_label(cell: &Cell) -> (&'static str, String) {
@@ -76,7 +84,13 @@ fn sentence(releases: &Releases) -> String {
 }
 
 #[component]
-pub fn ReleasesTab(releases: Releases, now: ReadSignal<DateTime<Utc>>) -> impl IntoView {
+pub fn ReleasesTab(
+    releases: Releases,
+    now: ReadSignal<DateTime<Utc>>,
+    /// The caller's access to the service, once read.
+    access: Signal<Option<Access>>,
+    chosen: RwSignal<Chosen>,
+) -> impl IntoView {
     // The columns are the service's environments: not a fixed list.
     let columns = releases
         .environments
@@ -88,7 +102,7 @@ pub fn ReleasesTab(releases: Releases, now: ReadSignal<DateTime<Utc>>) -> impl I
     let rows = releases
         .releases
         .iter()
-        .map(|release| row(release, &service, now))
+        .map(|release| row(release, &service, now, access, chosen))
         .collect_view();
     view! {
         <p class="headline">{sentence(&releases)}</p>
@@ -99,7 +113,176 @@ pub fn ReleasesTab(releases: Releases, now: ReadSignal<DateTime<Utc>>) -> impl I
     }
 }
 
-fn row(release: &Release, service: &str, now: ReadSignal<DateTime<Utc>>) -> impl IntoView {
+/// The next cell's words and its one action: the promote button (disabled, with the
+/// reason, for who may not promote) or the pull request already proposing it.
+fn next_step(
+    release: &Release,
+    next: &Next,
+    access: Signal<Option<Access>>,
+    chosen: RwSignal<Chosen>,
+) -> impl IntoView {
+    let words = format!("→ goes here next, by {}", how_words(next.how));
+    let action = match &next.pull {
+        Some(pull) => view! {
+            <a class="review" href=pull.url.clone().unwrap_or_default() target="_blank" rel="noopener">
+                {format!("Review PR #{}", pull.number)}
+            </a>
+        }
+        .into_any(),
+        None => {
+            let label = match next.how {
+                Promotion::Commit => format!("Promote to {}…", next.environment),
+                Promotion::PullRequest => format!("Open a PR to {}…", next.environment),
+            };
+            let wanted = (release.image.clone(), next.environment.clone());
+            let may = move || access.get().is_some_and(|a| a.may_promote);
+            view! {
+                <button type="button" class="promote" disabled=move || !may()
+                    on:click=move |_| chosen.set(Some(wanted.clone()))>{label}</button>
+                {move || access.get().and_then(|a| a.why_not).map(|why| view! {
+                    <span class="why-not">{format!("You may not promote: {why}.")}</span>
+                })}
+            }
+            .into_any()
+        }
+    };
+    view! { <span class="next">{words}</span>{action} }
+}
+
+/// What pressing a promote button shows: the diff of the environment file, then the one
+/// button that makes it, and what came of it.
+#[component]
+pub fn PromotionPanel(service: String, chosen: RwSignal<Chosen>) -> impl IntoView {
+    let preview = {
+        let service = service.clone();
+        LocalResource::new(move || {
+            let service = service.clone();
+            let wanted = chosen.get();
+            async move {
+                match wanted {
+                    Some((image, environment)) => {
+                        Some(api::promotion(service, image, environment).await)
+                    }
+                    None => None,
+                }
+            }
+        })
+    };
+    let outcome = RwSignal::new(None::<Result<PromoteAnswer, ApiError>>);
+    let pending = RwSignal::new(false);
+    let close = move |_| {
+        chosen.set(None);
+        outcome.set(None);
+    };
+    let confirm = move |p: &PromotionPreview| {
+        let request = PromoteRequest {
+            service: p.service.clone(),
+            image: p.image.clone(),
+            environment: p.environment.clone(),
+            seen: p.seen.clone(),
+        };
+        move |_| {
+            let request = request.clone();
+            pending.set(true);
+            leptos::task::spawn_local(async move {
+                outcome.set(Some(api::promote(request).await));
+                pending.set(false);
+            });
+        }
+    };
+    let body = move || {
+        let answer = preview.get().flatten()?;
+        Some(match answer {
+            Err(err) => view! {
+                <p role="alert" class="status-failed">{format!("Tower cannot show this promotion: {err}")}</p>
+            }
+            .into_any(),
+            Ok(p) => {
+                let (what, verb) = match p.how {
+                    Promotion::Commit => (format!("commits this change to {} on main", p.repo), "Commit to main"),
+                    Promotion::PullRequest => (
+                        format!("opens a pull request on {} from {}", p.repo, p.branch),
+                        "Open the pull request",
+                    ),
+                };
+                let name = p.image.rsplit(':').next().unwrap_or(&p.image).to_owned();
+                let sentence = if p.already {
+                    format!("{} already names {name}: nothing to change.", p.path)
+                } else {
+                    format!("Promoting {name} to {} {what}:", p.environment)
+                };
+                let diff = p
+                    .diff
+                    .iter()
+                    .map(|line| {
+                        let (class, mark) = match line.change {
+                            LineChange::Same => ("diff-same", "  "),
+                            LineChange::Removed => ("diff-removed", "- "),
+                            LineChange::Added => ("diff-added", "+ "),
+                        };
+                        view! { <span class=class>{format!("{mark}{}\n", line.text)}</span> }
+                    })
+                    .collect_view();
+                let may = p.access.may_promote;
+                let why_not = p.access.why_not.clone();
+                let pull = p.pull.clone();
+                let press = confirm(&p);
+                view! {
+                    <p>{sentence}</p>
+                    <p class="tag">{p.path.clone()}</p>
+                    <pre class="diff" aria-label="What changes">{diff}</pre>
+                    {pull.map(|pull| view! {
+                        <p>"A pull request already proposes it: "
+                            <a href=pull.url.unwrap_or_default() target="_blank" rel="noopener">{format!("Review PR #{}", pull.number)}</a>
+                        </p>
+                    })}
+                    {why_not.map(|why| view! { <p class="why-not">{format!("You may not promote: {why}.")}</p> })}
+                    <p class="actions">
+                        <button type="button" class="confirm"
+                            disabled=move || !may || p.already || pending.get() || outcome.get().is_some_and(|o| o.is_ok())
+                            on:click=press>{verb}</button>
+                        <button type="button" on:click=close>"Close"</button>
+                    </p>
+                }
+                .into_any()
+            }
+        })
+    };
+    let result = move || {
+        outcome.get().map(|result| match result {
+            Ok(answer) => view! {
+                <p role="status" class="status-ok promoted">
+                    {answer.message}
+                    {answer.pull.map(|pull| view! {
+                        " "<a href=pull.url.unwrap_or_default() target="_blank" rel="noopener">{format!("Review PR #{}", pull.number)}</a>
+                    })}
+                </p>
+            }
+            .into_any(),
+            Err(err) => view! { <p role="alert" class="status-failed">{format!("Not promoted: {err}")}</p> }.into_any(),
+        })
+    };
+    move || {
+        chosen.get().map(|(image, environment)| {
+            let name = image.rsplit(':').next().unwrap_or(&image).to_owned();
+            view! {
+                <section class="promotion" aria-label="Promotion">
+                    <h3>{format!("Promote {name} to {environment}")}</h3>
+                    {move || body().unwrap_or_else(|| view! { <p class="state">"Reading the file as GitHub has it now…"</p> }.into_any())}
+                    {result}
+                </section>
+            }
+        })
+    }
+}
+
+fn row(
+    release: &Release,
+    service: &str,
+    now: ReadSignal<DateTime<Utc>>,
+    access: Signal<Option<Access>>,
+    chosen: RwSignal<Chosen>,
+) -> impl IntoView {
     let built = release.built_at;
     // "arrived 2h 10m ago, 1h 06m after its build".
     let arrival = move |cell: &Cell| {
@@ -124,7 +307,7 @@ fn row(release: &Release, service: &str, now: ReadSignal<DateTime<Utc>>) -> impl
                 .next
                 .as_ref()
                 .filter(|n| n.environment == cell.environment)
-                .map(|n| view! { <span class="next">{format!("→ goes here next, by {}", how_words(n.how))}</span> });
+                .map(|n| next_step(release, n, access, chosen));
             let state = match cell.state {
                 CellState::Live => "live",
                 CellState::Canary => "canary",

@@ -122,12 +122,23 @@ fn DeploymentsPage(service: String) -> impl IntoView {
 #[component]
 fn ReleasesPage(service: String) -> impl IntoView {
     let now = crate::feed::feed().now;
-    fetched(service, api::releases, move |answer: ReleasesAnswer| {
+    // Read once per page: the caller's own answer, not part of the shared view.
+    let access = {
+        let service = service.clone();
+        LocalResource::new(move || api::access(service.clone()))
+    };
+    let access = Signal::derive(move || access.get().and_then(Result::ok));
+    // The promotion a button asked for: its panel lives outside the matrix, so the matrix
+    // can follow the platform while the panel stays open.
+    let chosen = RwSignal::new(None);
+    let panel = view! { <crate::releases::PromotionPanel service=service.clone() chosen=chosen /> };
+    let matrix = fetched(service, api::releases, move |answer: ReleasesAnswer| {
         let ReleasesAnswer { releases, health } = answer;
         view! {
             <HealthNotice health=health now=now />
-            <crate::releases::ReleasesTab releases=releases now=now />
+            <crate::releases::ReleasesTab releases=releases now=now access=access chosen=chosen />
         }
         .into_any()
-    })
+    });
+    view! { {panel}{matrix} }
 }

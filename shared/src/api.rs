@@ -226,6 +226,102 @@ pub struct ReleasesAnswer {
     pub health: Health,
 }
 
+/// `GET /api/access?service=NAME`: whether the caller may act on the service through Tower
+/// (promote, and later edit its config): its owner in the catalog, or a tool granted the
+/// route. The answer is the caller's own, never shared.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Access {
+    pub service: String,
+    /// Who is asking (`user:default/ana`, `tool:release-bot`).
+    pub subject: String,
+    /// The service's owner in the catalog (`group:default/team-a`), when known.
+    pub owner: Option<String>,
+    pub may_promote: bool,
+    /// Why not, in a sentence, when `may_promote` is false.
+    pub why_not: Option<String>,
+}
+
+/// One line of a file's diff.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DiffLine {
+    pub change: LineChange,
+    /// The line without its end.
+    pub text: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LineChange {
+    Same,
+    Removed,
+    Added,
+}
+
+/// `GET /api/releases/promotion?service=&image=&environment=`: exactly what promoting the
+/// release there will change, before anything is written.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PromotionPreview {
+    pub service: String,
+    pub image: String,
+    pub environment: String,
+    pub how: crate::releases::Promotion,
+    /// The GitOps repository (`owner/name`) and the file in it.
+    pub repo: String,
+    pub path: String,
+    /// The branch it is written to: `main` for a commit, the proposal's branch for a pull
+    /// request.
+    pub branch: String,
+    /// The file's blob sha as read now: send it back to promote, so a file changed since
+    /// is refused rather than overwritten.
+    pub seen: String,
+    pub diff: Vec<DiffLine>,
+    /// The file already names the image (promoted in Git, by Tower or by hand).
+    pub already: bool,
+    /// The open pull request already proposing it.
+    pub pull: Option<crate::releases::PullRef>,
+    pub access: Access,
+}
+
+/// `POST /api/releases/promote`'s body.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PromoteRequest {
+    pub service: String,
+    pub image: String,
+    pub environment: String,
+    /// The environment file's blob sha from the preview.
+    pub seen: String,
+}
+
+/// What a promotion did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PromoteOutcome {
+    /// This press committed the change.
+    Committed,
+    /// This press opened the pull request.
+    PullRequestOpened,
+    /// The pull request was already open (an earlier press, another tab or replica).
+    PullRequestExisting,
+    /// The file already names the image: nothing to do.
+    AlreadyThere,
+}
+
+/// `POST /api/releases/promote`'s answer.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PromoteAnswer {
+    pub outcome: PromoteOutcome,
+    /// The commit made, for a commit.
+    pub commit: Option<String>,
+    pub pull: Option<crate::releases::PullRef>,
+    /// What happened, in a sentence.
+    pub message: String,
+}
+
 /// `GET /api/pipelines?service=NAME[&pipeline=&status=&limit=&continue=]`: a page of the
 /// service's runs, newest first ([`crate::pipelines`]); `tower pipelines` prints them all.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

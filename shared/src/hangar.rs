@@ -175,6 +175,19 @@ pub fn is_production(env: &str) -> bool {
     env == "prod"
 }
 
+/// The branch Tower proposes the promotion of `image` to `env` on
+/// (`tower/promote-prod-1.4.0-3a8423b`): named for the change, so the same promotion
+/// finds its pull request again.
+pub fn promotion_branch(env: &str, image: &str) -> String {
+    let image = image.split('@').next().unwrap_or(image);
+    let name = image.rsplit('/').next().unwrap_or(image);
+    let tag = name.rsplit_once(':').map_or(name, |(_, tag)| tag);
+    format!("tower/promote-{env}-{tag}")
+}
+
+/// The label on every pull request Tower opens for a promotion.
+pub const PROMOTION_LABEL: &str = "tower-promotion";
+
 /// A release image's tag read by the platform's rule `<version>-<shortsha>` (the build's
 /// commit, 7 to 40 lowercase hex): `("1.4.0", "3a8423b")`. `None` for any other tag.
 pub fn release_tag(image: &str) -> Option<(&str, &str)> {
@@ -627,6 +640,10 @@ mod tests {
         assert_eq!(service_of_repo("shop"), Some("shop"));
         assert_eq!(service_of_repo("Hangar_Tenants"), None);
         assert_eq!(env_file("staging"), "glidepath/envs/staging.yaml");
+        assert_eq!(
+            promotion_branch("prod", "ghcr.io/acme/shop:1.4.0-3a8423b@sha256:00"),
+            "tower/promote-prod-1.4.0-3a8423b"
+        );
     }
 
     #[test]

@@ -66,6 +66,65 @@ pub enum Promotion {
 pub struct Next {
     pub environment: String,
     pub how: Promotion,
+    /// The open pull request already proposing it (on [`hangar::promotion_branch`]): the
+    /// button reads "Review PR #N" instead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pull: Option<PullRef>,
+}
+
+/// A pull request on GitHub: its number and page.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PullRef {
+    pub number: u64,
+    pub url: Option<String>,
+}
+
+/// `text` (an environment file) with its top-level `image:` set to `image`, every other
+/// line — comments, order, quoting style — as it was; `None` when the file has no
+/// top-level `image:` key to change.
+pub fn set_image(text: &str, image: &str) -> Option<String> {
+    let mut found = false;
+    let lines: Vec<String> = text
+        .split_inclusive('\n')
+        .map(|line| {
+            let Some(rest) = line.strip_prefix("image:").filter(|_| !found) else {
+                return line.to_owned();
+            };
+            found = true;
+            let value_and_end = rest.trim_start();
+            let ending = if line.ends_with("\r\n") {
+                "\r\n"
+            } else if line.ends_with('\n') {
+                "\n"
+            } else {
+                ""
+            };
+            // A comment after the value stays; a quoted value stays quoted.
+            let body = value_and_end.trim_end_matches(['\r', '\n']);
+            let (value, comment) = match body.find(" #") {
+                Some(at) => (&body[..at], &body[at..]),
+                None => (body, ""),
+            };
+            let quote = value
+                .chars()
+                .next()
+                .filter(|c| *c == '"' || *c == '\'')
+                .map(String::from)
+                .unwrap_or_default();
+            format!("image: {quote}{image}{quote}{comment}{ending}")
+        })
+        .collect();
+    found.then(|| lines.concat())
+}
+
+/// The value of `text`'s top-level `image:` key (quotes and a trailing comment dropped).
+pub fn image_in(text: &str) -> Option<&str> {
+    text.lines().find_map(|line| {
+        let value = line.strip_prefix("image:")?.trim();
+        let value = value.split(" #").next().unwrap_or(value).trim();
+        Some(value.trim_matches(['"', '\'']))
+    })
 }
 
 /// One row of the matrix.
@@ -142,7 +201,12 @@ impl<'a> Running<'a> {
 }
 
 /// The matrix of `service` from its runs and its deployments.
-pub fn derive(service: &str, pipelines: &Pipelines, deployments: &Deployments) -> Releases {
+pub fn derive(
+    service: &str,
+    pipelines: &Pipelines,
+    deployments: &Deployments,
+    pulls: &[crate::snapshot::PullRequest],
+) -> Releases {
     let environments: Vec<(&str, Option<Running<'_>>)> = deployments
         .environments
         .iter()
@@ -184,7 +248,10 @@ pub fn derive(service: &str, pipelines: &Pipelines, deployments: &Deployments) -
             .iter()
             .map(|(_, running)| running.as_ref().is_some_and(|r| r.healthy))
             .collect();
-        rows[index].next = next(&cells, &healthy);
+        rows[index].next = next(&cells, &healthy).map(|mut next| {
+            next.pull = proposed(service, &rows[index].image, &next.environment, pulls);
+            next
+        });
         rows[index].cells = cells;
     }
     Releases {
@@ -243,6 +310,28 @@ fn cell(name: &str, running: Option<&Running<'_>>, rows: &[Release], index: usiz
     }
 }
 
+/// The open pull request proposing `image` for `environment`, if there is one.
+fn proposed(
+    service: &str,
+    image: &str,
+    environment: &str,
+    pulls: &[crate::snapshot::PullRequest],
+) -> Option<PullRef> {
+    let branch = hangar::promotion_branch(environment, image);
+    let repo = hangar::gitops_repo(service, None);
+    pulls
+        .iter()
+        .find(|pr| {
+            pr.state == "open"
+                && pr.repo_name() == repo
+                && pr.head.as_ref().is_some_and(|h| h.branch == branch)
+        })
+        .map(|pr| PullRef {
+            number: pr.number,
+            url: pr.html_url.clone(),
+        })
+}
+
 /// The one place a release goes next: the environment after the furthest one where it is
 /// live, if it is not yet there — and only while its rollout is healthy where it is
 /// (`healthy`, by column).
@@ -255,6 +344,7 @@ fn next(cells: &[Cell], healthy: &[bool]) -> Option<Next> {
     (after.state == CellState::NotYet).then(|| Next {
         environment: after.environment.clone(),
         how: promotion_to(&after.environment),
+        pull: None,
     })
 }
 
@@ -265,6 +355,27 @@ mod tests {
     use super::*;
 
     const SHOP: &str = "ghcr.io/acme/shop";
+
+    fn derive_without_pulls(
+        service: &str,
+        pipelines: &Pipelines,
+        deployments: &Deployments,
+    ) -> Releases {
+        derive(service, pipelines, deployments, &[])
+    }
+
+    #[test]
+    fn set_image_changes_the_one_line_and_keeps_the_rest() {
+        let text = "# shop in staging\nimage: \"ghcr.io/acme/shop:1.1.0-aaaaaaa\" # pinned\nreplicas: 3\n  image: nested-stays\n";
+        let changed = set_image(text, "ghcr.io/acme/shop:1.2.0-bbbbbbb").unwrap();
+        assert_eq!(
+            changed,
+            "# shop in staging\nimage: \"ghcr.io/acme/shop:1.2.0-bbbbbbb\" # pinned\nreplicas: 3\n  image: nested-stays\n"
+        );
+        assert_eq!(image_in(&changed), Some("ghcr.io/acme/shop:1.2.0-bbbbbbb"));
+        assert_eq!(set_image("replicas: 3\n", "x"), None);
+        assert_eq!(image_in("replicas: 3\n"), None);
+    }
 
     fn image(n: u32) -> String {
         format!("{SHOP}:1.{n}.0-{:07x}", 0xa00_0000 + n)
@@ -321,7 +432,7 @@ mod tests {
         use CellState::*;
         // Builds 3 (newest), 2 and 1, and a pull request's run that ships nothing; dev runs
         // 3, staging 2, prod 1 with 2 as its canary at 40 %.
-        let releases = derive(
+        let releases = derive_without_pulls(
             "shop",
             &pipelines(vec![
                 run(9, true),
@@ -362,7 +473,8 @@ mod tests {
             three.next,
             Some(Next {
                 environment: "staging".to_owned(),
-                how: Promotion::Commit
+                how: Promotion::Commit,
+                pull: None,
             })
         );
         assert_eq!(two.next, None);
@@ -387,7 +499,7 @@ mod tests {
     fn prod_is_a_pull_request_an_abort_rolls_back_and_unhealthy_goes_nowhere() {
         use CellState::*;
         // Staging runs 2 healthy, prod 1 with 2's canary aborted.
-        let aborted = derive(
+        let aborted = derive_without_pulls(
             "shop",
             &pipelines(vec![run(2, false)]),
             &deployments(vec![
@@ -408,7 +520,7 @@ mod tests {
             (None, Some("1.1.0"))
         );
 
-        let ready = derive(
+        let ready = derive_without_pulls(
             "shop",
             &pipelines(vec![run(2, false)]),
             &deployments(vec![
@@ -420,10 +532,41 @@ mod tests {
             ready.releases[0].next,
             Some(Next {
                 environment: "prod".to_owned(),
-                how: Promotion::PullRequest
+                how: Promotion::PullRequest,
+                pull: None,
             })
         );
-        let degraded = derive(
+        // Once its pull request is open (on the branch Tower names for it), the cell
+        // points at it; a closed one, or one in another repository, does not count.
+        let pull = |repo: &str, state: &str, number: u64| -> crate::snapshot::PullRequest {
+            serde_json::from_value(json!({"repo": repo, "number": number, "title": "Promote",
+                "state": state, "html_url": format!("https://github.com/{repo}/pull/{number}"),
+                "head": {"ref": format!("tower/promote-prod-1.2.0-{:07x}", 0xa00_0000 + 2),
+                         "sha": "0".repeat(40)}}))
+            .unwrap()
+        };
+        let proposed = derive(
+            "shop",
+            &pipelines(vec![run(2, false)]),
+            &deployments(vec![
+                env("staging", 2, None, false, "Healthy"),
+                env("prod", 1, None, false, "Healthy"),
+            ]),
+            &[
+                pull("acme/gitops-shop", "closed", 7),
+                pull("acme/shop", "open", 8),
+                pull("acme/gitops-shop", "open", 9),
+            ],
+        );
+        let next = proposed.releases[0].next.as_ref().unwrap();
+        assert_eq!(
+            next.pull,
+            Some(PullRef {
+                number: 9,
+                url: Some("https://github.com/acme/gitops-shop/pull/9".to_owned())
+            })
+        );
+        let degraded = derive_without_pulls(
             "shop",
             &pipelines(vec![run(2, false)]),
             &deployments(vec![

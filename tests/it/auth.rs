@@ -280,6 +280,10 @@ fn protected_requests() -> Vec<(http::Method, String, Option<Value>)> {
                 "/request-pr" => "?owner=acme&repo=r&kind=Go&name=svc",
                 "/provisioning-history/typical" => "?kind=Go",
                 "/catalog/entity" => "?name=svc",
+                "/api/access" => "?service=svc",
+                "/api/releases/promotion" => {
+                    "?service=svc&image=ghcr.io/acme/svc:1.0.0-aaaaaaa&environment=staging"
+                }
                 _ => "",
             };
             let body = (method == "post").then(|| {

@@ -1695,3 +1695,181 @@ async fn the_releases_tab_reads_each_release_across_its_environments() {
         .unwrap();
     browser.close().await.unwrap();
 }
+
+/// The text of the first element `css` finds, if any.
+async fn text_of(c: &fantoccini::Client, css: &str) -> anyhow::Result<Option<String>> {
+    match c.find_all(Locator::Css(css)).await?.first() {
+        Some(found) => Ok(Some(found.text().await?)),
+        None => Ok(None),
+    }
+}
+
+#[tokio::test]
+async fn a_release_is_promoted_to_staging_by_a_commit_and_to_prod_by_a_merged_pull_request() {
+    use hangar_sim::stories::fleet::AWAITING_PROMOTION as APP;
+    let tower = crate::support::Live::start(0.0).await.unwrap();
+    let browser = Browser::start().await.unwrap();
+    browser
+        .checked("releases-promotion", async {
+            let c = &browser.client;
+            c.goto(&tower.url(&format!("/tower?view=releases&service={APP}")))
+                .await?;
+            // The release waiting in dev: its staging cell has the one (enabled) button.
+            let button = "td[data-env='staging'] button.promote:enabled";
+            until(Duration::from_secs(20), "the promote button", || async {
+                Ok(!c.find_all(Locator::Css(button)).await?.is_empty())
+            })
+            .await?;
+            let tag = c
+                .find(Locator::XPath(
+                    "//td[@data-env='staging']/button[contains(@class,'promote')]/ancestor::tr",
+                ))
+                .await?
+                .attr("data-release")
+                .await?
+                .context("the row names its release")?;
+            let row = format!("table.releases tr[data-release='{tag}']");
+            c.execute("window.towerMark = 'still here';", vec![])
+                .await?;
+
+            // Pressing shows exactly what will change first.
+            c.find(Locator::Css(&format!("{row} {button}")))
+                .await?
+                .click()
+                .await?;
+            until(Duration::from_secs(20), "the diff", || async {
+                Ok(text_of(c, ".promotion pre.diff")
+                    .await?
+                    .is_some_and(|d| d.contains(&format!("+ image: ghcr.io/acme/{APP}:{tag}"))))
+            })
+            .await?;
+            browser.check_page("releases-promotion").await?;
+            browser.screenshot("promote-staging-diff").await?;
+            c.find(Locator::Css(".promotion button.confirm"))
+                .await?
+                .click()
+                .await?;
+            until(Duration::from_secs(20), "the commit made", || async {
+                Ok(text_of(c, ".promotion .promoted")
+                    .await?
+                    .is_some_and(|t| t.starts_with("Committed")))
+            })
+            .await?;
+            // Argo CD syncs the commit: the matrix follows, no reload.
+            let cell = |env: &str, state: &str| {
+                format!("{row} td[data-env='{env}'][data-state='{state}']")
+            };
+            until(Duration::from_secs(20), "the canary in staging", || async {
+                Ok(text_of(c, &cell("staging", "canary"))
+                    .await?
+                    .is_some_and(|t| t.contains("canary at 20%")))
+            })
+            .await?;
+            browser.screenshot("promote-staging-canary").await?;
+            // … and so does the Deployments tab.
+            c.find(Locator::Css("nav.tabs a[href*='view=deployments']"))
+                .await?
+                .click()
+                .await?;
+            until(Duration::from_secs(20), "the Deployments tab", || async {
+                let body = c.find(Locator::Css("body")).await?.text().await?;
+                Ok(body.contains(&tag) && body.contains("20%"))
+            })
+            .await?;
+            c.find(Locator::Css("nav.tabs a[href*='view=releases']"))
+                .await?
+                .click()
+                .await?;
+            tower.advance_world(25 * 60);
+            until(Duration::from_secs(20), "live in staging", || async {
+                Ok(!c
+                    .find_all(Locator::Css(&cell("staging", "live")))
+                    .await?
+                    .is_empty())
+            })
+            .await?;
+
+            // Prod goes by a pull request.
+            let to_prod = format!("{row} td[data-env='prod'] button.promote:enabled");
+            until(Duration::from_secs(20), "the prod button", || async {
+                Ok(!c.find_all(Locator::Css(&to_prod)).await?.is_empty())
+            })
+            .await?;
+            c.find(Locator::Css(&to_prod)).await?.click().await?;
+            until(Duration::from_secs(20), "the prod diff", || async {
+                Ok(text_of(c, ".promotion")
+                    .await?
+                    .is_some_and(|t| t.contains("opens a pull request") && t.contains("+ image:")))
+            })
+            .await?;
+            c.find(Locator::Css(".promotion button.confirm"))
+                .await?
+                .click()
+                .await?;
+            let opened = "Opened pull request #";
+            until(
+                Duration::from_secs(20),
+                "the pull request opened",
+                || async {
+                    Ok(text_of(c, ".promotion .promoted")
+                        .await?
+                        .is_some_and(|t| t.starts_with(opened)))
+                },
+            )
+            .await?;
+            let said = text_of(c, ".promotion .promoted")
+                .await?
+                .unwrap_or_default();
+            let number: u64 = said[opened.len()..]
+                .split(' ')
+                .next()
+                .and_then(|n| n.parse().ok())
+                .context("the PR's number")?;
+            until(
+                Duration::from_secs(20),
+                "Review PR #N in the matrix",
+                || async {
+                    Ok(text_of(c, &format!("{row} td[data-env='prod'] a.review"))
+                        .await?
+                        .is_some_and(|t| t == format!("Review PR #{number}")))
+                },
+            )
+            .await?;
+            browser.screenshot("promote-prod-pull-request").await?;
+
+            // Someone merges it on GitHub; Argo CD syncs prod and the canary walks in.
+            let merged = reqwest::Client::new()
+                .put(format!(
+                    "http://{}/repos/acme/gitops-{APP}/pulls/{number}/merge",
+                    tower.world.served.github
+                ))
+                .json(&serde_json::json!({}))
+                .send()
+                .await?;
+            anyhow::ensure!(merged.status() == 200, "merge: {}", merged.status());
+            until(Duration::from_secs(20), "the canary in prod", || async {
+                Ok(!c
+                    .find_all(Locator::Css(&cell("prod", "canary")))
+                    .await?
+                    .is_empty())
+            })
+            .await?;
+            tower.advance_world(25 * 60);
+            until(Duration::from_secs(20), "live in prod", || async {
+                Ok(!c
+                    .find_all(Locator::Css(&cell("prod", "live")))
+                    .await?
+                    .is_empty())
+            })
+            .await?;
+            let mark = c
+                .execute("return window.towerMark || null;", vec![])
+                .await?;
+            anyhow::ensure!(mark == "still here", "the page was reloaded: {mark}");
+            browser.screenshot("promote-prod-live").await?;
+            Ok(())
+        })
+        .await
+        .unwrap();
+    browser.close().await.unwrap();
+}

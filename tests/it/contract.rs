@@ -310,11 +310,7 @@ fn samples() -> Vec<(&'static str, Value)> {
         (
             "ReleasesAnswer",
             json_of(tower_shared::api::ReleasesAnswer {
-                releases: tower_shared::releases::derive(
-                    "flight-api",
-                    &tower_shared::pipelines::derive(&paused, "flight-api"),
-                    &tower_shared::deployments::derive_deployments(&paused, "flight-api"),
-                ),
+                releases: tower_backend::derived::releases_of(&paused, "flight-api"),
                 health: health.clone(),
             }),
         ),
@@ -424,6 +420,63 @@ fn samples() -> Vec<(&'static str, Value)> {
             "GuestToken",
             json_of(GuestToken {
                 token: "t".to_owned(),
+            }),
+        ),
+        (
+            "Access",
+            json_of(Access {
+                service: "shop".to_owned(),
+                subject: "user:default/ana".to_owned(),
+                owner: Some("group:default/team-b".to_owned()),
+                may_promote: false,
+                why_not: Some("user:default/ana is not in group:default/team-b".to_owned()),
+            }),
+        ),
+        (
+            "PromotionPreview",
+            json_of(PromotionPreview {
+                service: "shop".to_owned(),
+                image: "ghcr.io/acme/shop:1.2.0-bbbbbbb".to_owned(),
+                environment: "prod".to_owned(),
+                how: tower_shared::releases::Promotion::PullRequest,
+                repo: "acme/gitops-shop".to_owned(),
+                path: "glidepath/envs/prod.yaml".to_owned(),
+                branch: "tower/promote-prod-1.2.0-bbbbbbb".to_owned(),
+                seen: "0123abcd".to_owned(),
+                diff: vec![
+                    DiffLine {
+                        change: LineChange::Removed,
+                        text: "image: ghcr.io/acme/shop:1.1.0-aaaaaaa".to_owned(),
+                    },
+                    DiffLine {
+                        change: LineChange::Added,
+                        text: "image: ghcr.io/acme/shop:1.2.0-bbbbbbb".to_owned(),
+                    },
+                ],
+                already: false,
+                pull: Some(tower_shared::releases::PullRef {
+                    number: 7,
+                    url: Some("https://github.com/acme/gitops-shop/pull/7".to_owned()),
+                }),
+                access: Access {
+                    service: "shop".to_owned(),
+                    subject: "tool:release-bot".to_owned(),
+                    owner: None,
+                    may_promote: true,
+                    why_not: None,
+                },
+            }),
+        ),
+        (
+            "PromoteAnswer",
+            json_of(PromoteAnswer {
+                outcome: PromoteOutcome::PullRequestOpened,
+                commit: None,
+                pull: Some(tower_shared::releases::PullRef {
+                    number: 7,
+                    url: None,
+                }),
+                message: "Opened pull request #7".to_owned(),
             }),
         ),
         (

@@ -129,6 +129,7 @@ async fn fifty_proposals_at_once_open_one_pull_request_naming_the_person() {
         base: "main",
         title: "Promote reports 1.900.0-abcdef0 to prod",
         body: "Pull requests in this release: #1731.",
+        labels: &["tower-promotion"],
     };
     let by = ana();
     let outcomes = futures::future::join_all((0..50).map(|_| writer.propose(&proposal, &by))).await;

@@ -39,6 +39,7 @@ mod history;
 mod hostile_input;
 mod http;
 mod pipelines;
+mod promotions;
 mod provisioning;
 mod provisioning_props;
 mod routes;

@@ -1,4 +1,5 @@
-//! Backstage over HTTP: catalog lookups by name and the ingestor's scheduler trigger.
+//! Backstage over HTTP: catalog lookups by name, a user's ownership (user info) and the
+//! ingestor's scheduler trigger.
 //! Triggers always carry the caller's own token; lookups the caller's, or Tower's read
 //! token from the config for the server-side derivation.
 
@@ -74,6 +75,35 @@ impl Backstage {
             StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => Err(BackstageError::Refused),
             status => Err(BackstageError::Unexpected(format!(
                 "{status} to the catalog lookup"
+            ))),
+        }
+    }
+
+    /// What the user whose `token` this is stands for: itself and its groups (the `ent`
+    /// claim of `GET /api/auth/v1/userinfo`; Backstage's user tokens carry none).
+    pub async fn ownership(&self, token: &str) -> Result<Vec<String>, BackstageError> {
+        let response = self
+            .http
+            .get(format!("{}/api/auth/v1/userinfo", self.url))
+            .bearer_auth(token)
+            .send()
+            .await
+            .map_err(unreachable)?;
+        match response.status() {
+            StatusCode::OK => {
+                let body: Value = response.json().await.map_err(unreachable)?;
+                let refs = body["claims"]["ent"].as_array().ok_or_else(|| {
+                    BackstageError::Unexpected("user info without `claims.ent`".to_owned())
+                })?;
+                Ok(refs
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect())
+            }
+            StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => Err(BackstageError::Refused),
+            status => Err(BackstageError::Unexpected(format!(
+                "{status} to the user info"
             ))),
         }
     }

@@ -45,6 +45,19 @@ pub enum ApiError {
         field: &'static str,
         message: String,
     },
+    /// The caller is known but may not do this (not the service's owner).
+    #[error("{message}")]
+    Forbidden {
+        field: &'static str,
+        message: String,
+    },
+    /// The request conflicts with how things are now (a file changed since it was read; a
+    /// release that does not go there next).
+    #[error("{message}")]
+    Conflict {
+        field: &'static str,
+        message: String,
+    },
     /// The caller's credential is missing or was refused.
     #[error("{message}")]
     Unauthorized {
@@ -118,6 +131,12 @@ impl IntoResponse for ApiError {
                 (StatusCode::NOT_FOUND, Some((*field).to_owned()), None)
             }
             ApiError::Gone { field, .. } => (StatusCode::GONE, Some((*field).to_owned()), None),
+            ApiError::Forbidden { field, .. } => {
+                (StatusCode::FORBIDDEN, Some((*field).to_owned()), None)
+            }
+            ApiError::Conflict { field, .. } => {
+                (StatusCode::CONFLICT, Some((*field).to_owned()), None)
+            }
             ApiError::NotYet { field, .. } => {
                 (StatusCode::CONFLICT, Some((*field).to_owned()), None)
             }

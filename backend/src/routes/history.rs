@@ -91,27 +91,7 @@ pub async fn record(
     caller: Option<Extension<Caller>>,
     JsonBody(body): JsonBody,
 ) -> Result<(StatusCode, Json<RecordedRun>), ApiError> {
-    let de = &mut serde_json::Deserializer::from_slice(&body);
-    let run: RecordedRun = serde_path_to_error::deserialize(de).map_err(|err| {
-        let path = err.path().to_string();
-        let inner = err.into_inner();
-        let message = inner.to_string();
-        // A missing field is reported at its parent: name the field itself.
-        let missing = message
-            .strip_prefix("missing field `")
-            .and_then(|rest| rest.split_once('`'))
-            .map(|(name, _)| name);
-        let field = match (path.as_str(), missing) {
-            (".", Some(name)) => name.to_owned(),
-            (".", None) => "body".to_owned(),
-            (path, Some(name)) => format!("{path}.{name}"),
-            (path, None) => path.to_owned(),
-        };
-        ApiError::BadBody {
-            field,
-            message: format!("the run is not valid: {message}"),
-        }
-    })?;
+    let run: RecordedRun = super::params::json_body(&body, "the run")?;
     check_dns_label(&run.service, "service")?;
     if ServiceKind::from_kind(&run.kind).is_none() {
         return Err(ApiError::bad(

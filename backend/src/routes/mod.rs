@@ -13,6 +13,7 @@ mod params;
 mod pipelines;
 mod provisioning;
 mod pulls;
+mod releases;
 mod signin;
 mod snapshot;
 pub mod webhooks;
@@ -33,6 +34,9 @@ pub fn api() -> Router<AppState> {
         .route("/api/snapshot", get(snapshot::get))
         .route("/api/deployments", get(snapshot::deployments))
         .route("/api/releases", get(snapshot::releases))
+        .route("/api/releases/promotion", get(releases::preview))
+        .route("/api/releases/promote", post(releases::promote))
+        .route("/api/access", get(releases::access))
         .route("/api/pipelines", get(pipelines::runs))
         .route("/api/pipelines/run", get(pipelines::run))
         .route("/api/pipelines/log", get(pipelines::log))

@@ -139,6 +139,34 @@ pub fn flag(query: &Query, field: &'static str) -> Result<bool, ApiError> {
     }
 }
 
+/// `body` read as a `T` (`what` names it in the message); a bad field is a 400 naming the
+/// field's path in the body (a missing one by its own name).
+pub fn json_body<T: serde::de::DeserializeOwned>(body: &[u8], what: &str) -> Result<T, ApiError> {
+    let de = &mut serde_json::Deserializer::from_slice(body);
+    serde_path_to_error::deserialize(de).map_err(|err| {
+        let path = err.path().to_string();
+        let message = err.into_inner().to_string();
+        // A missing (or unknown) field is reported at its parent: name the field itself.
+        let missing = ["missing field `", "unknown field `"]
+            .iter()
+            .find_map(|start| message.strip_prefix(start))
+            .and_then(|rest| rest.split_once('`'))
+            .map(|(name, _)| name);
+        let unknown = message.starts_with("unknown field");
+        let field = match (path.as_str(), missing) {
+            (".", Some(name)) => name.to_owned(),
+            (path, Some(_)) if unknown => path.to_owned(),
+            (".", None) => "body".to_owned(),
+            (path, Some(name)) => format!("{path}.{name}"),
+            (path, None) => path.to_owned(),
+        };
+        ApiError::BadBody {
+            field,
+            message: format!("{what} is not valid: {message}"),
+        }
+    })
+}
+
 /// A write's body. It must be JSON (`Content-Type: application/json`): a cross-site form
 /// cannot send that without a CORS preflight, which Tower never grants. Extracted only once
 /// a route has taken the method, so another method is a 405 whatever its content type.

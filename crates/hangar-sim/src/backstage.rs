@@ -39,6 +39,9 @@ pub const RUN_TAKES: std::time::Duration = std::time::Duration::from_secs(2);
 pub const STATIC_TOKEN: &str = "hangar-sim-static-token-0123456789";
 /// The guest user's entity ref.
 pub const GUEST: &str = "user:development/guest";
+/// The groups the guest is a member of in the demo's catalog: it owns `team-a`'s apps, not
+/// `team-b`'s.
+pub const GUEST_GROUPS: &[&str] = &["group:default/team-a"];
 
 /// `GET /tower?tower=URL[&hold=1]`: a Backstage page embedding Tower at `URL` the way a
 /// Backstage plugin page does — framed, signed in as the guest, the user token handed over
@@ -173,6 +176,7 @@ impl Backstage {
             .route("/tower", get(tower_page))
             .route("/api/auth/guest/refresh", get(guest_refresh))
             .route("/api/auth/.well-known/jwks.json", get(jwks))
+            .route("/api/auth/v1/userinfo", get(userinfo))
             .route(
                 "/api/catalog/entities/by-name/{kind}/{namespace}/{name}",
                 get(by_name),
@@ -277,6 +281,28 @@ async fn guest_refresh(State(backstage): State<Arc<Backstage>>) -> Response {
         .into_response(),
         Err(err) => (StatusCode::INTERNAL_SERVER_ERROR, err.to_string()).into_response(),
     }
+}
+
+/// `GET /api/auth/v1/userinfo`: who a user token is and what it stands for — the user
+/// and its groups (`ent`), as Backstage answers it; the tokens themselves carry no `ent`.
+/// A user token only (401 otherwise, a tool's static token included).
+async fn userinfo(State(backstage): State<Arc<Backstage>>, request: RequestInfo) -> Response {
+    let token = request
+        .headers
+        .get(axum::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    let claims = match token.map(|t| backstage.signer.verify(t, Utc::now())) {
+        Some(Ok(claims)) => claims,
+        Some(Err(why)) => return denied(&request, why),
+        None => return denied(&request, "Missing credentials"),
+    };
+    let sub = claims["sub"].as_str().unwrap_or_default();
+    let mut ent = vec![sub.to_owned()];
+    if sub == GUEST {
+        ent.extend(GUEST_GROUPS.iter().map(|g| (*g).to_owned()));
+    }
+    Json(json!({"claims": {"sub": sub, "ent": ent}})).into_response()
 }
 
 async fn jwks(State(backstage): State<Arc<Backstage>>) -> Json<Value> {

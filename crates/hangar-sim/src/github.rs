@@ -177,6 +177,18 @@ fn repo_json(full: &str) -> Value {
            "url": format!("https://api.github.com/repos/{full}"), "default_branch": "main", "fork": false})
 }
 
+/// A label as GitHub shows it.
+fn label_json(repo: &str, name: &str) -> Value {
+    let id = 20_000
+        + u64::from(
+            name.bytes()
+                .fold(0u16, |h, b| h.wrapping_mul(31).wrapping_add(u16::from(b))),
+        );
+    json!({"id": id, "node_id": format!("LA_kwDO{id}"),
+           "url": format!("https://api.github.com/repos/{repo}/labels/{name}"),
+           "name": name, "description": null, "color": "5319e7", "default": false})
+}
+
 fn pull_json(pr: &PullRequest, single: bool) -> Value {
     let owner = pr.repo.split_once('/').map_or("acme", |(o, _)| o);
     let url = format!("https://github.com/{}/pull/{}", pr.repo, pr.number);
@@ -188,6 +200,7 @@ fn pull_json(pr: &PullRequest, single: bool) -> Value {
         "closed_at": pr.closed_at.map(ts), "merged_at": pr.merged_at.map(ts),
         "html_url": url, "url": format!("https://api.github.com/repos/{}/pulls/{}", pr.repo, pr.number),
         "draft": pr.draft, "locked": false, "merge_commit_sha": pr.merge_commit_sha,
+        "labels": pr.labels.iter().map(|l| label_json(&pr.repo, l)).collect::<Vec<_>>(),
         "requested_reviewers": requested_of(pr).into_iter().map(user_json).collect::<Vec<_>>(),
         "head": {"ref": pr.head_ref, "sha": pr.head_sha.clone().unwrap_or_else(|| sha_of(&pr.head_ref)),
                  "label": format!("{owner}:{}", pr.head_ref),
@@ -266,6 +279,10 @@ impl GitHub {
             .route(
                 "/repos/{owner}/{repo}/commits/{sha}/status",
                 get(combined_status),
+            )
+            .route(
+                "/repos/{owner}/{repo}/issues/{number}/labels",
+                axum::routing::post(add_labels),
             )
             .route("/repos/{owner}/{repo}/git/ref/heads/{branch}", get(get_ref))
             .route(
@@ -631,7 +648,7 @@ async fn merge_pull(
     let now = github.platform.clock().now();
     let written = {
         let mut written = github.written();
-        match written
+        let head = match written
             .pulls
             .iter_mut()
             .find(|p| p.repo == full && p.number == number)
@@ -639,10 +656,23 @@ async fn merge_pull(
             Some(mine) => {
                 mine.merged_at = Some(now);
                 mine.closed_at = Some(now);
-                true
+                Some(mine.head_ref.clone())
             }
-            None => false,
+            None => None,
+        };
+        // The branch's files land on `main`.
+        if let Some(head) = &head {
+            let changed: Vec<(String, Vec<u8>)> = written
+                .files
+                .iter()
+                .filter(|((repo, branch, _), _)| *repo == full && branch == head)
+                .map(|((_, _, path), content)| (path.clone(), content.clone()))
+                .collect();
+            for (path, content) in changed {
+                commit_to_main(&github, &mut written, &full, &path, content);
+            }
         }
+        head.is_some()
     };
     if !written {
         github.platform.override_pull_request(&full, number, true);
@@ -789,6 +819,44 @@ async fn create_pull(
     (StatusCode::CREATED, Json(body)).into_response()
 }
 
+/// `POST …/issues/{n}/labels` `{"labels": [...]}`: adds labels to a pull request a client
+/// opened (200 with all its labels); 404 for any other number, 422 without `labels`.
+async fn add_labels(
+    State(github): State<GitHub>,
+    Path((owner, name, number)): Path<(String, String, String)>,
+    Body(request): Body,
+) -> Response {
+    let full = format!("{owner}/{name}");
+    let Some(labels) = request["labels"].as_array() else {
+        return error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "Validation Failed: labels is required",
+        );
+    };
+    let labels: Vec<String> = labels
+        .iter()
+        .filter_map(Value::as_str)
+        .map(str::to_owned)
+        .collect();
+    let mut written = github.written();
+    let Some(pr) = written
+        .pulls
+        .iter_mut()
+        .find(|p| p.repo == full && number.parse() == Ok(p.number))
+    else {
+        return error(StatusCode::NOT_FOUND, "Not Found");
+    };
+    for label in labels {
+        if !pr.labels.contains(&label) {
+            pr.labels.push(label);
+        }
+    }
+    let all: Vec<Value> = pr.labels.iter().map(|l| label_json(&full, l)).collect();
+    drop(written);
+    github.changed.notify_one();
+    Json(Value::Array(all)).into_response()
+}
+
 async fn get_ref(
     State(github): State<GitHub>,
     Path((owner, name, branch)): Path<(String, String, String)>,
@@ -898,6 +966,28 @@ async fn get_contents(
     }
 }
 
+/// `content` committed as `path` of `repo` on `main`: the stories' world follows it when it
+/// is theirs (Argo CD syncs an environment file; the file then reads as the story says),
+/// else it is kept as written.
+fn commit_to_main(
+    github: &GitHub,
+    written: &mut Written,
+    repo: &str,
+    path: &str,
+    content: Vec<u8>,
+) {
+    let key = (repo.to_owned(), "main".to_owned(), path.to_owned());
+    if github
+        .platform
+        .written_to_main(repo, path, &String::from_utf8_lossy(&content))
+    {
+        written.files.remove(&key);
+    } else {
+        written.files.insert(key, content);
+    }
+    github.platform.note_github_commit(repo, "main", path);
+}
+
 async fn put_contents(
     State(github): State<GitHub>,
     Path((owner, name, path)): Path<(String, String, String)>,
@@ -943,8 +1033,12 @@ async fn put_contents(
         _ => {}
     }
     let created = current.is_none();
-    written.files.insert(key, content.clone());
-    github.platform.note_github_commit(&full, &branch, &path);
+    if branch == "main" {
+        commit_to_main(&github, &mut written, &full, &path, content.clone());
+    } else {
+        written.files.insert(key, content.clone());
+        github.platform.note_github_commit(&full, &branch, &path);
+    }
     let commit = sha_of(&format!(
         "{full}/{branch}/{path}/{message}/{}",
         written.files.len()

@@ -282,6 +282,26 @@ impl Platform {
         );
     }
 
+    /// Git took `content` as `path` of `repo` on `main` (a commit or a merge through the
+    /// GitHub API): the story whose world follows it (Argo CD syncing an environment file)
+    /// is asked again at once. `false` when no story follows that file: it is then only a
+    /// file in the repository.
+    pub(crate) fn written_to_main(&self, repo: &str, path: &str, content: &str) -> bool {
+        let now = self.clock.now();
+        let Some(i) = self
+            .stories
+            .iter()
+            .position(|story| story.written_to_main(repo, path, content, now))
+        else {
+            return false;
+        };
+        if let Some(said) = locked(&self.memo).said.get_mut(i).and_then(Option::as_mut) {
+            said.until = Some(now);
+        }
+        self.tick();
+        true
+    }
+
     /// Sets an object by hand on `cluster` (replacing a story's object of the same key until
     /// [`Platform::clear_object`]) and brings the cluster to it at once. `false` when the
     /// cluster is unknown or the object has no kind and name.

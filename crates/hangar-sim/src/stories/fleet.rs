@@ -57,6 +57,17 @@ const NAMES: [&str; 30] = [
 ];
 /// The paused canary's name: `flight-api`, as in the vision.
 pub const PAUSED_CANARY: &str = "flight-api";
+/// The demo's app whose staging and prod move only when someone promotes in Git: its
+/// newest build waits in dev ([`SteadyApp::held`]).
+pub const AWAITING_PROMOTION: &str = "storefront";
+/// How long before the fleet's start the held app's staging and prod last moved by
+/// themselves, and its cadence (so a build or two wait in dev at the start).
+const HELD_FOR: i64 = 4 * 3_600;
+const HELD_CADENCE: i64 = 3 * 3_600;
+/// A release promoted in Git rolls out as a canary: 20 % for ten minutes, 40 % for ten,
+/// 80 % for five, then it is the stable version.
+const PROMOTED_WALK: [(i64, u32, u32); 3] = [(0, 1, 20), (600, 3, 40), (1_200, 5, 80)];
+const PROMOTED_DONE: i64 = 1_500;
 const KINDS: [&str; 4] = ["NodeJS", "SpringBoot", "Python", "Go"];
 const BUILD_TASKS: [&str; 4] = ["fetch-source", "unit-tests", "build-image", "update-gitops"];
 /// A busy app's pull-request pipeline: one starts every [`PR_EVERY`] seconds, each task
@@ -157,6 +168,30 @@ pub struct SteadyApp {
     /// Pull-request pipelines every ten minutes, the last [`PR_RUNS_KEPT`] kept: an app
     /// whose runs take pages to list.
     pub busy: bool,
+    /// From this moment its releases reach staging and prod only when promoted in Git
+    /// ([`Promoted`]); before it, by themselves like every app's.
+    pub held: Option<DateTime<Utc>>,
+    /// The catalog group that owns it (`team-a`, or `team-b` for every fourth app).
+    pub owner: &'static str,
+}
+
+/// A release Git put in an environment: a commit (or a merged pull request) changing the
+/// environment's `glidepath/envs/<env>.yaml` on `main` to its image, at `at`. Argo CD
+/// syncs it then and the Rollout walks it in as a canary ([`PROMOTED_WALK`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Promoted {
+    env: &'static str,
+    release: Release,
+    at: DateTime<Utc>,
+}
+
+/// What runs in an environment: the release, since when, and — when Git put it there by
+/// a promotion — the release it replaced.
+#[derive(Clone, Copy, Debug)]
+struct Arrival {
+    release: Release,
+    at: DateTime<Utc>,
+    replaced: Option<Release>,
 }
 
 /// The steady fleet.
@@ -183,10 +218,26 @@ impl SteadyFleet {
             .take(count)
             .enumerate()
             // The vision's canary keeps its name in every fleet.
-            .map(|(i, name)| SteadyApp {
-                detailed: true,
-                busy: i == 0,
-                ..SteadyApp::chosen(i, if i == 2 { PAUSED_CANARY } else { name }, &mut rng)
+            .map(|(i, name)| {
+                let chosen = match i {
+                    1 => AWAITING_PROMOTION,
+                    2 => PAUSED_CANARY,
+                    _ => name,
+                };
+                let app = SteadyApp {
+                    detailed: true,
+                    busy: i == 0,
+                    ..SteadyApp::chosen(i, chosen, &mut rng)
+                };
+                if i == 1 {
+                    SteadyApp {
+                        held: Some(start - Duration::seconds(HELD_FOR)),
+                        cadence: HELD_CADENCE,
+                        ..app
+                    }
+                } else {
+                    app
+                }
             })
             .collect();
         Self {
@@ -219,7 +270,7 @@ impl SteadyFleet {
 }
 
 /// A release of an app: number `n` built at `at`.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Release {
     n: i64,
     at: DateTime<Utc>,
@@ -279,6 +330,8 @@ impl SteadyApp {
             environments: &ENVIRONMENTS,
             detailed: false,
             busy: false,
+            held: None,
+            owner: if i % 4 == 3 { "team-b" } else { "team-a" },
         }
     }
 
@@ -327,9 +380,109 @@ impl SteadyApp {
         }
     }
 
-    /// The release running in `env` at `now`.
+    /// The release running in `env` at `now` by the app's own cadence (a held app's
+    /// staging and prod stop at [`SteadyApp::held`]).
     fn running_in(&self, env: &str, now: DateTime<Utc>) -> Release {
+        let now = match self.held {
+            Some(held) if env != "dev" => now.min(held),
+            _ => now,
+        };
         self.release_before(now, Self::reaches(env))
+    }
+
+    /// What runs in `env` at `now`: the release its cadence brought, unless Git put
+    /// another there since ([`Promoted`]: the newest promotion to `env` wins over an
+    /// older arrival, and over a later one of no newer release).
+    fn arrival(&self, env: &str, now: DateTime<Utc>, promoted: &[Promoted]) -> Arrival {
+        let timed = self.running_in(env, now);
+        let timed_at = timed.at + Duration::seconds(Self::reaches(env));
+        let latest = promoted.iter().rposition(|p| p.env == env && p.at <= now);
+        match latest {
+            Some(i) if promoted[i].at > timed_at || promoted[i].release.n >= timed.n => {
+                let p = promoted[i];
+                let before = self.arrival(env, p.at - Duration::seconds(1), &promoted[..i]);
+                Arrival {
+                    release: p.release,
+                    at: p.at,
+                    replaced: Some(before.release),
+                }
+            }
+            _ => Arrival {
+                release: timed,
+                at: timed_at,
+                replaced: None,
+            },
+        }
+    }
+
+    /// What a release promoted in Git at `at` is doing at `now`: walking in as a canary,
+    /// then stable.
+    fn walk(at: DateTime<Utc>, now: DateTime<Utc>) -> Prod {
+        let e = (now - at).num_seconds();
+        if e >= PROMOTED_DONE {
+            return Prod::Promoted;
+        }
+        let (since, step, weight) = PROMOTED_WALK
+            .iter()
+            .copied()
+            .rev()
+            .find(|(since, _, _)| e >= *since)
+            .unwrap_or(PROMOTED_WALK[0]);
+        Prod::Canary(CanaryAt {
+            step,
+            weight,
+            paused_since: Some(at + Duration::seconds(since)),
+        })
+    }
+
+    /// The release `image` names, among the app's newest fifty at `now`.
+    fn release_of(&self, image: &str, now: DateTime<Utc>) -> Option<Release> {
+        let newest = self.release_before(now, 0);
+        (0..50)
+            .map(|k| Release {
+                n: newest.n - k,
+                at: newest.at - Duration::seconds(k * self.cadence),
+            })
+            .find(|r| self.image(*r) == image)
+    }
+
+    /// The environment file Argo CD deploys `env` from, as it reads with `release` there.
+    fn env_file(&self, env: &str, release: Release) -> String {
+        format!(
+            "# {name} in {env}: Argo CD deploys what this file says.\n\
+             # Staging moves by a commit; prod by a reviewed pull request.\n\
+             image: {image}\n\
+             replicas: 3\n",
+            name = self.name,
+            image = self.image(release)
+        )
+    }
+
+    /// The promotion `content` written to `path` of `repo` on `main` at `at` makes, if it is
+    /// one: an environment file of this app naming one of its releases other than the one
+    /// running there.
+    pub fn promotion(
+        &self,
+        repo: &str,
+        path: &str,
+        content: &str,
+        at: DateTime<Utc>,
+        promoted: &[Promoted],
+    ) -> Option<Promoted> {
+        if repo != format!("acme/gitops-{}", self.name) {
+            return None;
+        }
+        let env = path
+            .strip_prefix("glidepath/envs/")?
+            .strip_suffix(".yaml")?;
+        let &(env, _) = self.environments.iter().find(|(e, _)| *e == env)?;
+        let image = content.lines().find_map(|line| {
+            let value = line.strip_prefix("image:")?.trim();
+            Some(value.trim_matches(|c| c == '"' || c == '\''))
+        })?;
+        let release = self.release_of(image, at)?;
+        Some(Promoted { env, release, at })
+            .filter(|_| self.arrival(env, at, promoted).release != release)
     }
 
     /// When `release`'s prod rollout starts.
@@ -357,7 +510,7 @@ impl SteadyApp {
     /// requests) changes: a release starting, a build task finishing, a release reaching an
     /// environment, its PR opening or merging, a prod rollout's step or measurement. Until
     /// then [`SteadyApp::objects`] and [`SteadyApp::pull_requests`] answer as at `now`.
-    pub fn next_change(&self, now: DateTime<Utc>) -> DateTime<Utc> {
+    pub fn next_change(&self, now: DateTime<Utc>, promoted: &[Promoted]) -> DateTime<Utc> {
         let per_task = BUILD_TAKES / BUILD_TASKS.len() as i64;
         let prod = Self::reaches("prod");
         let mut offsets: Vec<i64> = (1..=BUILD_TASKS.len() as i64)
@@ -400,7 +553,31 @@ impl SteadyApp {
                 }
             }
         }
+        // A promoted release's canary walks on.
+        let walking = promoted.iter().flat_map(|p| {
+            PROMOTED_WALK
+                .iter()
+                .map(|(since, _, _)| *since)
+                .chain([PROMOTED_DONE])
+                .map(move |since| p.at + Duration::seconds(since))
+        });
+        let next = walking.filter(|t| *t > now).fold(next, DateTime::min);
         pr_next.map_or(next, |p| p.min(next))
+    }
+
+    /// Its GitOps repo's environment files (the demo's apps; the scale fleet has none).
+    fn files(&self, now: DateTime<Utc>, promoted: &[Promoted]) -> Vec<super::RepoFile> {
+        if !self.detailed {
+            return Vec::new();
+        }
+        self.environments
+            .iter()
+            .map(|&(env, _)| super::RepoFile {
+                repo: format!("acme/gitops-{}", self.name),
+                path: format!("glidepath/envs/{env}.yaml"),
+                content: self.env_file(env, self.arrival(env, now, promoted).release),
+            })
+            .collect()
     }
 
     /// What `release`'s prod rollout is doing at `now`.
@@ -438,13 +615,18 @@ impl SteadyApp {
         }
     }
 
-    fn objects(&self, now: DateTime<Utc>, long_ago: DateTime<Utc>) -> Vec<(String, Value)> {
+    fn objects(
+        &self,
+        now: DateTime<Utc>,
+        long_ago: DateTime<Utc>,
+        promoted: &[Promoted],
+    ) -> Vec<(String, Value)> {
         let name = self.name.as_str();
         let mut out = vec![(
             "dev".to_owned(),
             json!({"apiVersion": "catalog.hangar.io/v1alpha1", "kind": self.kind,
                 "metadata": {"name": name, "creationTimestamp": ts(long_ago),
-                             "labels": {"hangar.io/team": "team-a"}},
+                             "labels": {"hangar.io/team": self.owner}},
                 "spec": {"parameters": {"name": name}},
                 "status": {"conditions": [
                     condition("Synced", true, "ReconcileSuccess", long_ago, None),
@@ -454,12 +636,15 @@ impl SteadyApp {
         )];
         out.extend(self.builds(now));
         for &(env, cluster) in self.environments {
-            let release = self.running_in(env, now);
+            let arrival = self.arrival(env, now, promoted);
+            let release = arrival.release;
             let namespace = format!("app-{name}-{env}");
-            let prod = if env == "prod" {
-                self.prod(release, now)
-            } else {
-                Prod::Promoted
+            // A release promoted in Git walks in as a canary; one its cadence brought plays
+            // the app's role in prod.
+            let (prod, role) = match arrival.replaced {
+                Some(_) => (Self::walk(arrival.at, now), Role::CompletingCanary),
+                None if env == "prod" => (self.prod(release, now), self.role),
+                None => (Prod::Promoted, self.role),
             };
             let health = match prod {
                 Prod::Promoted => "Healthy",
@@ -479,12 +664,17 @@ impl SteadyApp {
                 json!({"hangar.io/app": name, "hangar.io/environment": env});
             app["spec"]["destination"] = json!({"name": cluster, "namespace": namespace});
             app["status"]["summary"] = json!({"images": [self.image(release)]});
-            let revision = self.commit(Release {
-                n: release.n * 7 + 3,
-                ..release
-            });
-            // The sync that brought the release here.
-            let synced = release.at + Duration::seconds(Self::reaches(env));
+            // The GitOps commit the sync applied, and when: the one that brought the release.
+            let revision = match arrival.replaced {
+                Some(_) => crate::store::uid_of(&format!("{name}/{env}/{}", arrival.at))
+                    .replace('-', "")[..32]
+                    .to_owned(),
+                None => self.commit(Release {
+                    n: release.n * 7 + 3,
+                    ..release
+                }),
+            };
+            let synced = arrival.at;
             app["status"]["sync"]["revision"] = json!(revision);
             app["status"]["operationState"] = json!({"phase": "Succeeded",
                 "message": "successfully synced (all tasks run)",
@@ -492,18 +682,20 @@ impl SteadyApp {
                 "syncResult": {"revision": revision}});
             out.push(("dev".to_owned(), app));
             out.push((cluster.to_owned(), objects::namespace(&namespace)));
-            let stable = self.previous(release);
+            let stable = arrival.replaced.unwrap_or_else(|| self.previous(release));
             let (rollout, replica_sets) = match prod {
                 Prod::Promoted => {
                     let mut sets = vec![self.replica_set(&namespace, release, 3)];
                     // A canary that just completed keeps the old version scaled to zero.
-                    if env == "prod" && self.role == Role::CompletingCanary {
+                    if role == Role::CompletingCanary
+                        && (env == "prod" || arrival.replaced.is_some())
+                    {
                         sets.push(self.replica_set(&namespace, stable, 0));
                     }
-                    (self.healthy_rollout(&namespace, release), sets)
+                    (self.healthy_rollout(&namespace, release, role), sets)
                 }
                 Prod::Canary(at) => (
-                    self.canary_rollout(&namespace, release, at, now),
+                    self.canary_rollout(&namespace, (release, stable), at, now, role),
                     vec![
                         self.replica_set(&namespace, stable, 3),
                         self.replica_set(&namespace, release, canary_replicas(at.weight)),
@@ -534,7 +726,7 @@ impl SteadyApp {
             out.push((cluster.to_owned(), rollout));
             out.extend(replica_sets.into_iter().map(|rs| (cluster.to_owned(), rs)));
             match prod {
-                Prod::Canary(_) if self.role == Role::PausedCanary => out.push((
+                Prod::Canary(_) if role == Role::PausedCanary => out.push((
                     cluster.to_owned(),
                     self.analysis_run(&namespace, release, now),
                 )),
@@ -792,8 +984,8 @@ impl SteadyApp {
         task
     }
 
-    fn rollout_base(&self, namespace: &str, release: Release) -> Value {
-        let strategy = match self.role {
+    fn rollout_base(&self, namespace: &str, release: Release, role: Role) -> Value {
+        let strategy = match role {
             Role::BlueGreen => json!({"blueGreen": {
                 "activeService": format!("{}-active", self.name),
                 "previewService": format!("{}-preview", self.name),
@@ -819,8 +1011,8 @@ impl SteadyApp {
                 "strategy": strategy}})
     }
 
-    fn steps(&self) -> usize {
-        match self.role {
+    fn steps(role: Role) -> usize {
+        match role {
             Role::BlueGreen => 0,
             Role::CompletingCanary => 6,
             _ => 5,
@@ -856,8 +1048,8 @@ impl SteadyApp {
         crate::store::uid_of(&self.tag(release))[..10].replace('-', "")
     }
 
-    fn healthy_rollout(&self, namespace: &str, release: Release) -> Value {
-        let mut rollout = self.rollout_base(namespace, release);
+    fn healthy_rollout(&self, namespace: &str, release: Release, role: Role) -> Value {
+        let mut rollout = self.rollout_base(namespace, release, role);
         let hash = self.pod_hash(release);
         rollout["status"] = json!({"phase": "Healthy", "replicas": 3, "updatedReplicas": 3,
             "readyReplicas": 3, "availableReplicas": 3, "observedGeneration": "1",
@@ -866,11 +1058,11 @@ impl SteadyApp {
                 condition("Available", true, "AvailableReason", release.at, Some("Rollout has minimum availability")),
                 condition("Healthy", true, "RolloutHealthy", release.at, Some("Rollout is healthy")),
                 condition("Completed", true, "RolloutCompleted", release.at, Some("Rollout completed update to revision"))]});
-        if self.role == Role::BlueGreen {
+        if role == Role::BlueGreen {
             rollout["status"]["blueGreen"] =
                 json!({"activeSelector": hash, "previewSelector": hash});
         } else {
-            rollout["status"]["currentStepIndex"] = json!(self.steps());
+            rollout["status"]["currentStepIndex"] = json!(Self::steps(role));
             rollout["status"]["canary"] = json!({"weights": {
                 "canary": {"weight": 0, "podTemplateHash": hash},
                 "stable": {"weight": 100, "podTemplateHash": hash}}});
@@ -883,12 +1075,12 @@ impl SteadyApp {
     fn canary_rollout(
         &self,
         namespace: &str,
-        release: Release,
+        (release, stable): (Release, Release),
         at: CanaryAt,
         now: DateTime<Utc>,
+        role: Role,
     ) -> Value {
-        let stable = self.previous(release);
-        let mut rollout = self.rollout_base(namespace, release);
+        let mut rollout = self.rollout_base(namespace, release, role);
         let (hash, stable_hash) = (self.pod_hash(release), self.pod_hash(stable));
         let paused_at = at.paused_since.unwrap_or(now);
         let canary = canary_replicas(at.weight);
@@ -905,7 +1097,7 @@ impl SteadyApp {
                 condition("Available", true, "AvailableReason", release.at, Some("Rollout has minimum availability")),
                 condition("Paused", true, "RolloutPaused", paused_at, Some("Rollout is paused")),
                 condition("Healthy", false, "RolloutHealthyFalse", paused_at, Some("Rollout is not healthy"))]});
-        if self.role == Role::PausedCanary {
+        if role == Role::PausedCanary {
             rollout["status"]["canary"]["currentBackgroundAnalysisRunStatus"] =
                 json!({"name": self.analysis_name(release), "status": "Running"});
         }
@@ -916,7 +1108,7 @@ impl SteadyApp {
     fn analysing_rollout(&self, namespace: &str, release: Release) -> Value {
         let since = Self::prod_at(release);
         let stable = self.previous(release);
-        let mut rollout = self.rollout_base(namespace, release);
+        let mut rollout = self.rollout_base(namespace, release, self.role);
         let (hash, stable_hash) = (self.pod_hash(release), self.pod_hash(stable));
         let canary = canary_replicas(20);
         rollout["status"] = json!({"phase": "Progressing",
@@ -939,7 +1131,7 @@ impl SteadyApp {
     /// canary scaled to zero.
     fn aborted_rollout(&self, namespace: &str, release: Release, at: DateTime<Utc>) -> Value {
         let stable = self.previous(release);
-        let mut rollout = self.rollout_base(namespace, release);
+        let mut rollout = self.rollout_base(namespace, release, self.role);
         let (hash, stable_hash) = (self.pod_hash(release), self.pod_hash(stable));
         let why = step_failure(STEP_FAILURES);
         let message = format!(
@@ -965,7 +1157,7 @@ impl SteadyApp {
     /// Blue-green: the new version up as the preview, paused for a promotion.
     fn preview_rollout(&self, namespace: &str, release: Release, since: DateTime<Utc>) -> Value {
         let stable = self.previous(release);
-        let mut rollout = self.rollout_base(namespace, release);
+        let mut rollout = self.rollout_base(namespace, release, self.role);
         let (hash, stable_hash) = (self.pod_hash(release), self.pod_hash(stable));
         rollout["status"] = json!({"phase": "Paused", "message": "BlueGreenPause",
             "replicas": 6, "updatedReplicas": 3, "readyReplicas": 6, "availableReplicas": 6,
@@ -1097,7 +1289,13 @@ impl SteadyApp {
                     ..PullRequest::default()
                 }
             })
-            .filter(|pr| pr.created_at <= now)
+            // A held app's releases go to prod only by the promotions people make.
+            .filter(|pr| {
+                pr.created_at <= now
+                    && self
+                        .held
+                        .is_none_or(|held| pr.merged_at.is_some_and(|m| m <= held))
+            })
             .chain(self.source_pull_requests(now))
             .collect()
     }
@@ -1132,6 +1330,7 @@ impl SteadyApp {
                     head_sha: Some(self.commit(release).chars().rev().collect::<String>()),
                     merge_commit_sha: Some(self.commit(release)),
                     draft: false,
+                    labels: Vec::new(),
                 }
             })
             .collect();
@@ -1159,6 +1358,7 @@ impl SteadyApp {
                     head_sha: Some(self.pr_sha(last_slot)),
                     merge_commit_sha: None,
                     draft: false,
+                    labels: Vec::new(),
                 });
             }
         }
@@ -1178,11 +1378,22 @@ fn pr_number(slot: i64) -> i64 {
 }
 
 /// One app of the fleet as a story of its own, so the platform asks it again only when
-/// something of it changes ([`Story::unchanged_until`]).
-#[derive(Clone, Debug)]
+/// something of it changes ([`Story::unchanged_until`]), with the promotions Git made.
+#[derive(Debug)]
 pub struct FleetApp {
     pub app: SteadyApp,
     provisioned: DateTime<Utc>,
+    /// Oldest first.
+    promoted: std::sync::Mutex<Vec<Promoted>>,
+}
+
+impl FleetApp {
+    fn promoted(&self) -> Vec<Promoted> {
+        self.promoted
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
 }
 
 impl SteadyFleet {
@@ -1191,7 +1402,13 @@ impl SteadyFleet {
         let provisioned = self.provisioned;
         self.apps
             .into_iter()
-            .map(|app| Box::new(FleetApp { app, provisioned }) as Box<dyn Story>)
+            .map(|app| {
+                Box::new(FleetApp {
+                    app,
+                    provisioned,
+                    promoted: std::sync::Mutex::default(),
+                }) as Box<dyn Story>
+            })
             .collect()
     }
 }
@@ -1199,7 +1416,11 @@ impl SteadyFleet {
 impl SteadyApp {
     fn catalog_entity(&self, provisioned: DateTime<Utc>) -> CatalogEntity {
         CatalogEntity {
-            entity: super::component(&self.name, "service", "group:default/team-a"),
+            entity: super::component(
+                &self.name,
+                "service",
+                &format!("group:default/{}", self.owner),
+            ),
             readable_since: provisioned,
         }
     }
@@ -1207,7 +1428,28 @@ impl SteadyApp {
 
 impl Story for FleetApp {
     fn objects_at(&self, now: DateTime<Utc>) -> Vec<(String, Value)> {
-        self.app.objects(now, self.provisioned)
+        self.app.objects(now, self.provisioned, &self.promoted())
+    }
+
+    fn files_at(&self, now: DateTime<Utc>) -> Vec<super::RepoFile> {
+        self.app.files(now, &self.promoted())
+    }
+
+    fn written_to_main(&self, repo: &str, path: &str, content: &str, at: DateTime<Utc>) -> bool {
+        let mut promoted = self
+            .promoted
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let Some(promotion) = self.app.promotion(repo, path, content, at, &promoted) else {
+            // Its own file, already naming what runs there: nothing to sync.
+            return self
+                .app
+                .files(at, &promoted)
+                .iter()
+                .any(|f| f.repo == repo && f.path == path && f.content == content);
+        };
+        promoted.push(promotion);
+        true
     }
 
     fn pull_requests_at(&self, now: DateTime<Utc>) -> Vec<PullRequest> {
@@ -1219,7 +1461,7 @@ impl Story for FleetApp {
     }
 
     fn unchanged_until(&self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
-        Some(self.app.next_change(now))
+        Some(self.app.next_change(now, &self.promoted()))
     }
 }
 
@@ -1227,7 +1469,7 @@ impl Story for SteadyFleet {
     fn objects_at(&self, now: DateTime<Utc>) -> Vec<(String, Value)> {
         self.apps
             .iter()
-            .flat_map(|app| app.objects(now, self.provisioned))
+            .flat_map(|app| app.objects(now, self.provisioned, &[]))
             .collect()
     }
 
@@ -1246,7 +1488,7 @@ impl Story for SteadyFleet {
     }
 
     fn unchanged_until(&self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
-        self.apps.iter().map(|app| app.next_change(now)).min()
+        self.apps.iter().map(|app| app.next_change(now, &[])).min()
     }
 }
 
@@ -1270,7 +1512,7 @@ mod tests {
         // (a change missed would leave the simulated world stale).
         let start: DateTime<Utc> = "2026-11-30T08:00:00Z".parse().unwrap();
         let fleet = SteadyFleet::sized(3, start, 50);
-        let said = |app: &SteadyApp, t| (app.objects(t, start), app.pull_requests(t));
+        let said = |app: &SteadyApp, t| (app.objects(t, start, &[]), app.pull_requests(t));
         // The demo's busy app (pull-request runs every ten minutes) over an hour.
         let demo = SteadyFleet::new(1, start);
         let busy = demo.apps.iter().filter(|a| a.busy).map(|a| (a, 1));
@@ -1283,7 +1525,7 @@ mod tests {
         {
             let mut now = start;
             while now < start + Duration::hours(hours) {
-                let next = app.next_change(now);
+                let next = app.next_change(now, &[]);
                 assert!(
                     next > now,
                     "{}: next change {next} is not after {now}",
@@ -1319,7 +1561,7 @@ mod tests {
         let start: DateTime<Utc> = "2026-11-30T08:03:00Z".parse().unwrap();
         let fleet = SteadyFleet::new(1, start);
         let busy = fleet.apps.iter().find(|a| a.busy).expect("a busy app");
-        let objects = busy.objects(start, start - Duration::days(40));
+        let objects = busy.objects(start, start - Duration::days(40), &[]);
         let runs: Vec<&Value> = objects
             .iter()
             .map(|(_, o)| o)

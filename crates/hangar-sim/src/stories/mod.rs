@@ -32,6 +32,20 @@ pub trait Story: Send + Sync + std::fmt::Debug {
         Vec::new()
     }
 
+    /// Git took `content` as `path` of `repo` (`owner/name`) on `main` at `at` — a commit
+    /// or a merged pull request. `true` when this story's world follows it (Argo CD syncing
+    /// an environment file): the platform then asks the story again at once, and the file
+    /// reads as the story says from then on.
+    fn written_to_main(
+        &self,
+        _repo: &str,
+        _path: &str,
+        _content: &str,
+        _at: DateTime<Utc>,
+    ) -> bool {
+        false
+    }
+
     /// Until when everything this story says (objects, pull requests, files, catalog) stays
     /// what it says at `now`: the platform asks it again only from then on. `None` (the
     /// default): ask at every tick.
@@ -96,6 +110,8 @@ pub struct PullRequest {
     /// Merged: the commit the merge made.
     pub merge_commit_sha: Option<String>,
     pub draft: bool,
+    /// Its labels' names.
+    pub labels: Vec<String>,
 }
 
 /// `count` applications, each at its own point of a typical provision: created at spread

@@ -87,6 +87,7 @@ impl Scenario {
                 head_sha: pr.head.map(|h| h.sha),
                 merge_commit_sha: pr.merge_commit_sha,
                 draft: pr.draft,
+                labels: Vec::new(),
                 base_ref: "main".to_owned(),
                 body: String::new(),
                 user: pr.user.map_or_else(|| "unknown".to_owned(), |u| u.login),

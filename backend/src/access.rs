@@ -1,0 +1,146 @@
+//! Who may act on a service through Tower: its owner in the Backstage catalog, or a tool
+//! whose Tower token is granted the route. Everyone else is told why not.
+//!
+//! A signed-in Backstage user stands for itself and its groups — the `ent` of Backstage's
+//! user info (`GET /api/auth/v1/userinfo`, asked with the user's own token; Backstage's
+//! user tokens carry no `ent` claim). The service's owner is the catalog component's
+//! `spec.owner`, looked up with the same token, so Tower sees what the user sees. Asked
+//! afresh for every decision: a change of owner or membership counts at once.
+
+use axum::http::HeaderMap;
+use tower_shared::api::Access;
+
+use crate::auth::{Caller, Via};
+use crate::live::backstage::{Backstage, BackstageError};
+use crate::routes::ApiError;
+use crate::state::AppState;
+
+/// The route a tool's token must be granted to promote.
+pub const PROMOTE_ROUTE: &str = "/api/releases/promote";
+
+/// A catalog owner as a full entity ref: `team-a` → `group:default/team-a`,
+/// `user:ana` → `user:default/ana`.
+pub fn owner_ref(owner: &str) -> String {
+    let (kind, rest) = owner.split_once(':').unwrap_or(("group", owner));
+    let (namespace, name) = rest.split_once('/').unwrap_or(("default", rest));
+    format!("{}:{}/{}", kind, namespace, name).to_ascii_lowercase()
+}
+
+/// Whether `caller` may promote `service`'s releases, and why not.
+pub async fn may_promote(
+    state: &AppState,
+    caller: Option<&Caller>,
+    headers: &HeaderMap,
+    service: &str,
+) -> Result<Access, ApiError> {
+    let subject = caller
+        .map_or("anonymous", |c| c.subject.as_str())
+        .to_owned();
+    let answer = |owner: Option<String>, why_not: Option<String>| Access {
+        service: service.to_owned(),
+        subject: subject.clone(),
+        owner,
+        may_promote: why_not.is_none(),
+        why_not,
+    };
+    let Some(caller) = caller else {
+        return Ok(answer(None, Some("nobody signed in".to_owned())));
+    };
+    match caller.via {
+        Via::Tool if state.gate.tool_allows(&caller.subject, PROMOTE_ROUTE) => {
+            return Ok(answer(None, None))
+        }
+        Via::Tool => {
+            return Ok(answer(
+                None,
+                Some(format!(
+                    "{} is a tool whose Tower token is not granted {PROMOTE_ROUTE}",
+                    caller.subject
+                )),
+            ))
+        }
+        Via::Open => {
+            return Ok(answer(
+                None,
+                Some(
+                    "Tower's API is open here (openApi): nobody signs in, so nobody can be \
+                     named on a promotion"
+                        .to_owned(),
+                ),
+            ))
+        }
+        Via::Proxy => {
+            return Ok(answer(
+                None,
+                Some(format!(
+                    "Tower cannot tell the groups of {} from a proxy's header: sign in with \
+                     Backstage to promote",
+                    caller.subject
+                )),
+            ))
+        }
+        Via::BackstageUser => {}
+    }
+    let token = caller
+        .backstage_token(headers)
+        .ok_or_else(|| ApiError::Unauthorized {
+            field: "authorization",
+            message: "send your Backstage user token as `Authorization: Bearer …`".to_owned(),
+        })?;
+    let backstage = state
+        .backstage
+        .as_deref()
+        .map(|b| Backstage::new(&b.url, state.http.clone()))
+        .ok_or_else(|| {
+            ApiError::unavailable("Tower has no Backstage configured to ask who owns what")
+        })?;
+    let from_backstage = |err: BackstageError| match err {
+        BackstageError::Refused => ApiError::Unauthorized {
+            field: "authorization",
+            message: err.to_string(),
+        },
+        other => ApiError::Upstream {
+            message: other.to_string(),
+        },
+    };
+    let entity = backstage
+        .entity("component", "default", service, &token)
+        .await
+        .map_err(from_backstage)?;
+    let Some(owner) = entity
+        .as_ref()
+        .and_then(|e| e["spec"]["owner"].as_str())
+        .map(owner_ref)
+    else {
+        return Ok(answer(
+            None,
+            Some(format!(
+                "the catalog names no owner of {service}, so nobody may promote it from Tower"
+            )),
+        ));
+    };
+    let ownership = backstage.ownership(&token).await.map_err(from_backstage)?;
+    let member = ownership
+        .iter()
+        .any(|r| r.eq_ignore_ascii_case(&owner) || owner_ref(r) == owner);
+    let why_not = (!member).then(|| {
+        format!(
+            "{} is not in {owner}, which owns {service} in the catalog",
+            caller.subject
+        )
+    });
+    Ok(answer(Some(owner), why_not))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::owner_ref;
+
+    #[test]
+    fn owners_read_as_full_refs() {
+        assert_eq!(owner_ref("team-a"), "group:default/team-a");
+        assert_eq!(owner_ref("group:default/team-a"), "group:default/team-a");
+        assert_eq!(owner_ref("user:Ana"), "user:default/ana");
+        assert_eq!(owner_ref("group:ops/SRE"), "group:ops/sre");
+    }
+}

@@ -1,0 +1,398 @@
+//! Promotions: the one button of the release matrix, and who may press it.
+//!
+//! - `GET /api/access?service=NAME` — whether the caller may promote the service
+//!   ([`crate::access`]); the caller's own answer.
+//! - `GET /api/releases/promotion?service=&image=&environment=` — exactly what promoting
+//!   the release there changes: the diff of `glidepath/envs/<env>.yaml` in the app's GitOps
+//!   repository, the blob sha it was read at, an open pull request already proposing it.
+//! - `POST /api/releases/promote {service, image, environment, seen}` — makes it, through
+//!   [`crate::gitops`] only: a commit to `main` (staging), or a branch and a labelled pull
+//!   request (prod). Idempotent: a promotion already in Git (by Tower or by hand) is
+//!   recognised, an open pull request found again; a file changed since `seen` is refused
+//!   (409), never overwritten; a caller who may not promote gets 403 with the reason.
+
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::{Extension, Json};
+use tower_shared::api::{
+    Access, DiffLine, LineChange, PromoteAnswer, PromoteOutcome, PromoteRequest, PromotionPreview,
+};
+use tower_shared::hangar;
+use tower_shared::releases::{self, Promotion, PullRef, Release, Releases};
+
+use super::params::{self, JsonBody, Query};
+use super::ApiError;
+use crate::auth::Caller;
+use crate::gitops::{Committed, FileChange, Person, Proposal, Proposed, WriteError, Writer};
+use crate::state::AppState;
+
+/// `GET /api/access?service=NAME`.
+pub async fn access(
+    State(state): State<AppState>,
+    caller: Option<Extension<Caller>>,
+    headers: HeaderMap,
+    query: Query,
+) -> Result<Json<Access>, ApiError> {
+    let service = params::dns_label(&query, "service")?;
+    if !state.source.derived().knows(service) {
+        return Err(ApiError::no_service("service", service));
+    }
+    crate::access::may_promote(&state, caller.as_deref(), &headers, service)
+        .await
+        .map(Json)
+}
+
+/// What promoting one release to one environment would write.
+struct Plan {
+    release: Release,
+    how: Promotion,
+    repo: String,
+    path: String,
+    branch: String,
+    /// The file on `main` as read now: its blob sha and text.
+    seen: String,
+    text: String,
+    /// The file with the release's image.
+    changed: String,
+    /// The file already names the image.
+    already: bool,
+}
+
+fn upstream(err: WriteError) -> ApiError {
+    match err {
+        WriteError::Stale { .. } => ApiError::Conflict {
+            field: "seen",
+            message: err.to_string(),
+        },
+        other => ApiError::Upstream {
+            message: other.to_string(),
+        },
+    }
+}
+
+fn writer(state: &AppState) -> Result<Writer, ApiError> {
+    state
+        .github
+        .as_ref()
+        .map(Writer::new)
+        .ok_or_else(|| ApiError::unavailable("Tower has no GitHub configured to write to"))
+}
+
+/// The service's matrix, or 404 naming `service`.
+fn matrix(state: &AppState, service: &str) -> Result<Releases, ApiError> {
+    let derived = state.source.derived();
+    if !derived.knows(service) {
+        return Err(ApiError::no_service("service", service));
+    }
+    Ok(crate::derived::releases_of(
+        &derived.service(service),
+        service,
+    ))
+}
+
+/// Reads the environment file and decides what the promotion writes; refuses a release
+/// that does not go to `environment` next (unless Git already has it there).
+async fn plan(
+    state: &AppState,
+    writer: &Writer,
+    service: &str,
+    image: &str,
+    environment: &str,
+) -> Result<Plan, ApiError> {
+    let matrix = matrix(state, service)?;
+    let release = matrix
+        .releases
+        .iter()
+        .find(|r| r.image == releases::by_tag(image))
+        .cloned()
+        .ok_or_else(|| ApiError::Unknown {
+            field: "image",
+            message: format!("{service} has no release {image}"),
+        })?;
+    if !matrix.environments.iter().any(|e| e == environment) {
+        return Err(ApiError::Unknown {
+            field: "environment",
+            message: format!(
+                "{service} has no environment {environment} (it has {})",
+                matrix.environments.join(", ")
+            ),
+        });
+    }
+    let github = state
+        .github
+        .as_ref()
+        .ok_or_else(|| ApiError::unavailable("Tower has no GitHub configured to write to"))?;
+    let repo = format!("{}/{}", github.owner(), hangar::gitops_repo(service, None));
+    let path = hangar::env_file(environment);
+    let Some((seen, text)) = writer
+        .read_file(&repo, "main", &path)
+        .await
+        .map_err(upstream)?
+    else {
+        return Err(ApiError::Conflict {
+            field: "environment",
+            message: format!("{repo} has no {path} to promote {service} in"),
+        });
+    };
+    let already = releases::image_in(&text).map(releases::by_tag) == Some(release.image.as_str());
+    let how = releases::promotion_to(environment);
+    if !already {
+        match &release.next {
+            Some(next) if next.environment == environment => {}
+            Some(next) => {
+                return Err(ApiError::Conflict {
+                    field: "environment",
+                    message: format!(
+                        "{} goes to {} next, not {environment}",
+                        release.image, next.environment
+                    ),
+                })
+            }
+            None => {
+                return Err(ApiError::Conflict {
+                    field: "environment",
+                    message: format!(
+                        "{} goes nowhere next: a release moves on only from the furthest \
+                         environment it is live and healthy in",
+                        release.image
+                    ),
+                })
+            }
+        }
+    }
+    let changed = releases::set_image(&text, &release.image).ok_or_else(|| ApiError::Conflict {
+        field: "environment",
+        message: format!("{path} in {repo} has no top-level `image:` for Tower to change"),
+    })?;
+    let branch = match how {
+        Promotion::Commit => "main".to_owned(),
+        Promotion::PullRequest => hangar::promotion_branch(environment, &release.image),
+    };
+    Ok(Plan {
+        release,
+        how,
+        repo,
+        path,
+        branch,
+        seen,
+        text,
+        changed,
+        already,
+    })
+}
+
+fn diff(before: &str, after: &str) -> Vec<DiffLine> {
+    similar::TextDiff::from_lines(before, after)
+        .iter_all_changes()
+        .map(|change| DiffLine {
+            change: match change.tag() {
+                similar::ChangeTag::Equal => LineChange::Same,
+                similar::ChangeTag::Delete => LineChange::Removed,
+                similar::ChangeTag::Insert => LineChange::Added,
+            },
+            text: change.value().trim_end_matches(['\r', '\n']).to_owned(),
+        })
+        .collect()
+}
+
+/// The query's `field`: present, not blank, at most 300 characters.
+fn text_param<'q>(query: &'q Query, field: &'static str) -> Result<&'q str, ApiError> {
+    let value = params::required(query, field)?;
+    check_text(value, field)?;
+    Ok(value)
+}
+
+fn check_text(value: &str, field: &'static str) -> Result<(), ApiError> {
+    if value.trim().is_empty() || value.len() > 300 || value.chars().any(char::is_control) {
+        return Err(ApiError::bad(
+            field,
+            format!("{field} must be 1 to 300 printable characters"),
+        ));
+    }
+    Ok(())
+}
+
+/// `GET /api/releases/promotion?service=&image=&environment=`.
+pub async fn preview(
+    State(state): State<AppState>,
+    caller: Option<Extension<Caller>>,
+    headers: HeaderMap,
+    query: Query,
+) -> Result<Json<PromotionPreview>, ApiError> {
+    let service = params::dns_label(&query, "service")?;
+    let image = text_param(&query, "image")?;
+    let environment = params::dns_label(&query, "environment")?;
+    let writer = writer(&state)?;
+    let plan = plan(&state, &writer, service, image, environment).await?;
+    let access = crate::access::may_promote(&state, caller.as_deref(), &headers, service).await?;
+    let pull = match plan.how {
+        Promotion::PullRequest => writer
+            .open_pull(&plan.repo, &plan.branch)
+            .await
+            .map_err(upstream)?
+            .map(|(number, url)| PullRef {
+                number,
+                url: Some(url),
+            }),
+        Promotion::Commit => None,
+    };
+    Ok(Json(PromotionPreview {
+        service: service.to_owned(),
+        image: plan.release.image.clone(),
+        environment: environment.to_owned(),
+        how: plan.how,
+        diff: diff(&plan.text, &plan.changed),
+        repo: plan.repo,
+        path: plan.path,
+        branch: plan.branch,
+        seen: plan.seen,
+        already: plan.already,
+        pull,
+        access,
+    }))
+}
+
+/// The pull request body: what the release brings and where it was built.
+fn proposal_body(state: &AppState, service: &str, plan: &Plan, environment: &str) -> String {
+    let release = &plan.release;
+    let mut body = format!(
+        "Promotes `{}` to {environment}: `{}` in `{}`. Argo CD deploys it once this is merged.\n",
+        release.image, plan.path, plan.repo
+    );
+    if let Some(run) = &release.run {
+        body.push_str(&format!(
+            "\nBuilt by the pipeline run `{run}` from commit `{}`.\n",
+            release.commit.as_deref().unwrap_or("unknown")
+        ));
+    }
+    let merged: Vec<String> = state
+        .source
+        .service_pulls(service)
+        .map(|pulls| {
+            pulls
+                .pulls
+                .iter()
+                .filter(|p| p.image.as_deref().map(releases::by_tag) == Some(&release.image))
+                .map(|p| format!("- {}#{} {}", p.repo, p.number, p.title))
+                .collect()
+        })
+        .unwrap_or_default();
+    if merged.is_empty() {
+        body.push_str("\nPull requests in this release: none that Tower saw.\n");
+    } else {
+        body.push_str("\nPull requests in this release:\n");
+        body.push_str(&merged.join("\n"));
+        body.push('\n');
+    }
+    body
+}
+
+/// `POST /api/releases/promote`.
+pub async fn promote(
+    State(state): State<AppState>,
+    caller: Option<Extension<Caller>>,
+    headers: HeaderMap,
+    JsonBody(body): JsonBody,
+) -> Result<Json<PromoteAnswer>, ApiError> {
+    let request: PromoteRequest = params::json_body(&body, "the promotion")?;
+    params::check_dns_label(&request.service, "service")?;
+    params::check_dns_label(&request.environment, "environment")?;
+    check_text(&request.image, "image")?;
+    check_text(&request.seen, "seen")?;
+    let service = request.service.as_str();
+    let environment = request.environment.as_str();
+    if !state.source.derived().knows(service) {
+        return Err(ApiError::no_service("service", service));
+    }
+    let access = crate::access::may_promote(&state, caller.as_deref(), &headers, service).await?;
+    if let Some(why_not) = access.why_not {
+        return Err(ApiError::Forbidden {
+            field: "service",
+            message: format!("you may not promote {service}: {why_not}"),
+        });
+    }
+    let writer = writer(&state)?;
+    let plan = plan(&state, &writer, service, &request.image, environment).await?;
+    let image = plan.release.image.clone();
+    let tag = plan.release.version.as_deref().map_or_else(
+        || image.rsplit(':').next().unwrap_or(&image).to_owned(),
+        |version| {
+            format!(
+                "{version}-{}",
+                plan.release.short_sha.as_deref().unwrap_or("")
+            )
+        },
+    );
+    if plan.already {
+        return Ok(Json(PromoteAnswer {
+            outcome: PromoteOutcome::AlreadyThere,
+            commit: None,
+            pull: None,
+            message: format!("{} already names {image}: nothing to do.", plan.path),
+        }));
+    }
+    let by = Person {
+        subject: access.subject,
+    };
+    let message = format!("Promote {service} {tag} to {environment}");
+    let change = FileChange {
+        repo: &plan.repo,
+        branch: &plan.branch,
+        path: &plan.path,
+        seen: Some(&request.seen),
+        content: &plan.changed,
+        message: &message,
+    };
+    let answer = match plan.how {
+        Promotion::Commit => match writer.commit_file(&change, &by).await.map_err(upstream)? {
+            Committed::Made { commit } => PromoteAnswer {
+                outcome: PromoteOutcome::Committed,
+                message: format!(
+                    "Committed {image} to {} on main; Argo CD deploys it to {environment}.",
+                    plan.path
+                ),
+                commit: Some(commit),
+                pull: None,
+            },
+            Committed::AlreadyThere => PromoteAnswer {
+                outcome: PromoteOutcome::AlreadyThere,
+                commit: None,
+                pull: None,
+                message: format!("{} already names {image}: nothing to do.", plan.path),
+            },
+        },
+        Promotion::PullRequest => {
+            let body = proposal_body(&state, service, &plan, environment);
+            let proposal = Proposal {
+                file: change,
+                base: "main",
+                title: &message,
+                body: &body,
+                labels: &[hangar::PROMOTION_LABEL],
+            };
+            let proposed = writer.propose(&proposal, &by).await.map_err(upstream)?;
+            let (outcome, verb) = match &proposed {
+                Proposed::Opened { .. } => (PromoteOutcome::PullRequestOpened, "Opened"),
+                Proposed::Existing { .. } => (PromoteOutcome::PullRequestExisting, "Found"),
+            };
+            let (Proposed::Opened { number, url } | Proposed::Existing { number, url }) = proposed;
+            PromoteAnswer {
+                outcome,
+                commit: None,
+                message: format!(
+                    "{verb} pull request #{number} to promote {image} to {environment}; \
+                     Argo CD deploys it once it is reviewed and merged."
+                ),
+                pull: Some(PullRef {
+                    number,
+                    url: Some(url),
+                }),
+            }
+        }
+    };
+    if let Some(live) = &state.live {
+        // Read the repository again now: the matrix shows the pull request at once.
+        live.github_changed(&plan.repo);
+    }
+    Ok(Json(answer))
+}

@@ -1,0 +1,394 @@
+//! Promotions through Tower's routes against the simulated platform: the diff shown first;
+//! staging by one commit, prod by one labelled pull request, however many presses at once;
+//! Argo CD (simulated) syncing what Git says and the Rollout walking the release in; a file
+//! changed since the diff, a caller who does not own the app and bad input all refused.
+//! Nothing is ever written to a cluster (`Live` checks on drop).
+
+use std::time::Duration;
+
+use hangar_sim::stories::fleet::AWAITING_PROMOTION as APP;
+use serde_json::{json, Value};
+
+use crate::support::{eventually, Live};
+
+const STAGING: &str = "glidepath/envs/staging.yaml";
+
+fn releases_path() -> String {
+    format!("/api/releases?service={APP}")
+}
+
+/// The matrix's row of `image`.
+fn row<'a>(matrix: &'a Value, image: &str) -> Option<&'a Value> {
+    matrix["releases"]
+        .as_array()?
+        .iter()
+        .find(|r| r["image"] == image)
+}
+
+/// The state (and weight) of `image` in the matrix's environment `env`.
+fn cell(matrix: &Value, image: &str, env: &str) -> Option<(String, Option<u64>)> {
+    let cells = row(matrix, image)?["cells"].as_array()?;
+    let cell = cells.iter().find(|c| c["environment"] == env)?;
+    Some((cell["state"].as_str()?.to_owned(), cell["weight"].as_u64()))
+}
+
+/// Waits for a release of the held app whose next step is `env`; its image.
+async fn waiting_for(tower: &Live, env: &str) -> String {
+    eventually(
+        Duration::from_secs(20),
+        &format!("a release going to {env} next"),
+        || async {
+            let (_, matrix) = tower.get(&releases_path()).await.ok()?;
+            matrix["releases"].as_array()?.iter().find_map(|r| {
+                (r["next"]["environment"] == env).then(|| r["image"].as_str().map(str::to_owned))?
+            })
+        },
+    )
+    .await
+    .unwrap()
+}
+
+fn preview_path(image: &str, env: &str) -> String {
+    format!("/api/releases/promotion?service={APP}&image={image}&environment={env}")
+}
+
+async fn promote(tower: &Live, body: &Value) -> (reqwest::StatusCode, Value) {
+    let response = tower
+        .client()
+        .post(tower.url("/api/releases/promote"))
+        .json(body)
+        .send()
+        .await
+        .unwrap();
+    let status = response.status();
+    (status, response.json().await.unwrap())
+}
+
+/// 50 promotions of `image` to `env` at once (as read in `seen`); their answers.
+async fn fifty_presses(tower: &Live, image: &str, env: &str, seen: &str) -> Vec<Value> {
+    let body = json!({"service": APP, "image": image, "environment": env, "seen": seen});
+    let presses = (0..50).map(|_| promote(tower, &body));
+    futures::future::join_all(presses)
+        .await
+        .into_iter()
+        .map(|(status, answer)| {
+            assert_eq!(status, 200, "{answer}");
+            answer
+        })
+        .collect()
+}
+
+fn outcomes(answers: &[Value]) -> std::collections::BTreeMap<String, usize> {
+    let mut counts = std::collections::BTreeMap::new();
+    for answer in answers {
+        *counts
+            .entry(answer["outcome"].as_str().unwrap().to_owned())
+            .or_default() += 1;
+    }
+    counts
+}
+
+fn commits_to(tower: &Live, branch: &str, path: &str) -> usize {
+    let repo = format!("acme/gitops-{APP}");
+    tower
+        .world
+        .platform
+        .github_commits()
+        .iter()
+        .filter(|(r, b, p)| *r == repo && b == branch && p == path)
+        .count()
+}
+
+/// Waits until the matrix shows `image` in `env` as `state` (at `weight`, if given).
+async fn until_cell(tower: &Live, image: &str, env: &str, state: &str, weight: Option<u64>) {
+    eventually(
+        Duration::from_secs(20),
+        &format!("{image} {state} in {env}"),
+        || async {
+            let (_, matrix) = tower.get(&releases_path()).await.ok()?;
+            let (now, at) = cell(&matrix, image, env)?;
+            (now == state && (weight.is_none() || at == weight)).then_some(())
+        },
+    )
+    .await
+    .unwrap();
+}
+
+/// Promotes the held app's release waiting for staging (one press) and lets its canary walk
+/// in; its image.
+async fn promoted_to_staging(tower: &Live) -> String {
+    let image = waiting_for(tower, "staging").await;
+    let (_, preview) = tower.get(&preview_path(&image, "staging")).await.unwrap();
+    let body = json!({"service": APP, "image": image, "environment": "staging",
+                      "seen": preview["seen"]});
+    let (status, answer) = promote(tower, &body).await;
+    assert_eq!(
+        (status.as_u16(), &answer["outcome"]),
+        (200, &json!("committed")),
+        "{answer}"
+    );
+    until_cell(tower, &image, "staging", "canary", Some(20)).await;
+    tower.advance_world(25 * 60);
+    until_cell(tower, &image, "staging", "live", None).await;
+    image
+}
+
+#[tokio::test]
+async fn a_staging_promotion_is_one_commit_that_argo_cd_rolls_out() {
+    let tower = Live::start(0.0).await.unwrap();
+    let image = waiting_for(&tower, "staging").await;
+
+    // First, exactly what will change.
+    let (status, preview) = tower.get(&preview_path(&image, "staging")).await.unwrap();
+    assert_eq!(status, 200, "{preview}");
+    assert_eq!(preview["how"], "commit");
+    assert_eq!(preview["branch"], "main");
+    assert_eq!(preview["path"], STAGING);
+    assert_eq!(preview["repo"], format!("acme/gitops-{APP}"));
+    assert_eq!(preview["already"], false);
+    assert_eq!(preview["access"]["mayPromote"], true, "{preview}");
+    let diff = preview["diff"].as_array().unwrap();
+    let changed: Vec<(&str, &str)> = diff
+        .iter()
+        .filter(|l| l["change"] != "same")
+        .map(|l| (l["change"].as_str().unwrap(), l["text"].as_str().unwrap()))
+        .collect();
+    assert_eq!(changed.len(), 2, "one line changes: {diff:?}");
+    assert_eq!(changed[0].0, "removed");
+    assert_eq!(changed[1], ("added", format!("image: {image}").as_str()));
+    assert!(diff.iter().any(|l| l["change"] == "same"), "context kept");
+
+    // 50 presses at once: one commit.
+    let seen = preview["seen"].as_str().unwrap();
+    let answers = fifty_presses(&tower, &image, "staging", seen).await;
+    let counts = outcomes(&answers);
+    assert_eq!(counts.get("committed"), Some(&1), "{counts:?}");
+    assert_eq!(counts.get("already-there"), Some(&49), "{counts:?}");
+    assert_eq!(commits_to(&tower, "main", STAGING), 1);
+
+    // Argo CD syncs the commit: the canary starts at 20 %, walks on in world time.
+    until_cell(&tower, &image, "staging", "canary", Some(20)).await;
+    tower.advance_world(11 * 60);
+    until_cell(&tower, &image, "staging", "canary", Some(40)).await;
+    tower.advance_world(14 * 60);
+    until_cell(&tower, &image, "staging", "live", None).await;
+    // It now goes to prod, by a pull request; a press for staging again does nothing.
+    let (_, matrix) = tower.get(&releases_path()).await.unwrap();
+    let next = &row(&matrix, &image).unwrap()["next"];
+    assert_eq!(
+        (&next["environment"], &next["how"]),
+        (&json!("prod"), &json!("pull-request"))
+    );
+    let (status, again) = promote(
+        &tower,
+        &json!({"service": APP, "image": image, "environment": "staging", "seen": seen}),
+    )
+    .await;
+    assert_eq!(
+        (status.as_u16(), &again["outcome"]),
+        (200, &json!("already-there"))
+    );
+    assert_eq!(commits_to(&tower, "main", STAGING), 1);
+}
+
+#[tokio::test]
+async fn a_prod_promotion_is_one_pull_request_and_merging_it_rolls_out() {
+    let tower = Live::start(0.0).await.unwrap();
+    let image = promoted_to_staging(&tower).await;
+
+    let (status, preview) = tower.get(&preview_path(&image, "prod")).await.unwrap();
+    assert_eq!(status, 200, "{preview}");
+    assert_eq!(preview["how"], "pull-request");
+    let tag = image.rsplit(':').next().unwrap();
+    assert_eq!(preview["branch"], format!("tower/promote-prod-{tag}"));
+    assert_eq!(preview["pull"], Value::Null);
+
+    let answers = fifty_presses(&tower, &image, "prod", preview["seen"].as_str().unwrap()).await;
+    let counts = outcomes(&answers);
+    assert_eq!(counts.get("pull-request-opened"), Some(&1), "{counts:?}");
+    assert_eq!(counts.get("pull-request-existing"), Some(&49), "{counts:?}");
+    let numbers: std::collections::BTreeSet<u64> = answers
+        .iter()
+        .map(|a| a["pull"]["number"].as_u64().unwrap())
+        .collect();
+    assert_eq!(numbers.len(), 1);
+    let number = *numbers.first().unwrap();
+    assert_eq!(commits_to(&tower, "main", "glidepath/envs/prod.yaml"), 0);
+
+    // On GitHub: labelled, titled, naming the person and what the release brings.
+    let github = format!("http://{}", tower.world.served.github);
+    let repo = format!("acme/gitops-{APP}");
+    let pull: Value = reqwest::get(format!("{github}/repos/{repo}/pulls/{number}"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(pull["labels"][0]["name"], "tower-promotion");
+    assert_eq!(pull["title"], format!("Promote {APP} {tag} to prod"));
+    let body = pull["body"].as_str().unwrap();
+    assert!(
+        body.contains(&image) && body.contains("Built by the pipeline run"),
+        "{body}"
+    );
+    assert!(
+        body.ends_with("Requested in Tower by user:development/guest"),
+        "{body}"
+    );
+
+    // The matrix finds it: the button reads "Review PR #N" until it is merged.
+    eventually(
+        Duration::from_secs(20),
+        "the matrix naming the PR",
+        || async {
+            let (_, matrix) = tower.get(&releases_path()).await.ok()?;
+            (row(&matrix, &image)?["next"]["pull"]["number"] == number).then_some(())
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        cell(
+            &tower.get(&releases_path()).await.unwrap().1,
+            &image,
+            "prod"
+        )
+        .unwrap()
+        .0,
+        "not-yet",
+        "nothing moves before the merge"
+    );
+
+    // Someone merges it on GitHub: Argo CD syncs prod, the canary walks in.
+    let merged = reqwest::Client::new()
+        .put(format!("{github}/repos/{repo}/pulls/{number}/merge"))
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(merged.status(), 200);
+    until_cell(&tower, &image, "prod", "canary", Some(20)).await;
+    tower.advance_world(25 * 60);
+    until_cell(&tower, &image, "prod", "live", None).await;
+    let (_, matrix) = tower.get(&releases_path()).await.unwrap();
+    assert_eq!(row(&matrix, &image).unwrap()["next"], Value::Null);
+    assert_eq!(commits_to(&tower, "main", "glidepath/envs/prod.yaml"), 1);
+}
+
+#[tokio::test]
+async fn a_stale_file_a_non_owner_and_bad_input_are_refused() {
+    let tower = Live::start(0.0).await.unwrap();
+    let image = waiting_for(&tower, "staging").await;
+    let (_, preview) = tower.get(&preview_path(&image, "staging")).await.unwrap();
+    let seen = preview["seen"].as_str().unwrap().to_owned();
+
+    // Someone edits the file on GitHub after the diff was shown: refused, theirs stands.
+    let github = format!("http://{}", tower.world.served.github);
+    let url = format!("{github}/repos/acme/gitops-{APP}/contents/{STAGING}");
+    let file: Value = reqwest::get(&url).await.unwrap().json().await.unwrap();
+    let theirs = "# edited by hand\nimage: ghcr.io/acme/elsewhere:9.9.9-aaaaaaa\nreplicas: 5\n";
+    use base64::Engine as _;
+    let edited = reqwest::Client::new()
+        .put(&url)
+        .json(&json!({"message": "By hand", "sha": file["sha"],
+                      "content": base64::engine::general_purpose::STANDARD.encode(theirs)}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(edited.status(), 200);
+    let (status, refused) = promote(
+        &tower,
+        &json!({"service": APP, "image": image, "environment": "staging", "seen": seen}),
+    )
+    .await;
+    assert_eq!(
+        (status.as_u16(), &refused["field"]),
+        (409, &json!("seen")),
+        "{refused}"
+    );
+    assert!(
+        refused["error"]
+            .as_str()
+            .unwrap()
+            .contains("changed since it was read"),
+        "{refused}"
+    );
+    let now: Value = reqwest::get(&url).await.unwrap().json().await.unwrap();
+    let content = now["content"].as_str().unwrap().replace('\n', "");
+    let text = base64::engine::general_purpose::STANDARD
+        .decode(content)
+        .unwrap();
+    assert_eq!(String::from_utf8(text).unwrap(), theirs);
+
+    // An app team-b owns: the guest (in team-a) may not promote it, and is told why.
+    let other = hangar_sim::stories::fleet::SteadyFleet::new(1, chrono::Utc::now())
+        .apps
+        .into_iter()
+        .find(|a| a.owner == "team-b")
+        .unwrap()
+        .name;
+    let (status, access) = tower
+        .get(&format!("/api/access?service={other}"))
+        .await
+        .unwrap();
+    assert_eq!(status, 200);
+    assert_eq!(access["mayPromote"], false);
+    assert_eq!(access["owner"], "group:default/team-b");
+    let why = access["whyNot"].as_str().unwrap();
+    assert!(why.contains("is not in group:default/team-b"), "{why}");
+    let (status, refused) = promote(
+        &tower,
+        &json!({"service": other, "image": "ghcr.io/acme/x:1.0.0-aaaaaaa",
+                "environment": "staging", "seen": "0"}),
+    )
+    .await;
+    assert_eq!(
+        (status.as_u16(), &refused["field"]),
+        (403, &json!("service")),
+        "{refused}"
+    );
+    assert!(
+        refused["error"].as_str().unwrap().contains(why),
+        "{refused}"
+    );
+    let (_, own) = tower
+        .get(&format!("/api/access?service={APP}"))
+        .await
+        .unwrap();
+    assert_eq!(
+        (&own["mayPromote"], &own["owner"]),
+        (&json!(true), &json!("group:default/team-a"))
+    );
+
+    // Bad input names its field; a release that does not go there next is a conflict.
+    let base = json!({"service": APP, "image": image, "environment": "staging", "seen": seen});
+    for (change, status, field) in [
+        (json!({"seen": null}), 400, "seen"),
+        (json!({"environment": "Prod!"}), 400, "environment"),
+        (json!({"image": ""}), 400, "image"),
+        (
+            json!({"image": "ghcr.io/acme/none:0.0.1-aaaaaaa"}),
+            404,
+            "image",
+        ),
+        (json!({"environment": "qa"}), 404, "environment"),
+        (json!({"environment": "prod"}), 409, "environment"),
+        (json!({"service": "no-such-app"}), 404, "service"),
+        (json!({"extra": 1}), 400, "extra"),
+    ] {
+        let mut body = base.clone();
+        for (k, v) in change.as_object().unwrap() {
+            body[k] = v.clone();
+        }
+        if body["seen"].is_null() {
+            body.as_object_mut().unwrap().remove("seen");
+        }
+        let (got, refused) = promote(&tower, &body).await;
+        assert_eq!(
+            (got.as_u16(), refused["field"].as_str()),
+            (status, Some(field)),
+            "{body} → {refused}"
+        );
+    }
+    assert_eq!(commits_to(&tower, "main", STAGING), 1, "only the hand edit");
+}
