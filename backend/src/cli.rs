@@ -64,6 +64,14 @@ pub enum Command {
     /// result-reference edges and its place in the drawing. Same snapshot format as
     /// `tower provisioning` (docs/snapshot.md).
     Pipelines(PipelinesArgs),
+    /// Print one service's release matrix, as JSON: its releases newest first, each across
+    /// its environments in promotion order, and each release's one next action.
+    ///
+    /// A cell says whether the release is live there, the canary (at its weight), rolled
+    /// back, not yet there or superseded; `next` names the environment it goes to next and
+    /// how (`commit`, or `pull-request` for prod), with the open pull request already
+    /// proposing it. Same snapshot format as `tower provisioning` (docs/snapshot.md).
+    Releases(ServiceArgs),
 }
 
 #[derive(Debug, Args)]
@@ -253,6 +261,10 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                 &snapshot,
                 &args.service,
             ))
+        }
+        Command::Releases(args) => {
+            let snapshot = offline::read_snapshot(&args.snapshot)?;
+            offline::print_json(&crate::derived::releases_of(&snapshot, &args.service))
         }
         Command::Pipelines(args) => {
             let snapshot = offline::read_snapshot(&args.service.snapshot)?;

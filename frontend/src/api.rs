@@ -9,9 +9,10 @@ use std::collections::HashMap;
 use gloo_net::http::{Request, RequestBuilder, Response};
 use serde::de::DeserializeOwned;
 use tower_shared::api::{
-    Access, AuthConfig, CatalogRefresh, ClockReading, DeploymentsAnswer, ErrorBody, GuestToken,
-    PipelineRunAnswer, PipelineRunsAnswer, PromoteAnswer, PromoteRequest, PromotionPreview,
-    PullsAnswer, RecordedRuns, ReleasesAnswer, ServiceProvisioningAnswer, Summary, CLOCK_HEADER,
+    Access, ArgoSyncAnswer, ArgoSyncRequest, AuthConfig, CatalogRefresh, ClockReading,
+    DeploymentsAnswer, ErrorBody, GuestToken, PipelineRunAnswer, PipelineRunsAnswer, PromoteAnswer,
+    PromoteRequest, PromotionPreview, PullsAnswer, RecordedRuns, ReleasesAnswer,
+    ServiceProvisioningAnswer, Summary, CLOCK_HEADER,
 };
 use tower_shared::fleet::Fleet;
 
@@ -68,7 +69,15 @@ async fn refusal(response: Response) -> ApiError {
     ApiError::Status { status, message }
 }
 
+/// `GET path` read as a `T`. The request itself is [`get_text`], not generic: one copy of it
+/// in the bundle, not one per answer type.
 async fn get_json<T: DeserializeOwned>(path: &str) -> Result<T, ApiError> {
+    let text = get_text(path).await?;
+    serde_json::from_str(&text).map_err(|e| ApiError::Decode(e.to_string()))
+}
+
+/// `GET path`'s body (the last one kept, on a `304`), or why there is none.
+async fn get_text(path: &str) -> Result<String, ApiError> {
     let last = LAST.with(|l| l.borrow().get(path).cloned());
     let mut request = with_token(Request::get(path).header("Accept", "application/json"));
     if let Some((etag, _)) = &last {
@@ -100,7 +109,7 @@ async fn get_json<T: DeserializeOwned>(path: &str) -> Result<T, ApiError> {
         }
         _ => return Err(refusal(response).await),
     };
-    serde_json::from_str(&text).map_err(|e| ApiError::Decode(e.to_string()))
+    Ok(text)
 }
 
 /// `GET /auth/config`: how this page signs in.
@@ -169,23 +178,39 @@ pub async fn promote(request: PromoteRequest) -> Result<PromoteAnswer, ApiError>
     post_json("/api/releases/promote", &request).await
 }
 
+/// `POST /api/argocd/sync`: asks Argo CD to sync (or force sync) one environment.
+pub async fn argo_sync(request: ArgoSyncRequest) -> Result<ArgoSyncAnswer, ApiError> {
+    post_json("/api/argocd/sync", &request).await
+}
+
 /// `POST path` with `body` as JSON; the answer read as a `T`, or why it was refused.
 async fn post_json<B: serde::Serialize, T: DeserializeOwned>(
     path: &str,
     body: &B,
 ) -> Result<T, ApiError> {
-    let response = with_token(Request::post(path).header("Accept", "application/json"))
-        .json(body)
-        .map_err(|e| ApiError::Unreachable(e.to_string()))?
-        .send()
-        .await
-        .map_err(|e| ApiError::Unreachable(e.to_string()))?;
+    let body = serde_json::to_string(body).map_err(|e| ApiError::Decode(e.to_string()))?;
+    let text = post_text(path, body).await?;
+    serde_json::from_str(&text).map_err(|e| ApiError::Decode(e.to_string()))
+}
+
+/// `POST path` with the JSON text `body`; the answer's text (not generic, as [`get_text`]).
+async fn post_text(path: &str, body: String) -> Result<String, ApiError> {
+    let response = with_token(
+        Request::post(path)
+            .header("Accept", "application/json")
+            .header("Content-Type", "application/json"),
+    )
+    .body(body)
+    .map_err(|e| ApiError::Unreachable(e.to_string()))?
+    .send()
+    .await
+    .map_err(|e| ApiError::Unreachable(e.to_string()))?;
     read_clock(&response);
     if !response.ok() {
         return Err(refusal(response).await);
     }
     response
-        .json()
+        .text()
         .await
         .map_err(|e| ApiError::Decode(e.to_string()))
 }

@@ -15,7 +15,11 @@ fn when(time: Option<DateTime<Utc>>, now: ReadSignal<DateTime<Utc>>) -> impl Int
 }
 
 #[component]
-pub fn DeploymentsTab(deployments: Deployments, now: ReadSignal<DateTime<Utc>>) -> impl IntoView {
+pub fn DeploymentsTab(
+    deployments: Deployments,
+    now: ReadSignal<DateTime<Utc>>,
+    actions: crate::rollout::ArgoActions,
+) -> impl IntoView {
     let Deployments {
         service,
         capability,
@@ -26,7 +30,7 @@ pub fn DeploymentsTab(deployments: Deployments, now: ReadSignal<DateTime<Utc>>) 
         (Capability::CloudRuntime, Some(deploys)) => deploys,
         _ => {
             let environments = environments.unwrap_or_default();
-            return view! { <crate::rollout::K8sDeployments service=service environments=environments /> }
+            return view! { <crate::rollout::K8sDeployments service=service environments=environments actions=actions /> }
                 .into_any();
         }
     };

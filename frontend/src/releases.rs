@@ -14,6 +14,9 @@ use tower_shared::time::{age, compact_duration};
 use crate::api::{self, ApiError};
 use crate::nav::{tab_href, Tab};
 
+/// Rows a page of the matrix shows.
+pub const PAGE: usize = 20;
+
 /// The promotion a button asked for: the release's image and the environment.
 pub type Chosen = Option<(String, String)>;
 
@@ -90,6 +93,8 @@ pub fn ReleasesTab(
     /// The caller's access to the service, once read.
     access: Signal<Option<Access>>,
     chosen: RwSignal<Chosen>,
+    /// How many pages of [`PAGE`] rows are shown.
+    pages: RwSignal<usize>,
 ) -> impl IntoView {
     // The columns are the service's environments: not a fixed list.
     let columns = releases
@@ -99,17 +104,21 @@ pub fn ReleasesTab(
         .collect_view();
     let head = view! { <thead><tr><th scope="col">"Release"</th>{columns}</tr></thead> };
     let service = releases.service.clone();
+    let total = releases.releases.len();
+    let shown = total.min(pages.get_untracked() * PAGE);
     let rows = releases
         .releases
         .iter()
+        .take(shown)
         .map(|release| row(release, &service, now, access, chosen))
         .collect_view();
     view! {
         <p class="headline">{sentence(&releases)}</p>
-        <table class="releases" aria-rowcount=releases.releases.len()>
+        <table class="releases" aria-rowcount=total>
             {head}
             <tbody>{rows}</tbody>
         </table>
+        {crate::ui::load_more(shown < total, shown, total, pages)}
     }
 }
 

@@ -1,17 +1,100 @@
 //! The Deployments tab, Kubernetes variant: per environment, the canary in plain words, its
 //! ramp, the traffic split and each analysis metric as drawings (SVG drawn here from the
-//! derived tab, no chart library), and Argo CD's sync, health and revision.
+//! derived tab, no chart library), and Argo CD's sync, health and revision — with Argo CD's
+//! own actions, sync and force sync (`POST /api/argocd/sync`), for who may act on the app.
 
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
+use tower_shared::api::{Access, ArgoSyncAnswer, ArgoSyncRequest};
 use tower_shared::deployments::{Environment, Metric, RolloutView, StepKind, StepStatus};
 use tower_shared::evidence::{Evidence, Signing, Transparency};
 
 /// The tab for a service running on Kubernetes: one card per environment, in promotion order.
 /// `&env=NAME` picks one: it is marked, and on a narrow screen it is the only card shown;
 /// the picker links to each.
+/// What the Argo CD actions need, held by the page (outside the tab, which is redrawn as the
+/// platform moves): the caller's access, the last answer by environment, and the
+/// environment whose force sync waits for its confirmation.
+#[derive(Clone, Copy, Debug)]
+pub struct ArgoActions {
+    pub access: Signal<Option<Access>>,
+    pub answer: RwSignal<Option<(String, Result<ArgoSyncAnswer, crate::api::ApiError>)>>,
+    pub confirming: RwSignal<Option<String>>,
+}
+
+impl ArgoActions {
+    pub fn new(access: Signal<Option<Access>>) -> Self {
+        Self {
+            access,
+            answer: RwSignal::new(None),
+            confirming: RwSignal::new(None),
+        }
+    }
+
+    fn ask(self, service: String, environment: String, force: bool) {
+        self.confirming.set(None);
+        leptos::task::spawn_local(async move {
+            let request = ArgoSyncRequest {
+                service,
+                environment: environment.clone(),
+                force,
+            };
+            self.answer
+                .set(Some((environment, crate::api::argo_sync(request).await)));
+        });
+    }
+
+    /// The card's buttons and what came of the last press.
+    fn view(self, service: &str, environment: &str) -> impl IntoView {
+        let may = move || self.access.get().is_some_and(|a| a.may_promote);
+        let (s1, e1) = (service.to_owned(), environment.to_owned());
+        let (s2, e2) = (service.to_owned(), environment.to_owned());
+        let (e3, e4, e5) = (
+            environment.to_owned(),
+            environment.to_owned(),
+            environment.to_owned(),
+        );
+        let confirm = move || self.confirming.get().as_deref() == Some(e3.as_str());
+        let said = move || {
+            self.answer.get().filter(|(env, _)| *env == e4).map(|(_, result)| match result {
+                Ok(answer) => view! { <span role="status" class="status-ok">{answer.message}</span> }.into_any(),
+                Err(err) => view! { <span role="alert" class="status-failed">{format!("Not synced: {err}")}</span> }.into_any(),
+            })
+        };
+        view! {
+            <p class="argo-actions">
+                <button type="button" class="sync" disabled=move || !may()
+                    on:click=move |_| self.ask(s1.clone(), e1.clone(), false)>"Sync"</button>
+                {move || if confirm() {
+                    let (s2, e2) = (s2.clone(), e2.clone());
+                    view! {
+                        <button type="button" class="force-sync confirm"
+                            on:click=move |_| self.ask(s2.clone(), e2.clone(), true)>
+                            "Confirm force sync (replaces what Argo CD cannot patch)"
+                        </button>
+                    }.into_any()
+                } else {
+                    let e5 = e5.clone();
+                    view! {
+                        <button type="button" class="force-sync" disabled=move || !may()
+                            on:click=move |_| self.confirming.set(Some(e5.clone()))>"Force sync…"</button>
+                    }.into_any()
+                }}
+                {move || self.access.get().and_then(|a| a.why_not).map(|why| view! {
+                    <span class="why-not">{format!("You may not sync: {why}.")}</span>
+                })}
+                {said}
+            </p>
+        }
+    }
+}
+
 #[component]
-pub fn K8sDeployments(service: String, environments: Vec<Environment>) -> impl IntoView {
+pub fn K8sDeployments(
+    service: String,
+    environments: Vec<Environment>,
+    actions: ArgoActions,
+) -> impl IntoView {
     let asked = use_query_map().with_untracked(|q| q.get("env"));
     let selected = asked.filter(|e| environments.iter().any(|env| env.name == *e));
     let picker = (environments.len() > 1).then(|| {
@@ -36,7 +119,7 @@ pub fn K8sDeployments(service: String, environments: Vec<Environment>) -> impl I
         .into_iter()
         .map(|env| {
             let picked = selected.as_ref().map(|s| *s == env.name);
-            environment_card(&service, env, picked)
+            environment_card(&service, env, picked, actions)
         })
         .collect_view();
     let class = if selected.is_some() {
@@ -56,7 +139,12 @@ pub fn K8sDeployments(service: String, environments: Vec<Environment>) -> impl I
 
 /// One environment's card; `picked`: `Some(true)` for the environment `&env=` names,
 /// `Some(false)` for the others, `None` when none is named.
-fn environment_card(service: &str, env: Environment, picked: Option<bool>) -> impl IntoView {
+fn environment_card(
+    service: &str,
+    env: Environment,
+    picked: Option<bool>,
+    actions: ArgoActions,
+) -> impl IntoView {
     let severity = match env.attention.as_ref().map(|a| a.severity) {
         Some(tower_shared::fleet::Severity::Failing) => "card env failing",
         Some(tower_shared::fleet::Severity::Attention) => "card env attention",
@@ -91,6 +179,7 @@ fn environment_card(service: &str, env: Environment, picked: Option<bool>) -> im
                     <dd>{a.last_synced_at.map_or_else(unknown, |t| t.format("%Y-%m-%d %H:%M UTC").to_string())}</dd>
                 </dl>
                 {a.message.clone().map(|m| view! { <p class="failure">{m}</p> })}
+                {actions.view(service, &env.name)}
             }
             .into_any()
         },

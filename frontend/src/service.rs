@@ -101,6 +101,7 @@ fn PipelinesPage(service: String, run: Option<String>) -> impl IntoView {
 #[component]
 fn DeploymentsPage(service: String) -> impl IntoView {
     let now = crate::feed::feed().now;
+    let actions = crate::rollout::ArgoActions::new(access_of(&service));
     fetched(
         service,
         api::deployments,
@@ -111,32 +112,37 @@ fn DeploymentsPage(service: String) -> impl IntoView {
             } = answer;
             view! {
                 <HealthNotice health=health now=now />
-                <deployments::DeploymentsTab deployments=deployments now=now />
+                <deployments::DeploymentsTab deployments=deployments now=now actions=actions />
             }
             .into_any()
         },
     )
 }
 
+/// Whether the caller may act on `service` (`GET /api/access`), read once per page: the
+/// caller's own answer, not part of the shared view.
+fn access_of(service: &str) -> Signal<Option<tower_shared::api::Access>> {
+    let service = service.to_owned();
+    let access = LocalResource::new(move || api::access(service.clone()));
+    Signal::derive(move || access.get().and_then(Result::ok))
+}
+
 /// The Releases tab, as the backend derived it (`GET /api/releases`).
 #[component]
 fn ReleasesPage(service: String) -> impl IntoView {
     let now = crate::feed::feed().now;
-    // Read once per page: the caller's own answer, not part of the shared view.
-    let access = {
-        let service = service.clone();
-        LocalResource::new(move || api::access(service.clone()))
-    };
-    let access = Signal::derive(move || access.get().and_then(Result::ok));
+    let access = access_of(&service);
     // The promotion a button asked for: its panel lives outside the matrix, so the matrix
     // can follow the platform while the panel stays open.
     let chosen = RwSignal::new(None);
+    let pages = RwSignal::new(1);
     let panel = view! { <crate::releases::PromotionPanel service=service.clone() chosen=chosen /> };
     let matrix = fetched(service, api::releases, move |answer: ReleasesAnswer| {
+        pages.track();
         let ReleasesAnswer { releases, health } = answer;
         view! {
             <HealthNotice health=health now=now />
-            <crate::releases::ReleasesTab releases=releases now=now access=access chosen=chosen />
+            <crate::releases::ReleasesTab releases=releases now=now access=access chosen=chosen pages=pages />
         }
         .into_any()
     });

@@ -322,6 +322,28 @@ pub struct PromoteAnswer {
     pub message: String,
 }
 
+/// `POST /api/argocd/sync`'s body: ask Argo CD to sync the service's Application in an
+/// environment (`force`: Argo CD's force sync, which replaces resources it cannot patch).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ArgoSyncRequest {
+    pub service: String,
+    pub environment: String,
+    #[serde(default)]
+    pub force: bool,
+}
+
+/// What Argo CD was asked for.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ArgoSyncAnswer {
+    /// The Argo CD Application.
+    pub application: String,
+    pub force: bool,
+    /// What happened, in a sentence.
+    pub message: String,
+}
+
 /// `GET /api/pipelines?service=NAME[&pipeline=&status=&limit=&continue=]`: a page of the
 /// service's runs, newest first ([`crate::pipelines`]); `tower pipelines` prints them all.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -1776,6 +1776,24 @@ async fn a_release_is_promoted_to_staging_by_a_commit_and_to_prod_by_a_merged_pu
                 Ok(body.contains(&tag) && body.contains("20%"))
             })
             .await?;
+            // Argo CD's own action, from the environment's card: asked of Argo CD's API.
+            c.find(Locator::Css(
+                "article[data-env='staging'] button.sync:enabled",
+            ))
+            .await?
+            .click()
+            .await?;
+            until(Duration::from_secs(20), "Argo CD syncing", || async {
+                Ok(text_of(
+                    c,
+                    "article[data-env='staging'] .argo-actions [role='status']",
+                )
+                .await?
+                .is_some_and(|t| t.starts_with(&format!("Argo CD is syncing {APP}-staging"))))
+            })
+            .await?;
+            anyhow::ensure!(tower.world.served.argocd_syncs().len() == 1);
+            browser.screenshot("argo-cd-sync").await?;
             c.find(Locator::Css("nav.tabs a[href*='view=releases']"))
                 .await?
                 .click()

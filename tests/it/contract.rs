@@ -468,6 +468,14 @@ fn samples() -> Vec<(&'static str, Value)> {
             }),
         ),
         (
+            "ArgoSyncAnswer",
+            json_of(ArgoSyncAnswer {
+                application: "shop-staging".to_owned(),
+                force: true,
+                message: "Argo CD is syncing shop-staging".to_owned(),
+            }),
+        ),
+        (
             "PromoteAnswer",
             json_of(PromoteAnswer {
                 outcome: PromoteOutcome::PullRequestOpened,

@@ -493,7 +493,8 @@ fn the_simulated_fleet_plays_every_kind_of_rollout_as_world_time_passes() {
     // Each app's builds are signed, unsigned or failed as its Chains says, and the
     // evidence finds the build of the image running in prod.
     let at = start + chrono::Duration::hours(5);
-    for app in &fleet.apps {
+    // (The app held for promotions runs in prod a release older than the builds kept.)
+    for app in fleet.apps.iter().filter(|a| a.held.is_none()) {
         let prod = simulated_prod(&fleet, &app.name, at);
         let stable = rollout(&prod).stable.unwrap();
         let evidence = stable.evidence.unwrap();

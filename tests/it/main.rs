@@ -42,6 +42,7 @@ mod pipelines;
 mod promotions;
 mod provisioning;
 mod provisioning_props;
+mod releases;
 mod routes;
 mod simulator;
 mod support;

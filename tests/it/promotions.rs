@@ -339,7 +339,7 @@ async fn a_stale_file_a_non_owner_and_bad_input_are_refused() {
     let (status, refused) = promote(
         &tower,
         &json!({"service": other, "image": "ghcr.io/acme/x:1.0.0-aaaaaaa",
-                "environment": "staging", "seen": "0"}),
+                "environment": "staging", "seen": "0000000"}),
     )
     .await;
     assert_eq!(
@@ -391,4 +391,83 @@ async fn a_stale_file_a_non_owner_and_bad_input_are_refused() {
         );
     }
     assert_eq!(commits_to(&tower, "main", STAGING), 1, "only the hand edit");
+}
+
+#[tokio::test]
+async fn argo_cd_syncs_an_environment_on_request_of_its_owner_only() {
+    let tower = Live::start(0.0).await.unwrap();
+    waiting_for(&tower, "staging").await;
+    let sync = |body: Value| {
+        let tower = &tower;
+        async move {
+            let response = tower
+                .client()
+                .post(tower.url("/api/argocd/sync"))
+                .json(&body)
+                .send()
+                .await
+                .unwrap();
+            let status = response.status().as_u16();
+            (status, response.json::<Value>().await.unwrap())
+        }
+    };
+    let (status, answer) = sync(json!({"service": APP, "environment": "staging"})).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["application"], format!("{APP}-staging"));
+    let (status, forced) =
+        sync(json!({"service": APP, "environment": "prod", "force": true})).await;
+    assert_eq!((status, &forced["force"]), (200, &json!(true)), "{forced}");
+    let asked: Vec<(String, String, bool)> = tower
+        .world
+        .served
+        .argocd_syncs()
+        .into_iter()
+        .map(|s| (s.name, s.namespace, s.force))
+        .collect();
+    assert_eq!(
+        asked,
+        [
+            (format!("{APP}-staging"), "argocd".to_owned(), false),
+            (format!("{APP}-prod"), "argocd".to_owned(), true)
+        ]
+    );
+
+    // Not the owner, an environment it does not have, bad input: refused, nothing asked.
+    let other = hangar_sim::stories::fleet::SteadyFleet::new(1, chrono::Utc::now())
+        .apps
+        .into_iter()
+        .find(|a| a.owner == "team-b")
+        .unwrap()
+        .name;
+    for (body, status, field) in [
+        (
+            json!({"service": other, "environment": "staging"}),
+            403,
+            "service",
+        ),
+        (
+            json!({"service": APP, "environment": "qa"}),
+            404,
+            "environment",
+        ),
+        (
+            json!({"service": "no-such-app", "environment": "dev"}),
+            404,
+            "service",
+        ),
+        (
+            json!({"service": APP, "environment": "dev", "force": "yes"}),
+            400,
+            "force",
+        ),
+        (json!({"service": APP}), 400, "environment"),
+    ] {
+        let (got, refused) = sync(body.clone()).await;
+        assert_eq!(
+            (got, refused["field"].as_str()),
+            (status, Some(field)),
+            "{body} → {refused}"
+        );
+    }
+    assert_eq!(tower.world.served.argocd_syncs().len(), 2);
 }

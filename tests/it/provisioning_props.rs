@@ -361,6 +361,7 @@ fn links_from_tenant_data_never_leave_their_hosts() {
     let (mut plain, mut hostile) = (Vec::new(), Vec::new());
     let mut fixtures = every_fixture().to_vec();
     fixtures.extend(read_fixtures("deployments"));
+    fixtures.extend(read_fixtures("releases"));
     for (name, fixture) in &fixtures {
         let text = fixture.to_string();
         plain.extend(links_of(&Snapshot::from_json(&text).unwrap()));

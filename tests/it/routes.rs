@@ -494,6 +494,7 @@ async fn provisioning_snapshot_readiness_metrics_and_openapi() {
         "/api/releases/promotion",
         "/api/releases/promote",
         "/api/access",
+        "/api/argocd/sync",
         "/api/pipelines",
         "/api/pipelines/run",
         "/api/provisioning",

@@ -1,6 +1,7 @@
 //! JSON endpoints, one module per area. Errors are JSON bodies too ([`ApiError`]). The
 //! OpenAPI document (`/openapi.json`) lists every route; a test keeps the two in step.
 
+mod argocd;
 mod catalog;
 mod error;
 mod events;
@@ -37,6 +38,7 @@ pub fn api() -> Router<AppState> {
         .route("/api/releases/promotion", get(releases::preview))
         .route("/api/releases/promote", post(releases::promote))
         .route("/api/access", get(releases::access))
+        .route("/api/argocd/sync", post(argocd::sync))
         .route("/api/pipelines", get(pipelines::runs))
         .route("/api/pipelines/run", get(pipelines::run))
         .route("/api/pipelines/log", get(pipelines::log))

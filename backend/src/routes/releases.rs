@@ -195,21 +195,37 @@ fn diff(before: &str, after: &str) -> Vec<DiffLine> {
         .collect()
 }
 
-/// The query's `field`: present, not blank, at most 300 characters.
-fn text_param<'q>(query: &'q Query, field: &'static str) -> Result<&'q str, ApiError> {
-    let value = params::required(query, field)?;
-    check_text(value, field)?;
-    Ok(value)
+/// An image reference (`registry/name:tag`, optionally `@digest`): 1 to 300 of
+/// `A-Z a-z 0-9 . _ / : @ + -` (the document's `ImageRef`).
+fn check_image(value: &str, field: &'static str) -> Result<(), ApiError> {
+    let fits = (1..=300).contains(&value.len())
+        && value
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._/:@+-".contains(c));
+    if fits {
+        Ok(())
+    } else {
+        Err(ApiError::bad(
+            field,
+            format!("{field} must be an image reference such as ghcr.io/acme/shop:1.4.0-3a8423b"),
+        ))
+    }
 }
 
-fn check_text(value: &str, field: &'static str) -> Result<(), ApiError> {
-    if value.trim().is_empty() || value.len() > 300 || value.chars().any(char::is_control) {
-        return Err(ApiError::bad(
+/// A Git blob sha as GitHub gives it: 7 to 64 lowercase hex (the document's `BlobSha`).
+fn check_sha(value: &str, field: &'static str) -> Result<(), ApiError> {
+    let fits = (7..=64).contains(&value.len())
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+    if fits {
+        Ok(())
+    } else {
+        Err(ApiError::bad(
             field,
-            format!("{field} must be 1 to 300 printable characters"),
-        ));
+            format!("{field} must be the file's blob sha from the preview (7 to 64 lowercase hex)"),
+        ))
     }
-    Ok(())
 }
 
 /// `GET /api/releases/promotion?service=&image=&environment=`.
@@ -220,7 +236,8 @@ pub async fn preview(
     query: Query,
 ) -> Result<Json<PromotionPreview>, ApiError> {
     let service = params::dns_label(&query, "service")?;
-    let image = text_param(&query, "image")?;
+    let image = params::required(&query, "image")?;
+    check_image(image, "image")?;
     let environment = params::dns_label(&query, "environment")?;
     let writer = writer(&state)?;
     let plan = plan(&state, &writer, service, image, environment).await?;
@@ -297,8 +314,8 @@ pub async fn promote(
     let request: PromoteRequest = params::json_body(&body, "the promotion")?;
     params::check_dns_label(&request.service, "service")?;
     params::check_dns_label(&request.environment, "environment")?;
-    check_text(&request.image, "image")?;
-    check_text(&request.seen, "seen")?;
+    check_image(&request.image, "image")?;
+    check_sha(&request.seen, "seen")?;
     let service = request.service.as_str();
     let environment = request.environment.as_str();
     if !state.source.derived().knows(service) {

@@ -489,8 +489,15 @@ impl Platform {
         let control_plane = self.clusters.values().next().cloned().unwrap_or_default();
         let argocd_requests = Arc::new(std::sync::atomic::AtomicU64::new(0));
         let counter = Arc::clone(&argocd_requests);
+        let argocd_syncs = crate::argocd::Syncs::default();
+        let syncs = Arc::clone(&argocd_syncs);
         let (argocd, task) = serve_on_loopback("the Argo CD API", |_| {
-            Ok(crate::argocd::router(control_plane, "argocd-apps", counter))
+            Ok(crate::argocd::router(
+                control_plane,
+                "argocd-apps",
+                counter,
+                syncs,
+            ))
         })
         .await?;
         tasks.push(task);
@@ -523,6 +530,7 @@ impl Platform {
             counters,
             access,
             argocd_requests,
+            argocd_syncs,
             github,
             argocd,
             backstage,
@@ -618,6 +626,7 @@ pub struct Served {
     counters: BTreeMap<String, Arc<kube_api::RequestCounts>>,
     access: BTreeMap<String, Arc<kube_api::Access>>,
     argocd_requests: Arc<std::sync::atomic::AtomicU64>,
+    argocd_syncs: crate::argocd::Syncs,
     tasks: Vec<JoinHandle<()>>,
 }
 
@@ -666,6 +675,14 @@ impl Served {
     }
 
     /// Requests the Argo CD API has answered so far.
+    /// Every sync Argo CD was asked for so far.
+    pub fn argocd_syncs(&self) -> Vec<crate::argocd::Sync> {
+        self.argocd_syncs
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
     pub fn argocd_requests(&self) -> u64 {
         self.argocd_requests
             .load(std::sync::atomic::Ordering::Relaxed)

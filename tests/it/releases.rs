@@ -1,0 +1,161 @@
+//! The release matrix over the fixtures in `fixtures/releases/` (`tower releases`), captured
+//! from the demo's `storefront` as it was promoted: waiting in dev for staging, walking into
+//! staging as a canary, and with its pull request to prod open.
+
+use proptest::prelude::*;
+use tower_shared::releases::{CellState, Promotion, PullRef, Releases};
+use tower_shared::snapshot::Snapshot;
+
+use crate::support::root;
+
+const SERVICE: &str = "storefront";
+const FIXTURES: &[&str] = &[
+    "waiting-for-staging",
+    "staging-canary",
+    "prod-pull-request-open",
+];
+
+fn text(fixture: &str) -> String {
+    std::fs::read_to_string(root().join(format!("fixtures/releases/{fixture}.json"))).unwrap()
+}
+
+fn derive(fixture: &str) -> Releases {
+    tower_backend::derived::releases_of(&Snapshot::from_json(&text(fixture)).unwrap(), SERVICE)
+}
+
+/// A release as read here: its tag, its states across the environments, where it goes next.
+type Read = (String, Vec<CellState>, Option<(String, Promotion)>);
+
+/// Each release's tag, its states across the environments, and where it goes next.
+fn read(releases: &Releases) -> Vec<Read> {
+    releases
+        .releases
+        .iter()
+        .map(|r| {
+            (
+                format!(
+                    "{}-{}",
+                    r.version.as_deref().unwrap_or("?"),
+                    r.short_sha.as_deref().unwrap_or("?")
+                ),
+                r.cells.iter().map(|c| c.state).collect(),
+                r.next.as_ref().map(|n| (n.environment.clone(), n.how)),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn every_fixture_matches_its_snapshot() {
+    crate::support::fixtures_are_exactly("releases", FIXTURES.iter().copied());
+    for fixture in FIXTURES {
+        insta::assert_json_snapshot!(format!("releases-{fixture}"), derive(fixture));
+    }
+}
+
+#[test]
+fn each_release_goes_to_one_place_next_and_an_open_pull_request_is_found() {
+    use CellState::*;
+    let waiting = derive("waiting-for-staging");
+    assert_eq!(waiting.environments, ["dev", "staging", "prod"]);
+    let staging = ("staging".to_owned(), Promotion::Commit);
+    let prod = ("prod".to_owned(), Promotion::PullRequest);
+    assert_eq!(
+        read(&waiting),
+        [
+            (
+                "1.312.0-986f4aa".to_owned(),
+                vec![Live, NotYet, NotYet],
+                Some(staging.clone())
+            ),
+            (
+                "1.311.0-986f47a".to_owned(),
+                vec![Superseded, Live, NotYet],
+                Some(prod.clone())
+            ),
+            (
+                "1.310.0-986f48a".to_owned(),
+                vec![Superseded, Superseded, Live],
+                None
+            ),
+        ]
+    );
+
+    // Walking into staging: a canary goes nowhere until it is the stable version there.
+    let canary = derive("staging-canary");
+    let newest = &canary.releases[0];
+    assert_eq!(
+        (newest.cells[1].state, newest.cells[1].weight),
+        (Canary, Some(20))
+    );
+    assert_eq!(newest.next, None);
+    assert!(
+        newest.cells[1].arrived_at.is_some(),
+        "the sync that brought it"
+    );
+
+    // Live in staging, its pull request to prod open: the cell points at it. A newer build
+    // waits in dev for staging meanwhile.
+    let open = derive("prod-pull-request-open");
+    let rows = read(&open);
+    assert_eq!(rows[0].2, Some(staging));
+    assert_eq!(rows[1].0, "1.312.0-986f4aa");
+    assert_eq!(rows[1].1, [Superseded, Live, NotYet]);
+    let next = open.releases[1].next.as_ref().unwrap();
+    assert_eq!(
+        (next.environment.as_str(), next.how),
+        ("prod", Promotion::PullRequest)
+    );
+    assert_eq!(
+        next.pull,
+        Some(PullRef {
+            number: 1,
+            url: Some("https://github.com/acme/gitops-storefront/pull/1".to_owned())
+        })
+    );
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(16))]
+    #[test]
+    fn the_matrix_never_depends_on_object_order(seed in any::<u64>(), which in 0..FIXTURES.len()) {
+        let fixture = FIXTURES[which];
+        let value: serde_json::Value = serde_json::from_str(&text(fixture)).unwrap();
+        let shuffled = crate::provisioning_props::shuffled(&value, seed);
+        let snapshot = Snapshot::from_json(&shuffled.to_string()).unwrap();
+        prop_assert_eq!(tower_backend::derived::releases_of(&snapshot, SERVICE), derive(fixture));
+    }
+}
+
+#[test]
+fn tower_releases_prints_the_matrix_and_names_bad_input() {
+    let run = |args: &[&str], snapshot: &std::path::Path| {
+        std::process::Command::new(crate::support::tower_bin())
+            .args(args)
+            .arg(snapshot)
+            .output()
+            .unwrap()
+    };
+    let fixture = root().join("fixtures/releases/prod-pull-request-open.json");
+    let out = run(&["releases", "--service", SERVICE, "--snapshot"], &fixture);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let printed: Releases = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(printed, derive("prod-pull-request-open"));
+
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, r#"{"now": "yesterday", "clusters": {}}"#).unwrap();
+    let out = run(&["releases", "--service", SERVICE, "--snapshot"], &bad);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("now"));
+    let out = run(
+        &["releases", "--service", "Not A Service", "--snapshot"],
+        &fixture,
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("service"));
+}
