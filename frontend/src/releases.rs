@@ -110,7 +110,7 @@ pub fn ReleasesTab(
         .releases
         .iter()
         .take(shown)
-        .map(|release| row(release, &service, now, access, chosen))
+        .map(|release| row(release, &service, now, (access, chosen)))
         .collect_view();
     view! {
         <p class="headline">{sentence(&releases)}</p>
@@ -148,9 +148,7 @@ fn next_step(
             view! {
                 <button type="button" class="promote" disabled=move || !may()
                     on:click=move |_| chosen.set(Some(wanted.clone()))>{label}</button>
-                {move || access.get().and_then(|a| a.why_not).map(|why| view! {
-                    <span class="why-not">{format!("You may not promote: {why}.")}</span>
-                })}
+                {crate::ui::why_not(access, "promote")}
             }
             .into_any()
         }
@@ -162,21 +160,23 @@ fn next_step(
 /// button that makes it, and what came of it.
 #[component]
 pub fn PromotionPanel(service: String, chosen: RwSignal<Chosen>) -> impl IntoView {
-    let preview = {
+    // Read afresh each time a button is pressed (what GitHub has now), kept only while
+    // that promotion is still the one chosen.
+    let preview = RwSignal::new(None::<Result<PromotionPreview, ApiError>>);
+    Effect::new(move |_| {
+        preview.set(None);
+        let Some((image, environment)) = chosen.get() else {
+            return;
+        };
         let service = service.clone();
-        LocalResource::new(move || {
-            let service = service.clone();
-            let wanted = chosen.get();
-            async move {
-                match wanted {
-                    Some((image, environment)) => {
-                        Some(api::promotion(service, image, environment).await)
-                    }
-                    None => None,
-                }
+        leptos::task::spawn_local(async move {
+            let wanted = Some((image.clone(), environment.clone()));
+            let answer = api::promotion(service, image, environment).await;
+            if chosen.get_untracked() == wanted {
+                preview.set(Some(answer));
             }
-        })
-    };
+        });
+    });
     let outcome = RwSignal::new(None::<Result<PromoteAnswer, ApiError>>);
     let pending = RwSignal::new(false);
     let close = move |_| {
@@ -200,7 +200,7 @@ pub fn PromotionPanel(service: String, chosen: RwSignal<Chosen>) -> impl IntoVie
         }
     };
     let body = move || {
-        let answer = preview.get().flatten()?;
+        let answer = preview.get()?;
         Some(match answer {
             Err(err) => view! {
                 <p role="alert" class="status-failed">{format!("Tower cannot show this promotion: {err}")}</p>
@@ -220,18 +220,7 @@ pub fn PromotionPanel(service: String, chosen: RwSignal<Chosen>) -> impl IntoVie
                 } else {
                     format!("Promoting {name} to {} {what}:", p.environment)
                 };
-                let diff = p
-                    .diff
-                    .iter()
-                    .map(|line| {
-                        let (class, mark) = match line.change {
-                            LineChange::Same => ("diff-same", "  "),
-                            LineChange::Removed => ("diff-removed", "- "),
-                            LineChange::Added => ("diff-added", "+ "),
-                        };
-                        view! { <span class=class>{format!("{mark}{}\n", line.text)}</span> }
-                    })
-                    .collect_view();
+                let diff = diff_view(p.diff.iter().map(|l| (l.change, l.text.clone())).collect());
                 let may = p.access.may_promote;
                 let why_not = p.access.why_not.clone();
                 let pull = p.pull.clone();
@@ -239,7 +228,7 @@ pub fn PromotionPanel(service: String, chosen: RwSignal<Chosen>) -> impl IntoVie
                 view! {
                     <p>{sentence}</p>
                     <p class="tag">{p.path.clone()}</p>
-                    <pre class="diff" aria-label="What changes">{diff}</pre>
+                    {diff}
                     {pull.map(|pull| view! {
                         <p>"A pull request already proposes it: "
                             <a href=pull.url.unwrap_or_default() target="_blank" rel="noopener">{format!("Review PR #{}", pull.number)}</a>
@@ -258,17 +247,12 @@ pub fn PromotionPanel(service: String, chosen: RwSignal<Chosen>) -> impl IntoVie
         })
     };
     let result = move || {
-        outcome.get().map(|result| match result {
-            Ok(answer) => view! {
-                <p role="status" class="status-ok promoted">
-                    {answer.message}
-                    {answer.pull.map(|pull| view! {
-                        " "<a href=pull.url.unwrap_or_default() target="_blank" rel="noopener">{format!("Review PR #{}", pull.number)}</a>
-                    })}
-                </p>
-            }
-            .into_any(),
-            Err(err) => view! { <p role="alert" class="status-failed">{format!("Not promoted: {err}")}</p> }.into_any(),
+        crate::ui::outcome_line("promoted", move || {
+            outcome.get().map(|result| {
+                result
+                    .map(|a| a.message)
+                    .map_err(|e| format!("Not promoted: {e}"))
+            })
         })
     };
     move || {
@@ -278,7 +262,7 @@ pub fn PromotionPanel(service: String, chosen: RwSignal<Chosen>) -> impl IntoVie
                 <section class="promotion" aria-label="Promotion">
                     <h3>{format!("Promote {name} to {environment}")}</h3>
                     {move || body().unwrap_or_else(|| view! { <p class="state">"Reading the file as GitHub has it now…"</p> }.into_any())}
-                    {result}
+                    <p>{result()}</p>
                 </section>
             }
         })
@@ -289,8 +273,7 @@ fn row(
     release: &Release,
     service: &str,
     now: ReadSignal<DateTime<Utc>>,
-    access: Signal<Option<Access>>,
-    chosen: RwSignal<Chosen>,
+    (access, chosen): (Signal<Option<Access>>, RwSignal<Chosen>),
 ) -> impl IntoView {
     let built = release.built_at;
     // "arrived 2h 10m ago, 1h 06m after its build".
@@ -344,4 +327,20 @@ fn row(
             {cells}
         </tr>
     }
+}
+
+/// A unified diff's lines, each marked and coloured as removed, added or the same.
+fn diff_view(lines: Vec<(LineChange, String)>) -> impl IntoView {
+    let lines = lines
+        .into_iter()
+        .map(|(change, text)| {
+            let (class, mark) = match change {
+                LineChange::Same => ("diff-same", "  "),
+                LineChange::Removed => ("diff-removed", "- "),
+                LineChange::Added => ("diff-added", "+ "),
+            };
+            view! { <span class=class>{format!("{mark}{text}\n")}</span> }
+        })
+        .collect_view();
+    view! { <pre class="diff">{lines}</pre> }
 }

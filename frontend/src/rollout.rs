@@ -44,46 +44,47 @@ impl ArgoActions {
         });
     }
 
-    /// The card's buttons and what came of the last press.
+    /// The card's buttons and what came of the last press. Force sync asks once more
+    /// before it goes.
     fn view(self, service: &str, environment: &str) -> impl IntoView {
         let may = move || self.access.get().is_some_and(|a| a.may_promote);
         let (s1, e1) = (service.to_owned(), environment.to_owned());
         let (s2, e2) = (service.to_owned(), environment.to_owned());
-        let (e3, e4, e5) = (
-            environment.to_owned(),
-            environment.to_owned(),
-            environment.to_owned(),
-        );
-        let confirm = move || self.confirming.get().as_deref() == Some(e3.as_str());
+        let (e3, e4) = (environment.to_owned(), environment.to_owned());
+        let confirming = move || self.confirming.get().as_deref() == Some(e3.as_str());
+        let force = {
+            let confirming = confirming.clone();
+            move |_| {
+                if confirming() {
+                    self.ask(s2.clone(), e2.clone(), true);
+                } else {
+                    self.confirming.set(Some(e2.clone()));
+                }
+            }
+        };
         let said = move || {
-            self.answer.get().filter(|(env, _)| *env == e4).map(|(_, result)| match result {
-                Ok(answer) => view! { <span role="status" class="status-ok">{answer.message}</span> }.into_any(),
-                Err(err) => view! { <span role="alert" class="status-failed">{format!("Not synced: {err}")}</span> }.into_any(),
-            })
+            self.answer
+                .get()
+                .filter(|(env, _)| *env == e4)
+                .map(|(_, result)| {
+                    result
+                        .map(|a| a.message)
+                        .map_err(|e| format!("Not synced: {e}"))
+                })
         };
         view! {
             <p class="argo-actions">
                 <button type="button" class="sync" disabled=move || !may()
                     on:click=move |_| self.ask(s1.clone(), e1.clone(), false)>"Sync"</button>
-                {move || if confirm() {
-                    let (s2, e2) = (s2.clone(), e2.clone());
-                    view! {
-                        <button type="button" class="force-sync confirm"
-                            on:click=move |_| self.ask(s2.clone(), e2.clone(), true)>
-                            "Confirm force sync (replaces what Argo CD cannot patch)"
-                        </button>
-                    }.into_any()
-                } else {
-                    let e5 = e5.clone();
-                    view! {
-                        <button type="button" class="force-sync" disabled=move || !may()
-                            on:click=move |_| self.confirming.set(Some(e5.clone()))>"Force sync…"</button>
-                    }.into_any()
-                }}
-                {move || self.access.get().and_then(|a| a.why_not).map(|why| view! {
-                    <span class="why-not">{format!("You may not sync: {why}.")}</span>
-                })}
-                {said}
+                <button type="button" class="force-sync" disabled=move || !may() on:click=force>
+                    {move || if confirming() {
+                        "Confirm force sync (replaces what Argo CD cannot patch)"
+                    } else {
+                        "Force sync…"
+                    }}
+                </button>
+                {crate::ui::why_not(self.access, "sync")}
+                {crate::ui::outcome_line("synced", said)}
             </p>
         }
     }

@@ -122,9 +122,12 @@ fn DeploymentsPage(service: String) -> impl IntoView {
 /// Whether the caller may act on `service` (`GET /api/access`), read once per page: the
 /// caller's own answer, not part of the shared view.
 fn access_of(service: &str) -> Signal<Option<tower_shared::api::Access>> {
+    let access = RwSignal::new(None);
     let service = service.to_owned();
-    let access = LocalResource::new(move || api::access(service.clone()));
-    Signal::derive(move || access.get().and_then(Result::ok))
+    leptos::task::spawn_local(async move {
+        access.set(api::access(service).await.ok());
+    });
+    access.into()
 }
 
 /// The Releases tab, as the backend derived it (`GET /api/releases`).

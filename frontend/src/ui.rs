@@ -2,7 +2,7 @@
 
 use chrono::{DateTime, Utc};
 use leptos::prelude::*;
-use tower_shared::api::{GitHubTrouble, Health};
+use tower_shared::api::{Access, GitHubTrouble, Health};
 use tower_shared::tekton::RunStatus;
 use tower_shared::time::compact_duration;
 
@@ -113,4 +113,41 @@ pub fn load_more(
             </button>
         }
     })
+}
+
+/// Why the caller may not `verb` (beside the disabled button), once its access is known;
+/// empty while it may.
+pub fn why_not(access: Signal<Option<Access>>, verb: &'static str) -> impl IntoView {
+    view! {
+        <span class="why-not">
+            {move || {
+                access
+                    .get()
+                    .and_then(|a| a.why_not)
+                    .map(|why| format!("You may not {verb}: {why}."))
+                    .unwrap_or_default()
+            }}
+        </span>
+    }
+}
+
+/// What came of an action: its sentence, or why it failed, as a status line (empty until
+/// there is an answer).
+pub fn outcome_line(
+    class: &'static str,
+    said: impl Fn() -> Option<Result<String, String>> + Send + Sync + Clone + 'static,
+) -> impl IntoView {
+    let text = said.clone();
+    view! {
+        <span role="status" class=move || match said() {
+            Some(Ok(_)) => format!("{class} status-ok"),
+            Some(Err(_)) => format!("{class} status-failed"),
+            None => class.to_owned(),
+        }>
+            {move || match text() {
+                Some(Ok(message) | Err(message)) => message,
+                None => String::new(),
+            }}
+        </span>
+    }
 }

@@ -157,6 +157,184 @@ pub struct Releases {
     pub releases: Vec<Release>,
 }
 
+/// GitHub's comparison of two commits (`GET /repos/{o}/{r}/compare/{base}...{head}`), as
+/// far as Tower reads it.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+pub struct GitHubCompare {
+    #[serde(default)]
+    pub html_url: Option<String>,
+    /// `ahead`, `behind`, `identical` or `diverged`.
+    pub status: String,
+    pub ahead_by: u64,
+    pub behind_by: u64,
+    /// The commits `head` has that `base` lacks, oldest first (GitHub lists up to 250).
+    #[serde(default)]
+    pub commits: Vec<GitHubCommit>,
+    /// The files those commits changed (GitHub lists up to 300).
+    #[serde(default)]
+    pub files: Vec<GitHubFile>,
+}
+
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+pub struct GitHubCommit {
+    pub sha: String,
+    #[serde(default)]
+    pub html_url: Option<String>,
+    pub commit: GitHubCommitDetail,
+}
+
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+pub struct GitHubCommitDetail {
+    pub message: String,
+    #[serde(default)]
+    pub author: Option<GitHubSignature>,
+}
+
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+pub struct GitHubSignature {
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub date: Option<DateTime<Utc>>,
+}
+
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+pub struct GitHubFile {
+    pub filename: String,
+    pub status: String,
+    #[serde(default)]
+    pub patch: Option<String>,
+}
+
+/// What changed between two releases: the commits, the pull requests merged and the builds
+/// run for them, and the changes to the app's configuration.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Comparison {
+    pub service: String,
+    /// The older release's image, and the newer one's.
+    pub from: String,
+    pub to: String,
+    /// The source repository (`owner/name`) and GitHub's page of the comparison.
+    pub repo: String,
+    pub url: Option<String>,
+    /// Commits in the newer release that the older lacks, oldest first (as many as GitHub
+    /// lists; `total` counts them all).
+    pub commits: Vec<ComparedCommit>,
+    pub total: u64,
+    /// The pull requests those commits merged.
+    pub pulls: Vec<ComparedPull>,
+    /// The builds of those commits (push runs), newest first.
+    pub runs: Vec<String>,
+    /// How many files changed, and the configuration among them (`.glidepath/`,
+    /// `glidepath/`, any `cicd.yaml`) with their patches.
+    pub files_changed: usize,
+    pub config: Vec<ConfigChange>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ComparedCommit {
+    pub sha: String,
+    /// Its message's first line.
+    pub title: String,
+    pub author: Option<String>,
+    pub at: Option<DateTime<Utc>>,
+    pub url: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ComparedPull {
+    pub number: u64,
+    pub title: String,
+    pub url: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConfigChange {
+    pub path: String,
+    /// GitHub's word: `added`, `modified`, `removed`, `renamed`.
+    pub status: String,
+    /// The unified diff GitHub shows (`None` for a binary or very large change).
+    pub patch: Option<String>,
+}
+
+/// Whether `path` is the app's configuration rather than its code.
+pub fn is_config(path: &str) -> bool {
+    path.starts_with(".glidepath/") || path.starts_with("glidepath/") || path.ends_with("cicd.yaml")
+}
+
+/// What changed from release `from` to the newer `to`, given GitHub's comparison of their
+/// commits: the pull requests among `pulls` that merged one of those commits, the push
+/// builds among `pipelines` that built one, the configuration files changed.
+pub fn compare(
+    service: &str,
+    (from, to): (&Release, &Release),
+    repo: &str,
+    github: GitHubCompare,
+    pulls: &[crate::pulls::PullView],
+    pipelines: &Pipelines,
+) -> Comparison {
+    let shas: Vec<&str> = github.commits.iter().map(|c| c.sha.as_str()).collect();
+    let merged_here = |sha: &Option<String>| sha.as_deref().is_some_and(|s| shas.contains(&s));
+    let pulls = pulls
+        .iter()
+        .filter(|p| p.source && merged_here(&p.merge_commit))
+        .map(|p| ComparedPull {
+            number: p.number,
+            title: p.title.clone(),
+            url: p.url.clone(),
+        })
+        .collect();
+    let runs = pipelines
+        .runs
+        .iter()
+        .filter(|r| matches!(r.trigger, Trigger::Push { .. }) && merged_here(&r.commit))
+        .map(|r| r.name.clone())
+        .collect();
+    let config = github
+        .files
+        .iter()
+        .filter(|f| is_config(&f.filename))
+        .map(|f| ConfigChange {
+            path: f.filename.clone(),
+            status: f.status.clone(),
+            patch: f.patch.clone(),
+        })
+        .collect();
+    Comparison {
+        service: service.to_owned(),
+        from: from.image.clone(),
+        to: to.image.clone(),
+        repo: repo.to_owned(),
+        url: github.html_url,
+        total: github.ahead_by,
+        files_changed: github.files.len(),
+        commits: github
+            .commits
+            .into_iter()
+            .map(|c| ComparedCommit {
+                title: c
+                    .commit
+                    .message
+                    .lines()
+                    .next()
+                    .unwrap_or_default()
+                    .to_owned(),
+                author: c.commit.author.as_ref().and_then(|a| a.name.clone()),
+                at: c.commit.author.as_ref().and_then(|a| a.date),
+                url: c.html_url,
+                sha: c.sha,
+            })
+            .collect(),
+        pulls,
+        runs,
+        config,
+    }
+}
+
 /// The image without its digest: a tag reads the same built or deployed.
 pub fn by_tag(image: &str) -> &str {
     image.split('@').next().unwrap_or(image)

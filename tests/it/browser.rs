@@ -1689,6 +1689,7 @@ async fn the_releases_tab_reads_each_release_across_its_environments() {
                 "{prod:?}"
             );
             browser.screenshot("releases-canary").await?;
+
             Ok(())
         })
         .await

@@ -468,6 +468,36 @@ fn samples() -> Vec<(&'static str, Value)> {
             }),
         ),
         (
+            "Comparison",
+            json_of(tower_shared::releases::Comparison {
+                service: "shop".to_owned(),
+                from: "ghcr.io/acme/shop:1.1.0-aaaaaaa".to_owned(),
+                to: "ghcr.io/acme/shop:1.2.0-bbbbbbb".to_owned(),
+                repo: "acme/shop".to_owned(),
+                url: Some("https://github.com/acme/shop/compare/a...b".to_owned()),
+                commits: vec![tower_shared::releases::ComparedCommit {
+                    sha: "b".repeat(40),
+                    title: "Change 2".to_owned(),
+                    author: Some("ana".to_owned()),
+                    at: Some(time),
+                    url: None,
+                }],
+                total: 1,
+                pulls: vec![tower_shared::releases::ComparedPull {
+                    number: 2,
+                    title: "Change 2".to_owned(),
+                    url: None,
+                }],
+                runs: vec!["shop-build-2".to_owned()],
+                files_changed: 2,
+                config: vec![tower_shared::releases::ConfigChange {
+                    path: ".glidepath/cicd.yaml".to_owned(),
+                    status: "modified".to_owned(),
+                    patch: Some("-a\n+b".to_owned()),
+                }],
+            }),
+        ),
+        (
             "ArgoSyncAnswer",
             json_of(ArgoSyncAnswer {
                 application: "shop-staging".to_owned(),

@@ -471,3 +471,128 @@ async fn argo_cd_syncs_an_environment_on_request_of_its_owner_only() {
     }
     assert_eq!(tower.world.served.argocd_syncs().len(), 2);
 }
+
+#[tokio::test]
+async fn two_releases_compare_by_commits_pull_requests_runs_and_config() {
+    let tower = Live::start(0.0).await.unwrap();
+    waiting_for(&tower, "staging").await;
+    // Pull requests are named once Tower has read the source repo's (its poller reads every
+    // app's repos in turn).
+    eventually(
+        Duration::from_secs(30),
+        "the app's pull requests read",
+        || async {
+            let (_, pulls) = tower.get(&format!("/api/pulls?service={APP}")).await.ok()?;
+            let merged = pulls["pulls"]
+                .as_array()?
+                .iter()
+                .filter(|p| p["repo"] == format!("acme/{APP}") && p["state"] == "merged")
+                .count();
+            (merged >= 3).then_some(())
+        },
+    )
+    .await
+    .unwrap();
+    let (_, matrix) = tower.get(&releases_path()).await.unwrap();
+    let built: Vec<&Value> = matrix["releases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| !r["run"].is_null())
+        .collect();
+    assert!(built.len() >= 3, "{matrix}");
+    let (newest, oldest) = (built[0], built[2]);
+    let path = |from: &Value, to: &Value| {
+        format!(
+            "/api/releases/compare?service={APP}&from={}&to={}",
+            from["image"].as_str().unwrap(),
+            to["image"].as_str().unwrap()
+        )
+    };
+    let (status, compared) = tower.get(&path(oldest, newest)).await.unwrap();
+    assert_eq!(status, 200, "{compared}");
+    // Either order reads older → newer.
+    let (_, reversed) = tower.get(&path(newest, oldest)).await.unwrap();
+    assert_eq!(reversed, compared);
+    assert_eq!(compared["from"], oldest["image"]);
+    assert_eq!(compared["to"], newest["image"]);
+    assert_eq!(compared["repo"], format!("acme/{APP}"));
+
+    // The two newer builds' commits, their pull requests and their runs.
+    let commits: Vec<&str> = compared["commits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["sha"].as_str().unwrap())
+        .collect();
+    let newer = [built[1], built[0]];
+    let want: Vec<&str> = newer
+        .iter()
+        .map(|r| r["commit"].as_str().unwrap())
+        .collect();
+    assert_eq!(commits, want, "oldest first");
+    assert_eq!(compared["total"], 2);
+    let mut runs: Vec<&str> = compared["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r.as_str().unwrap())
+        .collect();
+    runs.sort_unstable();
+    let mut want_runs: Vec<&str> = newer.iter().map(|r| r["run"].as_str().unwrap()).collect();
+    want_runs.sort_unstable();
+    assert_eq!(runs, want_runs);
+    let minor = |r: &Value| -> u64 {
+        r["version"]
+            .as_str()
+            .unwrap()
+            .split('.')
+            .nth(1)
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    let mut pulls: Vec<u64> = compared["pulls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["number"].as_u64().unwrap())
+        .collect();
+    pulls.sort_unstable();
+    let mut want_pulls: Vec<u64> = newer.iter().map(|r| minor(r) + 1_000).collect();
+    want_pulls.sort_unstable();
+    assert_eq!(pulls, want_pulls);
+    // Every fourth release changes the app's cicd.yaml: its patch is the config diff.
+    let config_changed = newer.iter().any(|r| minor(r) % 4 == 0);
+    let config = compared["config"].as_array().unwrap();
+    assert_eq!(!config.is_empty(), config_changed, "{compared}");
+    for change in config {
+        assert_eq!(change["path"], ".glidepath/cicd.yaml");
+        assert!(change["patch"].as_str().unwrap().contains("+    tests:"));
+    }
+
+    // The same release twice, or one it does not have: refused, naming the field.
+    for (path, status, field) in [
+        (path(newest, newest), 400, "to"),
+        (
+            format!(
+                "/api/releases/compare?service={APP}&from=ghcr.io/acme/x:0.0.1-aaaaaaa&to={}",
+                newest["image"].as_str().unwrap()
+            ),
+            404,
+            "from",
+        ),
+        (
+            format!("/api/releases/compare?service={APP}&from=a%20b&to=c"),
+            400,
+            "from",
+        ),
+    ] {
+        let (got, refused) = tower.get(&path).await.unwrap();
+        assert_eq!(
+            (got.as_u16(), refused["field"].as_str()),
+            (status, Some(field)),
+            "{path}"
+        );
+    }
+}

@@ -493,6 +493,7 @@ async fn provisioning_snapshot_readiness_metrics_and_openapi() {
         "/api/releases",
         "/api/releases/promotion",
         "/api/releases/promote",
+        "/api/releases/compare",
         "/api/access",
         "/api/argocd/sync",
         "/api/pipelines",

@@ -569,6 +569,18 @@ impl GitHub {
         })
     }
 
+    /// GitHub's comparison of `base...head` in `repo` (commits or prefixes; cached and asked
+    /// again conditionally, like every read).
+    pub async fn compare(
+        &self,
+        repo: &str,
+        base: &str,
+        head: &str,
+    ) -> Result<tower_shared::releases::GitHubCompare, GitHubError> {
+        self.parsed(&format!("/repos/{repo}/compare/{base}...{head}"))
+            .await
+    }
+
     /// A file's text on the default branch; `None` when the repo or file does not exist.
     pub async fn file(&self, repo: &str, path: &str) -> Result<Option<String>, GitHubError> {
         let url = format!("/repos/{repo}/contents/{path}");

@@ -23,7 +23,10 @@ fn github(state: &AppState) -> Result<&GitHub, ApiError> {
 
 /// Takes one GitHub-backed read from the caller's budget ([`crate::auth::Gate::github_reads`]),
 /// once the request is known to be one Tower may answer.
-fn spend_read(state: &AppState, caller: Option<&Extension<Caller>>) -> Result<(), ApiError> {
+pub(super) fn spend_read(
+    state: &AppState,
+    caller: Option<&Extension<Caller>>,
+) -> Result<(), ApiError> {
     let subject = caller.map_or("anonymous", |c| c.subject.as_str());
     state
         .gate
@@ -38,7 +41,7 @@ fn spend_read(state: &AppState, caller: Option<&Extension<Caller>>) -> Result<()
         })
 }
 
-fn from_github(err: GitHubError, field: &'static str) -> ApiError {
+pub(super) fn from_github(err: GitHubError, field: &'static str) -> ApiError {
     match err {
         GitHubError::Status { status: 404, .. } => ApiError::Unknown {
             field,

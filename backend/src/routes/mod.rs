@@ -37,6 +37,7 @@ pub fn api() -> Router<AppState> {
         .route("/api/releases", get(snapshot::releases))
         .route("/api/releases/promotion", get(releases::preview))
         .route("/api/releases/promote", post(releases::promote))
+        .route("/api/releases/compare", get(releases::compare))
         .route("/api/access", get(releases::access))
         .route("/api/argocd/sync", post(argocd::sync))
         .route("/api/pipelines", get(pipelines::runs))

@@ -5,6 +5,9 @@
 //! - `GET /api/releases/promotion?service=&image=&environment=` — exactly what promoting
 //!   the release there changes: the diff of `glidepath/envs/<env>.yaml` in the app's GitOps
 //!   repository, the blob sha it was read at, an open pull request already proposing it.
+//! - `GET /api/releases/compare?service=&from=&to=` — what changed between two releases:
+//!   GitHub's comparison of their commits in the source repo, the pull requests merged and
+//!   the builds run for them, the configuration changed.
 //! - `POST /api/releases/promote {service, image, environment, seen}` — makes it, through
 //!   [`crate::gitops`] only: a commit to `main` (staging), or a branch and a labelled pull
 //!   request (prod). Idempotent: a promotion already in Git (by Tower or by hand) is
@@ -267,6 +270,77 @@ pub async fn preview(
         pull,
         access,
     }))
+}
+
+/// `GET /api/releases/compare?service=&from=&to=` (the two in either order).
+pub async fn compare(
+    State(state): State<AppState>,
+    caller: Option<Extension<Caller>>,
+    query: Query,
+) -> Result<Json<releases::Comparison>, ApiError> {
+    let service = params::dns_label(&query, "service")?;
+    let from = params::required(&query, "from")?;
+    check_image(from, "from")?;
+    let to = params::required(&query, "to")?;
+    check_image(to, "to")?;
+    let matrix = matrix(&state, service)?;
+    let row = |image: &str, field: &'static str| {
+        matrix
+            .releases
+            .iter()
+            .position(|r| r.image == releases::by_tag(image))
+            .ok_or_else(|| ApiError::Unknown {
+                field,
+                message: format!("{service} has no release {image}"),
+            })
+    };
+    let (a, b) = (row(from, "from")?, row(to, "to")?);
+    if a == b {
+        return Err(ApiError::bad(
+            "to",
+            "pick two different releases to compare",
+        ));
+    }
+    // Rows are newest first: the later row is the older release.
+    let (older, newer) = (&matrix.releases[a.max(b)], &matrix.releases[a.min(b)]);
+    let commit = |release: &Release, field: &'static str| {
+        release
+            .commit
+            .clone()
+            .or_else(|| release.short_sha.clone())
+            .ok_or_else(|| ApiError::Conflict {
+                field,
+                message: format!("Tower knows no commit of {}", release.image),
+            })
+    };
+    let (base, head) = (commit(older, "from")?, commit(newer, "to")?);
+    let github = state
+        .github
+        .as_ref()
+        .ok_or_else(|| ApiError::unavailable("Tower has no GitHub configured to compare with"))?;
+    super::github::spend_read(&state, caller.as_ref())?;
+    let repo = format!("{}/{}", github.owner(), hangar::source_repo(service));
+    let compared = github
+        .compare(&repo, &base, &head)
+        .await
+        .map_err(|err| super::github::from_github(err, "from"))?;
+    let pulls = state
+        .source
+        .service_pulls(service)
+        .map(|p| p.pulls.clone())
+        .unwrap_or_default();
+    let pipelines = state
+        .source
+        .service_pipelines(service)
+        .ok_or_else(|| ApiError::no_service("service", service))?;
+    Ok(Json(releases::compare(
+        service,
+        (older, newer),
+        &repo,
+        compared,
+        &pulls,
+        &pipelines,
+    )))
 }
 
 /// The pull request body: what the release brings and where it was built.

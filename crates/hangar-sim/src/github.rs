@@ -293,6 +293,7 @@ impl GitHub {
                 "/repos/{owner}/{repo}/contents/{*path}",
                 get(get_contents).put(put_contents),
             )
+            .route("/repos/{owner}/{repo}/compare/{basehead}", get(compare))
             .route("/search/issues", get(search))
             .layer(axum::middleware::from_fn_with_state(
                 self.clone(),
@@ -1058,6 +1059,54 @@ async fn put_contents(
         Json(body),
     )
         .into_response()
+}
+
+/// `GET …/compare/{base}...{head}`: GitHub's comparison of two commits — its status,
+/// `ahead_by`/`behind_by`, the commits `head` has that `base` lacks (oldest first) and the
+/// files they changed with their patches; 404 when either commit is unknown, as GitHub.
+async fn compare(
+    State(github): State<GitHub>,
+    Path((owner, name, basehead)): Path<(String, String, String)>,
+) -> Response {
+    let full = format!("{owner}/{name}");
+    let Some((base, head)) = basehead.split_once("...") else {
+        return error(StatusCode::NOT_FOUND, "Not Found");
+    };
+    let Some((ahead, behind)) = github.platform.commits_between(&full, base, head) else {
+        return error(StatusCode::NOT_FOUND, "Not Found");
+    };
+    let status = match (ahead.is_empty(), behind.is_empty()) {
+        (true, true) => "identical",
+        (false, true) => "ahead",
+        (true, false) => "behind",
+        (false, false) => "diverged",
+    };
+    let commits: Vec<Value> = ahead
+        .iter()
+        .map(|c| {
+            json!({"sha": c.sha, "html_url": format!("https://github.com/{full}/commit/{}", c.sha),
+                   "commit": {"message": c.message,
+                              "author": {"name": c.author, "email": format!("{}@acme.example", c.author),
+                                         "date": ts(c.date)}},
+                   "author": user_json(&c.author)})
+        })
+        .collect();
+    let files: Vec<Value> = ahead
+        .iter()
+        .flat_map(|c| c.files.iter())
+        .map(|(path, status, patch)| {
+            let lines = |mark: char| patch.lines().filter(|l| l.starts_with(mark)).count();
+            json!({"filename": path, "status": status, "additions": lines('+'),
+                   "deletions": lines('-'), "changes": lines('+') + lines('-'), "patch": patch})
+        })
+        .collect();
+    Json(json!({
+        "url": format!("https://api.github.com/repos/{full}/compare/{basehead}"),
+        "html_url": format!("https://github.com/{full}/compare/{basehead}"),
+        "status": status, "ahead_by": ahead.len(), "behind_by": behind.len(),
+        "total_commits": ahead.len(), "commits": commits, "files": files,
+    }))
+    .into_response()
 }
 
 /// A pull request as the issues API (and search) shows it.

@@ -282,6 +282,23 @@ impl Platform {
         );
     }
 
+    /// GitHub's compare of `base...head` in `repo`, as the story that knows both commits
+    /// tells it (see [`Story::commits_between`]).
+    pub(crate) fn commits_between(
+        &self,
+        repo: &str,
+        base: &str,
+        head: &str,
+    ) -> Option<(
+        Vec<crate::stories::RepoCommit>,
+        Vec<crate::stories::RepoCommit>,
+    )> {
+        let now = self.clock.now();
+        self.stories
+            .iter()
+            .find_map(|story| story.commits_between(repo, base, head, now))
+    }
+
     /// Git took `content` as `path` of `repo` on `main` (a commit or a merge through the
     /// GitHub API): the story whose world follows it (Argo CD syncing an environment file)
     /// is asked again at once. `false` when no story follows that file: it is then only a

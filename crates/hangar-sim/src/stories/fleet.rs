@@ -446,6 +446,72 @@ impl SteadyApp {
             .find(|r| self.image(*r) == image)
     }
 
+    /// The commit a release's build was made from on `main` (the merge of its change's pull
+    /// request): its code, and every fourth one the app's `cicd.yaml` too.
+    fn source_commit(&self, release: Release) -> super::RepoCommit {
+        let n = release.n % 1_000;
+        let people = ["ana", "bo", "chen", "dara"];
+        let mut files = vec![(
+            format!("src/change_{n}.rs"),
+            "added",
+            format!("@@ -0,0 +1 @@\n+// change {n}"),
+        )];
+        if release.n % 4 == 0 {
+            files.push((
+                ".glidepath/cicd.yaml".to_owned(),
+                "modified",
+                format!(
+                    "@@ -8,2 +8,2 @@\n   timeout:\n-    tests: {}m\n+    tests: {}m",
+                    10 + n % 5,
+                    10 + (n + 1) % 5
+                ),
+            ));
+        }
+        super::RepoCommit {
+            sha: self.commit(release),
+            message: format!(
+                "Change {n} of {} (#{})\n\nMerged from change-{n}.",
+                self.name,
+                n + 1_000
+            ),
+            author: people[usize::try_from(n).unwrap_or(0) % people.len()].to_owned(),
+            date: release.at,
+            files,
+        }
+    }
+
+    /// The source repo's commits between the builds of `base` and `head` (shas or prefixes),
+    /// among the newest fifty releases at `now`: those `head` has that `base` lacks, oldest
+    /// first, and the other way round.
+    pub fn commits_between(
+        &self,
+        base: &str,
+        head: &str,
+        now: DateTime<Utc>,
+    ) -> Option<(Vec<super::RepoCommit>, Vec<super::RepoCommit>)> {
+        let newest = self.release_before(now, 0);
+        let find = |sha: &str| {
+            (0..50)
+                .map(|k| Release {
+                    n: newest.n - k,
+                    at: newest.at - Duration::seconds(k * self.cadence),
+                })
+                .find(|r| sha.len() >= 7 && self.commit(*r).starts_with(sha))
+        };
+        let (base, head) = (find(base)?, find(head)?);
+        let range = |from: Release, to: Release| {
+            (from.n + 1..=to.n)
+                .map(|n| {
+                    self.source_commit(Release {
+                        n,
+                        at: from.at + Duration::seconds((n - from.n) * self.cadence),
+                    })
+                })
+                .collect::<Vec<_>>()
+        };
+        Some((range(base, head), range(head, base)))
+    }
+
     /// The environment file Argo CD deploys `env` from, as it reads with `release` there.
     fn env_file(&self, env: &str, release: Release) -> String {
         format!(
@@ -1462,6 +1528,18 @@ impl Story for FleetApp {
 
     fn unchanged_until(&self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
         Some(self.app.next_change(now, &self.promoted()))
+    }
+
+    fn commits_between(
+        &self,
+        repo: &str,
+        base: &str,
+        head: &str,
+        now: DateTime<Utc>,
+    ) -> Option<(Vec<super::RepoCommit>, Vec<super::RepoCommit>)> {
+        (self.app.detailed && repo == format!("acme/{}", self.app.name))
+            .then(|| self.app.commits_between(base, head, now))
+            .flatten()
     }
 }
 

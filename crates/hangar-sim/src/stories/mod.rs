@@ -32,6 +32,20 @@ pub trait Story: Send + Sync + std::fmt::Debug {
         Vec::new()
     }
 
+    /// The commits of `repo` (`owner/name`) reachable from `head` but not from `base` (each a
+    /// full sha or a prefix of one), oldest first — and, when `head` is the older one, those
+    /// from `base` not in `head` as the second list — as GitHub's compare would find them at
+    /// `now`. `None` when this story does not know both commits in that repository.
+    fn commits_between(
+        &self,
+        _repo: &str,
+        _base: &str,
+        _head: &str,
+        _now: DateTime<Utc>,
+    ) -> Option<(Vec<RepoCommit>, Vec<RepoCommit>)> {
+        None
+    }
+
     /// Git took `content` as `path` of `repo` (`owner/name`) on `main` at `at` — a commit
     /// or a merged pull request. `true` when this story's world follows it (Argo CD syncing
     /// an environment file): the platform then asks the story again at once, and the file
@@ -52,6 +66,17 @@ pub trait Story: Send + Sync + std::fmt::Debug {
     fn unchanged_until(&self, _now: DateTime<Utc>) -> Option<DateTime<Utc>> {
         None
     }
+}
+
+/// A commit of a GitHub repository: what GitHub's compare lists of it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RepoCommit {
+    pub sha: String,
+    pub message: String,
+    pub author: String,
+    pub date: DateTime<Utc>,
+    /// The files it changed: path, GitHub's status (`added`, `modified`, …) and patch.
+    pub files: Vec<(String, &'static str, String)>,
 }
 
 /// A file in a GitHub repository.
