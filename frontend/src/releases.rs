@@ -33,6 +33,10 @@ fn cell_label(cell: &Cell) -> (&'static str, String) {
         ),
         CellState::RolledBack => ("status-attention", "↺ rolled back".to_owned()),
         CellState::NotYet => ("status-unknown", "– not yet".to_owned()),
+        // A ReplicaSet kept here says it ran here before.
+        CellState::Superseded if cell.arrived_at.is_some() => {
+            ("status-unknown", "· ran here before".to_owned())
+        }
         CellState::Superseded => ("status-unknown", "· older than what runs".to_owned()),
         CellState::Unknown => ("status-unknown", "? unknown".to_owned()),
     }

@@ -335,6 +335,40 @@ pub fn compare(
     }
 }
 
+/// A release's arrival in an environment: Argo Rollouts makes a ReplicaSet for a release
+/// when it arrives and keeps the older ones, scaled to zero (`revisionHistoryLimit`), so
+/// each tells when what ran there before came.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Arrival {
+    pub environment: String,
+    /// The image without its digest.
+    pub image: String,
+    pub at: DateTime<Utc>,
+}
+
+/// Every ReplicaSet of `service`'s environments (`app-<s>-<env>`) as an arrival.
+pub fn arrivals(snapshot: &crate::snapshot::Snapshot, service: &str) -> Vec<Arrival> {
+    snapshot
+        .clusters
+        .values()
+        .flatten()
+        .filter(|o| o.kind == "ReplicaSet")
+        .filter_map(|rs| {
+            let (owner, role) = hangar::namespace_owner(rs.namespace()?)?;
+            let hangar::NamespaceRole::Environment(env) = role else {
+                return None;
+            };
+            let image = rs.spec["template"]["spec"]["containers"][0]["image"].as_str()?;
+            let at = rs.metadata.creation_timestamp?;
+            (owner == service && !image.is_empty()).then(|| Arrival {
+                environment: env.to_owned(),
+                image: by_tag(image).to_owned(),
+                at,
+            })
+        })
+        .collect()
+}
+
 /// The image without its digest: a tag reads the same built or deployed.
 pub fn by_tag(image: &str) -> &str {
     image.split('@').next().unwrap_or(image)
@@ -384,6 +418,7 @@ pub fn derive(
     pipelines: &Pipelines,
     deployments: &Deployments,
     pulls: &[crate::snapshot::PullRequest],
+    arrivals: &[Arrival],
 ) -> Releases {
     let environments: Vec<(&str, Option<Running<'_>>)> = deployments
         .environments
@@ -420,7 +455,21 @@ pub fn derive(
     for index in 0..rows.len() {
         let cells: Vec<Cell> = environments
             .iter()
-            .map(|(name, running)| cell(name, running.as_ref(), &rows, index))
+            .map(|(name, running)| {
+                let mut cell = cell(name, running.as_ref(), &rows, index);
+                // What the last sync does not tell (a stable version beside its canary, what
+                // ran here before), the release's ReplicaSet here does.
+                if cell.arrived_at.is_none()
+                    && matches!(cell.state, CellState::Live | CellState::Superseded)
+                {
+                    cell.arrived_at = arrivals
+                        .iter()
+                        .filter(|a| a.environment == *name && a.image == rows[index].image)
+                        .map(|a| a.at)
+                        .min();
+                }
+                cell
+            })
             .collect();
         let healthy: Vec<bool> = environments
             .iter()
@@ -539,7 +588,7 @@ mod tests {
         pipelines: &Pipelines,
         deployments: &Deployments,
     ) -> Releases {
-        derive(service, pipelines, deployments, &[])
+        derive(service, pipelines, deployments, &[], &[])
     }
 
     #[test]
@@ -735,6 +784,7 @@ mod tests {
                 pull("acme/shop", "open", 8),
                 pull("acme/gitops-shop", "open", 9),
             ],
+            &[],
         );
         let next = proposed.releases[0].next.as_ref().unwrap();
         assert_eq!(
@@ -756,5 +806,39 @@ mod tests {
             degraded.releases[0].next, None,
             "not while unhealthy where it is"
         );
+    }
+
+    #[test]
+    fn replica_sets_tell_when_earlier_releases_arrived() {
+        use CellState::*;
+        // Staging runs 2 (synced just now); 1's ReplicaSet, scaled to zero, is from when 1
+        // arrived there: a superseded cell that ran there says when.
+        let at = |h: u32| -> DateTime<Utc> { format!("2026-11-20T{h:02}:00:00Z").parse().unwrap() };
+        let arrivals = [
+            Arrival {
+                environment: "staging".to_owned(),
+                image: image(1),
+                at: at(9),
+            },
+            Arrival {
+                environment: "staging".to_owned(),
+                image: image(2),
+                at: at(11),
+            },
+        ];
+        let releases = derive(
+            "shop",
+            &pipelines(vec![run(2, false), run(1, false)]),
+            &deployments(vec![env("staging", 2, None, false, "Healthy")]),
+            &[],
+            &arrivals,
+        );
+        let one = &releases.releases[1];
+        assert_eq!(one.cells[0].state, Superseded);
+        assert_eq!(one.cells[0].arrived_at, Some(at(9)));
+        // The stable version's arrival is still the sync's when the sync brought it.
+        let two = &releases.releases[0];
+        assert_eq!(two.cells[0].state, Live);
+        assert_ne!(two.cells[0].arrived_at, Some(at(11)));
     }
 }

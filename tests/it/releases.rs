@@ -98,6 +98,12 @@ fn each_release_goes_to_one_place_next_and_an_open_pull_request_is_found() {
     // waits in dev for staging meanwhile.
     let open = derive("prod-pull-request-open");
     let rows = read(&open);
+    // 1.311 ran in staging before 1.312 replaced it: its ReplicaSet, kept scaled to zero,
+    // says since when; in dev nothing of it is kept.
+    let before = &open.releases[2].cells;
+    assert_eq!(before[1].state, Superseded);
+    assert!(before[1].arrived_at.is_some(), "{before:?}");
+    assert_eq!(before[0].arrived_at, None);
     assert_eq!(rows[0].2, Some(staging));
     assert_eq!(rows[1].0, "1.312.0-986f4aa");
     assert_eq!(rows[1].1, [Superseded, Live, NotYet]);

@@ -83,6 +83,8 @@ pub const PR_PODS_KEPT: i64 = 18;
 const BUILD_TAKES: i64 = 6 * 60;
 const TO_STAGING: i64 = 3_600;
 const TO_PROD: i64 = 3 * 3_600;
+/// The older ReplicaSets each environment of a demo app keeps, scaled to zero.
+const OLD_SETS_KEPT: i64 = 3;
 /// The canary's analysis measures every 5 minutes.
 const MEASURE_EVERY: i64 = 300;
 
@@ -92,6 +94,14 @@ fn step_failure(failed: i64) -> String {
         "Metric \"error-rate\" assessed Failed due to failed ({failed}) > failureLimit ({})",
         STEP_FAILURES - 1
     )
+}
+
+/// The release a ReplicaSet is of (the revision Argo Rollouts annotates it with).
+fn revision_of(replica_set: &Value) -> Option<i64> {
+    replica_set["metadata"]["annotations"]["rollout.argoproj.io/revision"]
+        .as_str()?
+        .parse()
+        .ok()
 }
 
 /// A canary's pods for `weight` % of a 3-replica app (Argo Rollouts rounds up; the stable
@@ -790,6 +800,46 @@ impl SteadyApp {
                 ),
             };
             out.push((cluster.to_owned(), rollout));
+            // Each ReplicaSet was made when its release arrived here; Argo Rollouts keeps
+            // the older ones scaled to zero (`revisionHistoryLimit`): what ran here before.
+            let stable_since = match arrival.replaced {
+                Some(_) => {
+                    self.arrival(env, arrival.at - Duration::seconds(1), promoted)
+                        .at
+                }
+                None => stable.at + Duration::seconds(Self::reaches(env)),
+            };
+            let mut replica_sets: Vec<Value> = replica_sets
+                .into_iter()
+                .map(|mut rs| {
+                    let since = if revision_of(&rs) == Some(release.n) {
+                        arrival.at
+                    } else {
+                        stable_since
+                    };
+                    rs["metadata"]["creationTimestamp"] = json!(ts(since));
+                    rs
+                })
+                .collect();
+            if self.detailed {
+                let mut older = vec![(stable, stable_since)];
+                older.extend((1..=OLD_SETS_KEPT).map(|back| {
+                    let old = Release {
+                        n: stable.n - back,
+                        at: stable.at - Duration::seconds(back * self.cadence),
+                    };
+                    (old, old.at + Duration::seconds(Self::reaches(env)))
+                }));
+                for (old, since) in older {
+                    if old.n != release.n
+                        && !replica_sets.iter().any(|rs| revision_of(rs) == Some(old.n))
+                    {
+                        let mut rs = self.replica_set(&namespace, old, 0);
+                        rs["metadata"]["creationTimestamp"] = json!(ts(since));
+                        replica_sets.push(rs);
+                    }
+                }
+            }
             out.extend(replica_sets.into_iter().map(|rs| (cluster.to_owned(), rs)));
             match prod {
                 Prod::Canary(_) if role == Role::PausedCanary => out.push((
