@@ -276,6 +276,7 @@ pub fn releases_of(snapshot: &Snapshot, service: &str) -> tower_shared::releases
         &derive_deployments(snapshot, service),
         snapshot.pull_requests.as_deref().unwrap_or_default(),
         &tower_shared::releases::arrivals(snapshot, service),
+        &snapshot.cicd_of(service).promotions,
     )
 }
 

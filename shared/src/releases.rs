@@ -374,8 +374,19 @@ pub fn by_tag(image: &str) -> &str {
     image.split('@').next().unwrap_or(image)
 }
 
-/// How a release reaches `environment`: the production environment by a reviewed pull
-/// request, any other by a commit.
+/// How a release reaches `environment`: as the app's `cicd.yaml` says for it (`said`, see
+/// [`crate::provisioning::CicdRead::promotions`]), else [`promotion_to`].
+pub fn promotion_for(
+    environment: &str,
+    said: &std::collections::BTreeMap<String, Promotion>,
+) -> Promotion {
+    said.get(environment)
+        .copied()
+        .unwrap_or_else(|| promotion_to(environment))
+}
+
+/// How a release reaches `environment` unless the app says otherwise: the production
+/// environment by a reviewed pull request, any other by a commit.
 pub fn promotion_to(environment: &str) -> Promotion {
     if hangar::is_production(environment) {
         Promotion::PullRequest
@@ -419,6 +430,7 @@ pub fn derive(
     deployments: &Deployments,
     pulls: &[crate::snapshot::PullRequest],
     arrivals: &[Arrival],
+    promotions: &std::collections::BTreeMap<String, Promotion>,
 ) -> Releases {
     let environments: Vec<(&str, Option<Running<'_>>)> = deployments
         .environments
@@ -476,6 +488,7 @@ pub fn derive(
             .map(|(_, running)| running.as_ref().is_some_and(|r| r.healthy))
             .collect();
         rows[index].next = next(&cells, &healthy).map(|mut next| {
+            next.how = promotion_for(&next.environment, promotions);
             next.pull = proposed(service, &rows[index].image, &next.environment, pulls);
             next
         });
@@ -588,7 +601,14 @@ mod tests {
         pipelines: &Pipelines,
         deployments: &Deployments,
     ) -> Releases {
-        derive(service, pipelines, deployments, &[], &[])
+        derive(
+            service,
+            pipelines,
+            deployments,
+            &[],
+            &[],
+            &Default::default(),
+        )
     }
 
     #[test]
@@ -747,21 +767,34 @@ mod tests {
             (None, Some("1.1.0"))
         );
 
-        let ready = derive_without_pulls(
-            "shop",
-            &pipelines(vec![run(2, false)]),
-            &deployments(vec![
-                env("staging", 2, None, false, "Healthy"),
-                env("prod", 1, None, false, "Healthy"),
-            ]),
-        );
+        // Release 2 live and healthy in staging, 1 in prod: 2 goes to prod next.
+        let ready = |pulls: &[crate::snapshot::PullRequest],
+                     said: &std::collections::BTreeMap<String, Promotion>| {
+            derive(
+                "shop",
+                &pipelines(vec![run(2, false)]),
+                &deployments(vec![
+                    env("staging", 2, None, false, "Healthy"),
+                    env("prod", 1, None, false, "Healthy"),
+                ]),
+                pulls,
+                &[],
+                said,
+            )
+        };
         assert_eq!(
-            ready.releases[0].next,
+            ready(&[], &Default::default()).releases[0].next,
             Some(Next {
                 environment: "prod".to_owned(),
                 how: Promotion::PullRequest,
                 pull: None,
             })
+        );
+        // The app's cicd.yaml may say how an environment is promoted to.
+        let said = std::collections::BTreeMap::from([("prod".to_owned(), Promotion::Commit)]);
+        assert_eq!(
+            ready(&[], &said).releases[0].next.as_ref().map(|n| n.how),
+            Some(Promotion::Commit)
         );
         // Once its pull request is open (on the branch Tower names for it), the cell
         // points at it; a closed one, or one in another repository, does not count.
@@ -772,19 +805,13 @@ mod tests {
                          "sha": "0".repeat(40)}}))
             .unwrap()
         };
-        let proposed = derive(
-            "shop",
-            &pipelines(vec![run(2, false)]),
-            &deployments(vec![
-                env("staging", 2, None, false, "Healthy"),
-                env("prod", 1, None, false, "Healthy"),
-            ]),
+        let proposed = ready(
             &[
                 pull("acme/gitops-shop", "closed", 7),
                 pull("acme/shop", "open", 8),
                 pull("acme/gitops-shop", "open", 9),
             ],
-            &[],
+            &Default::default(),
         );
         let next = proposed.releases[0].next.as_ref().unwrap();
         assert_eq!(
@@ -832,6 +859,7 @@ mod tests {
             &deployments(vec![env("staging", 2, None, false, "Healthy")]),
             &[],
             &arrivals,
+            &Default::default(),
         );
         let one = &releases.releases[1];
         assert_eq!(one.cells[0].state, Superseded);

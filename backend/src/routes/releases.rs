@@ -138,7 +138,12 @@ async fn plan(
         });
     };
     let already = releases::image_in(&text).map(releases::by_tag) == Some(release.image.as_str());
-    let how = releases::promotion_to(environment);
+    // As the matrix says (the app's cicd.yaml may set it); by the platform's default for a
+    // promotion Git already has.
+    let how = match &release.next {
+        Some(next) if next.environment == environment => next.how,
+        _ => releases::promotion_to(environment),
+    };
     if !already {
         match &release.next {
             Some(next) if next.environment == environment => {}

@@ -3,6 +3,8 @@
 //! `deploy.environments` is a list; each entry is a name (`- dev`) or a map with `name`,
 //! an optional `type` (`ground` or `flight`; `tier` and `kind` are read too) and, for a
 //! Flight environment, the `cluster` it runs on. Ground environments run on the dev cluster.
+//! An entry may say how a release is promoted to it (`promotion: commit` or `promotion: pr`);
+//! otherwise prod by a pull request and the rest by a commit.
 
 use serde::{Deserialize, Serialize};
 #[cfg(feature = "yaml")]
@@ -16,6 +18,9 @@ pub struct CicdRead {
     pub first: FirstEnvironment,
     /// The declared environments in promotion order ([`environments`]).
     pub environments: Option<Vec<String>>,
+    /// How a release is promoted to the environments that say ([`promotions`]).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub promotions: std::collections::BTreeMap<String, crate::releases::Promotion>,
 }
 
 impl CicdRead {
@@ -26,6 +31,7 @@ impl CicdRead {
         return Self {
             first: first_environment(text),
             environments: environments(text),
+            promotions: promotions(text),
         };
         #[cfg(not(feature = "yaml"))]
         {
@@ -33,6 +39,7 @@ impl CicdRead {
             Self {
                 first: FirstEnvironment::assumed_dev(None),
                 environments: None,
+                promotions: std::collections::BTreeMap::new(),
             }
         }
     }
@@ -78,6 +85,33 @@ pub fn environments(cicd: Option<&str>) -> Option<Vec<String>> {
         .map(str::to_owned)
         .collect();
     (!names.is_empty()).then_some(names)
+}
+
+#[cfg(feature = "yaml")]
+/// The environments whose `cicd.yaml` entry says how a release reaches them:
+/// `promotion: commit`, or `promotion: pr` (`pull-request` too).
+pub fn promotions(
+    cicd: Option<&str>,
+) -> std::collections::BTreeMap<String, crate::releases::Promotion> {
+    use crate::releases::Promotion;
+    let Some(doc) = cicd.and_then(|text| serde_yaml_ng::from_str::<Value>(text).ok()) else {
+        return std::collections::BTreeMap::new();
+    };
+    doc.get("deploy")
+        .and_then(|d| d.get("environments"))
+        .and_then(Value::as_sequence)
+        .into_iter()
+        .flatten()
+        .filter_map(|env| {
+            let name = env.get("name")?.as_str()?;
+            let how = match env.get("promotion")?.as_str()? {
+                "commit" => Promotion::Commit,
+                "pr" | "pull-request" => Promotion::PullRequest,
+                _ => return None,
+            };
+            Some((name.to_owned(), how))
+        })
+        .collect()
 }
 
 #[cfg(feature = "yaml")]
@@ -137,6 +171,22 @@ mod tests {
             assert_eq!(env.cluster, None);
             assert!(!env.declared);
         }
+    }
+
+    #[test]
+    fn an_environment_may_say_how_it_is_promoted_to() {
+        use crate::releases::Promotion;
+        let read = CicdRead::of(Some(
+            "deploy:\n  environments:\n    - dev\n    - name: staging\n      promotion: pr\n    - name: prod\n      promotion: commit\n    - name: qa\n      promotion: sometimes\n",
+        ));
+        assert_eq!(
+            read.promotions.into_iter().collect::<Vec<_>>(),
+            [
+                ("prod".to_owned(), Promotion::Commit),
+                ("staging".to_owned(), Promotion::PullRequest)
+            ]
+        );
+        assert!(CicdRead::of(None).promotions.is_empty());
     }
 
     #[test]
