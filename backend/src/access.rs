@@ -132,6 +132,25 @@ pub async fn may_promote(
     Ok(answer(Some(owner), why_not))
 }
 
+/// [`may_promote`] for a route that acts: the caller's access when it may, else 403 naming
+/// `service` and why ("you may not `verb` <service>: …").
+pub async fn required(
+    state: &AppState,
+    caller: Option<&Caller>,
+    headers: &HeaderMap,
+    service: &str,
+    verb: &str,
+) -> Result<Access, ApiError> {
+    let access = may_promote(state, caller, headers, service).await?;
+    match &access.why_not {
+        Some(why_not) => Err(ApiError::Forbidden {
+            field: "service",
+            message: format!("you may not {verb} {service}: {why_not}"),
+        }),
+        None => Ok(access),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::owner_ref;

@@ -62,13 +62,8 @@ pub async fn sync(
     params::check_dns_label(&request.environment, "environment")?;
     let service = request.service.as_str();
     let (name, namespace) = application(&state, service, &request.environment)?;
-    let access = crate::access::may_promote(&state, caller.as_deref(), &headers, service).await?;
-    if let Some(why_not) = access.why_not {
-        return Err(ApiError::Forbidden {
-            field: "service",
-            message: format!("you may not sync {service}: {why_not}"),
-        });
-    }
+    let access =
+        crate::access::required(&state, caller.as_deref(), &headers, service, "sync").await?;
     let argocd = state
         .argocd
         .as_deref()

@@ -15,7 +15,7 @@ use crate::auth::Caller;
 use crate::live::github::{GitHub, GitHubError};
 use crate::state::AppState;
 
-fn github(state: &AppState) -> Result<&GitHub, ApiError> {
+pub(super) fn github(state: &AppState) -> Result<&GitHub, ApiError> {
     state.github.as_ref().ok_or_else(|| {
         ApiError::unavailable("Tower has no GitHub configured (see `github` in tower.yaml)")
     })

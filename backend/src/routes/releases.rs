@@ -74,11 +74,7 @@ fn upstream(err: WriteError) -> ApiError {
 }
 
 fn writer(state: &AppState) -> Result<Writer, ApiError> {
-    state
-        .github
-        .as_ref()
-        .map(Writer::new)
-        .ok_or_else(|| ApiError::unavailable("Tower has no GitHub configured to write to"))
+    super::github::github(state).map(Writer::new)
 }
 
 /// The service's matrix, or 404 naming `service`.
@@ -121,10 +117,7 @@ async fn plan(
             ),
         });
     }
-    let github = state
-        .github
-        .as_ref()
-        .ok_or_else(|| ApiError::unavailable("Tower has no GitHub configured to write to"))?;
+    let github = super::github::github(state)?;
     let repo = format!("{}/{}", github.owner(), hangar::gitops_repo(service, None));
     let path = hangar::env_file(environment);
     let Some((seen, text)) = writer
@@ -319,10 +312,7 @@ pub async fn compare(
             })
     };
     let (base, head) = (commit(older, "from")?, commit(newer, "to")?);
-    let github = state
-        .github
-        .as_ref()
-        .ok_or_else(|| ApiError::unavailable("Tower has no GitHub configured to compare with"))?;
+    let github = super::github::github(&state)?;
     super::github::spend_read(&state, caller.as_ref())?;
     let repo = format!("{}/{}", github.owner(), hangar::source_repo(service));
     let compared = github
@@ -400,13 +390,8 @@ pub async fn promote(
     if !state.source.derived().knows(service) {
         return Err(ApiError::no_service("service", service));
     }
-    let access = crate::access::may_promote(&state, caller.as_deref(), &headers, service).await?;
-    if let Some(why_not) = access.why_not {
-        return Err(ApiError::Forbidden {
-            field: "service",
-            message: format!("you may not promote {service}: {why_not}"),
-        });
-    }
+    let access =
+        crate::access::required(&state, caller.as_deref(), &headers, service, "promote").await?;
     let writer = writer(&state)?;
     let plan = plan(&state, &writer, service, &request.image, environment).await?;
     let image = plan.release.image.clone();
