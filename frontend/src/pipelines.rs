@@ -122,13 +122,15 @@ fn RunList(service: String, now: ReadSignal<DateTime<Utc>>) -> impl IntoView {
             .map(|p| view! { <option value=p.clone() selected=pipeline.get_untracked() == *p>{p.clone()}</option> })
             .collect_view()
     };
-    let statuses = Outcome::OF_RUNS
-        .into_iter()
-        .map(|o| {
-            let word = o.as_str();
-            view! { <option value=word>{outcome_label(o).1}</option> }
-        })
-        .collect_view();
+    let statuses = || {
+        Outcome::OF_RUNS
+            .into_iter()
+            .map(|o| {
+                let word = o.as_str();
+                view! { <option value=word>{outcome_label(o).1}</option> }
+            })
+            .collect_view()
+    };
     move || match fetched.get() {
         None => view! { <p class="state loading">"Loading runs…"</p> }.into_any(),
         Some(Err(err)) => error_alert(&err),
@@ -186,7 +188,7 @@ fn RunList(service: String, now: ReadSignal<DateTime<Utc>>) -> impl IntoView {
                     <label>" Status "
                         <select prop:value=move || status.get() on:change=move |e| { pages.set(1); status.set(event_target_value(&e)); }>
                             <option value="">"all"</option>
-                            {statuses.clone()}
+                            {statuses()}
                         </select>
                     </label>
                 </form>
