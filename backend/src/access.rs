@@ -33,6 +33,17 @@ pub async fn may_promote(
     headers: &HeaderMap,
     service: &str,
 ) -> Result<Access, ApiError> {
+    may_act(state, caller, headers, service, PROMOTE_ROUTE).await
+}
+
+/// [`may_promote`] for the acting route `route`: a tool must be granted that route.
+async fn may_act(
+    state: &AppState,
+    caller: Option<&Caller>,
+    headers: &HeaderMap,
+    service: &str,
+    route: &str,
+) -> Result<Access, ApiError> {
     let subject = caller
         .map_or("anonymous", |c| c.subject.as_str())
         .to_owned();
@@ -47,14 +58,14 @@ pub async fn may_promote(
         return Ok(answer(None, Some("nobody signed in".to_owned())));
     };
     match caller.via {
-        Via::Tool if state.gate.tool_allows(&caller.subject, PROMOTE_ROUTE) => {
+        Via::Tool if state.gate.tool_allows(&caller.subject, route) => {
             return Ok(answer(None, None))
         }
         Via::Tool => {
             return Ok(answer(
                 None,
                 Some(format!(
-                    "{} is a tool whose Tower token is not granted {PROMOTE_ROUTE}",
+                    "{} is a tool whose Tower token is not granted {route}",
                     caller.subject
                 )),
             ))
@@ -132,16 +143,25 @@ pub async fn may_promote(
     Ok(answer(Some(owner), why_not))
 }
 
+/// What a route that acts does: its path (a tool's token must be granted it) and, in a few
+/// words, the verb a refusal names ("you may not `verb` <service>: …").
+#[derive(Clone, Copy, Debug)]
+pub struct Act<'a> {
+    pub route: &'a str,
+    pub verb: &'a str,
+}
+
 /// [`may_promote`] for a route that acts: the caller's access when it may, else 403 naming
-/// `service` and why ("you may not `verb` <service>: …").
+/// `service` and why.
 pub async fn required(
     state: &AppState,
     caller: Option<&Caller>,
     headers: &HeaderMap,
     service: &str,
-    verb: &str,
+    act: Act<'_>,
 ) -> Result<Access, ApiError> {
-    let access = may_promote(state, caller, headers, service).await?;
+    let verb = act.verb;
+    let access = may_act(state, caller, headers, service, act.route).await?;
     match &access.why_not {
         Some(why_not) => Err(ApiError::Forbidden {
             field: "service",

@@ -42,6 +42,9 @@ pub struct AppState {
     /// [`READINESS_FOR`], so a public route cannot make Tower hammer Argo CD or the database.
     pub readiness:
         Arc<tokio::sync::Mutex<Option<(tokio::time::Instant, tower_shared::api::Readiness)>>>,
+    /// The Argo CD actions this replica is running now, by Application and Rollout: a second
+    /// press while the first is under way does nothing.
+    pub acting: Arc<std::sync::Mutex<std::collections::HashSet<String>>>,
 }
 
 /// How long a `/readyz` answer is reused.
@@ -69,6 +72,7 @@ impl AppState {
             frame_ancestors: Arc::from(vec!["'self'".to_owned()]),
             gate: Arc::new(gate),
             readiness: Arc::default(),
+            acting: Arc::default(),
         }
     }
 
@@ -93,6 +97,7 @@ impl AppState {
             frame_ancestors: Arc::from(config.frame_ancestors()),
             live: Some(live),
             readiness: Arc::default(),
+            acting: Arc::default(),
         }
     }
 

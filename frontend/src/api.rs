@@ -12,7 +12,8 @@ use tower_shared::api::{
     Access, ArgoSyncAnswer, ArgoSyncRequest, AuthConfig, CatalogRefresh, ClockReading,
     DeploymentsAnswer, ErrorBody, GuestToken, PipelineRunAnswer, PipelineRunsAnswer, PromoteAnswer,
     PromoteRequest, PromotionPreview, PullsAnswer, RecordedRuns, ReleasesAnswer,
-    ServiceProvisioningAnswer, Summary, CLOCK_HEADER,
+    RolloutActionAnswer, RolloutActionRequest, RolloutActionsAnswer, ServiceProvisioningAnswer,
+    Summary, CLOCK_HEADER,
 };
 use tower_shared::fleet::Fleet;
 
@@ -181,6 +182,26 @@ pub async fn promote(request: PromoteRequest) -> Result<PromoteAnswer, ApiError>
 /// `POST /api/argocd/sync`: asks Argo CD to sync (or force sync) one environment.
 pub async fn argo_sync(request: ArgoSyncRequest) -> Result<ArgoSyncAnswer, ApiError> {
     post_json("/api/argocd/sync", &request).await
+}
+
+/// `GET /api/argocd/rollout-actions?…`: what Argo CD offers on a service's Rollout now.
+pub async fn rollout_actions(
+    service: String,
+    environment: String,
+) -> Result<RolloutActionsAnswer, ApiError> {
+    get_json(&format!(
+        "/api/argocd/rollout-actions?service={}&environment={}",
+        encode(&service),
+        encode(&environment)
+    ))
+    .await
+}
+
+/// `POST /api/argocd/rollout-action`: Argo CD runs one of the offered actions.
+pub async fn rollout_action(
+    request: RolloutActionRequest,
+) -> Result<RolloutActionAnswer, ApiError> {
+    post_json("/api/argocd/rollout-action", &request).await
 }
 
 /// `POST path` with `body` as JSON; the answer read as a `T`, or why it was refused.

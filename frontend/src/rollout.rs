@@ -1,11 +1,15 @@
 //! The Deployments tab, Kubernetes variant: per environment, the canary in plain words, its
 //! ramp, the traffic split and each analysis metric as drawings (SVG drawn here from the
 //! derived tab, no chart library), and Argo CD's sync, health and revision — with Argo CD's
-//! own actions, sync and force sync (`POST /api/argocd/sync`), for who may act on the app.
+//! own actions, for who may act on the app: sync and force sync (`POST /api/argocd/sync`),
+//! and beside a canary the Rollout actions Argo CD offers on it now (`GET
+//! /api/argocd/rollout-actions`), each button saying what it will do.
 
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
-use tower_shared::api::{Access, ArgoSyncAnswer, ArgoSyncRequest};
+use tower_shared::api::{
+    Access, ArgoSyncAnswer, ArgoSyncRequest, RolloutActionAnswer, RolloutActionRequest,
+};
 use tower_shared::deployments::{Environment, Metric, RolloutView, StepKind, StepStatus};
 use tower_shared::evidence::{Evidence, Signing, Transparency};
 
@@ -13,13 +17,16 @@ use tower_shared::evidence::{Evidence, Signing, Transparency};
 /// `&env=NAME` picks one: it is marked, and on a narrow screen it is the only card shown;
 /// the picker links to each.
 /// What the Argo CD actions need, held by the page (outside the tab, which is redrawn as the
-/// platform moves): the caller's access, the last answer by environment, and the
-/// environment whose force sync waits for its confirmation.
+/// platform moves): the caller's access, the last answers by environment, the action whose
+/// second press confirms it (`<env>` for a force sync, `<env>/<action>` for a canary's),
+/// and whether a canary action is under way (its buttons wait).
 #[derive(Clone, Copy, Debug)]
 pub struct ArgoActions {
     pub access: Signal<Option<Access>>,
     pub answer: RwSignal<Option<(String, Result<ArgoSyncAnswer, crate::api::ApiError>)>>,
     pub confirming: RwSignal<Option<String>>,
+    acted: RwSignal<Option<(String, Result<RolloutActionAnswer, crate::api::ApiError>)>>,
+    busy: RwSignal<bool>,
 }
 
 impl ArgoActions {
@@ -28,6 +35,93 @@ impl ArgoActions {
             access,
             answer: RwSignal::new(None),
             confirming: RwSignal::new(None),
+            acted: RwSignal::new(None),
+            busy: RwSignal::new(false),
+        }
+    }
+
+    fn run(self, request: RolloutActionRequest) {
+        self.confirming.set(None);
+        self.busy.set(true);
+        leptos::task::spawn_local(async move {
+            let environment = request.environment.clone();
+            let answer = crate::api::rollout_action(request).await;
+            self.acted.set(Some((environment, answer)));
+            self.busy.set(false);
+        });
+    }
+
+    /// A canary's actions as Argo CD offers them now, asked for when the card is drawn (so
+    /// each redraw, as the rollout moves, offers what applies to its new state). An action
+    /// that skips the canary's safety or undoes it asks once more before it goes.
+    fn canary_view(self, service: &str, environment: &str) -> impl IntoView {
+        let offered = RwSignal::new(None);
+        let (s, e) = (service.to_owned(), environment.to_owned());
+        leptos::task::spawn_local(async move {
+            offered.set(Some(crate::api::rollout_actions(s, e).await));
+        });
+        let may = move || self.access.get().is_some_and(|a| a.may_promote) && !self.busy.get();
+        let (service, env, env2) = (
+            service.to_owned(),
+            environment.to_owned(),
+            environment.to_owned(),
+        );
+        let buttons = move || {
+            match offered.get() {
+            None => ().into_any(),
+            Some(Err(err)) => {
+                format!("Argo CD's actions on this rollout are unknown: {err}").into_any()
+            }
+            Some(Ok(answer)) => answer
+                .actions
+                .into_iter()
+                .map(|offer| {
+                    let key = format!("{env}/{}", offer.action.as_str());
+                    let confirming = move || self.confirming.get().as_ref() == Some(&key);
+                    let request = RolloutActionRequest {
+                        service: service.clone(),
+                        environment: env.clone(),
+                        action: offer.action,
+                        seen: answer.seen.clone(),
+                    };
+                    let (label, confirm) = (offer.label, offer.confirm);
+                    let second = confirm.is_some();
+                    let key = format!("{env}/{}", offer.action.as_str());
+                    let click = {
+                        let confirming = confirming.clone();
+                        move |_| {
+                            if second && !confirming() {
+                                self.confirming.set(Some(key.clone()));
+                            } else {
+                                self.run(request.clone());
+                            }
+                        }
+                    };
+                    let text = move || match (&confirm, confirming()) {
+                        (Some(confirm), true) => confirm.clone(),
+                        _ => label.clone(),
+                    };
+                    view! {
+                        <button type="button" class="canary-action" data-action=offer.action.as_str()
+                            disabled=move || !may() on:click=click>{text}</button>
+                    }
+                })
+                .collect_view()
+                .into_any(),
+        }
+        };
+        let said = move || {
+            self.acted
+                .get()
+                .filter(|(e, _)| *e == env2)
+                .map(|(_, result)| {
+                    result
+                        .map(|a| a.message)
+                        .map_err(|e| format!("Not done: {e}"))
+                })
+        };
+        view! {
+            <p class="canary-actions">{buttons}{crate::ui::outcome_line("acted", said)}</p>
         }
     }
 
@@ -83,7 +177,7 @@ impl ArgoActions {
                         "Force sync…"
                     }}
                 </button>
-                {crate::ui::why_not(self.access, "sync")}
+                {crate::ui::why_not(self.access, "act through Argo CD")}
                 {crate::ui::outcome_line("synced", said)}
             </p>
         }
@@ -186,6 +280,9 @@ fn environment_card(
         },
     );
     let drawings = env.rollout.clone().map(rollout_drawings);
+    // A new version on its way (not yet stable) may be acted on through Argo CD.
+    let canary = (env.argo.is_some() && env.rollout.as_ref().is_some_and(|r| r.canary.is_some()))
+        .then(|| actions.canary_view(service, &env.name));
     let evidence = env.rollout.as_ref().map(|r| {
         [("Canary", &r.canary), ("Stable", &r.stable)]
             .into_iter()
@@ -199,6 +296,7 @@ fn environment_card(
             <p class="summary">{summary}</p>
             {attention}
             {drawings}
+            {canary}
             {argo}
             {evidence}
         </article>

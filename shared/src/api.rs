@@ -344,6 +344,43 @@ pub struct ArgoSyncAnswer {
     pub message: String,
 }
 
+/// `GET /api/argocd/rollout-actions?service=&environment=`: the canary actions Argo CD
+/// offers on the service's Rollout there now, in Tower's words
+/// ([`crate::rollout_actions::offered`], kept to what Argo CD lists enabled).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RolloutActionsAnswer {
+    /// The Argo CD Application deploying it.
+    pub application: String,
+    pub rollout: String,
+    /// The rollout's state these were offered for ([`crate::rollout_actions::seen`]); an
+    /// action request carries it back.
+    pub seen: String,
+    pub actions: Vec<crate::rollout_actions::OfferedAction>,
+}
+
+/// `POST /api/argocd/rollout-action {service, environment, action, seen}`: run one of the
+/// offered actions through Argo CD.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RolloutActionRequest {
+    pub service: String,
+    pub environment: String,
+    pub action: crate::rollout_actions::RolloutAction,
+    /// The state the action was offered for ([`RolloutActionsAnswer::seen`]).
+    pub seen: String,
+}
+
+/// What Argo CD was asked to do.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RolloutActionAnswer {
+    pub application: String,
+    pub action: crate::rollout_actions::RolloutAction,
+    /// What happened, in a sentence.
+    pub message: String,
+}
+
 /// `GET /api/pipelines?service=NAME[&pipeline=&status=&limit=&continue=]`: a page of the
 /// service's runs, newest first ([`crate::pipelines`]); `tower pipelines` prints them all.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

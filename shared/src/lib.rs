@@ -42,6 +42,7 @@ pub mod pipelines;
 pub mod provisioning;
 pub mod pulls;
 pub mod releases;
+pub mod rollout_actions;
 pub mod snapshot;
 pub mod tekton;
 pub mod time;

@@ -281,6 +281,7 @@ fn protected_requests() -> Vec<(http::Method, String, Option<Value>)> {
                 "/provisioning-history/typical" => "?kind=Go",
                 "/catalog/entity" => "?name=svc",
                 "/api/access" => "?service=svc",
+                "/api/argocd/rollout-actions" => "?service=svc&environment=prod",
                 "/api/releases/compare" => {
                     "?service=svc&from=ghcr.io/acme/svc:1.0.0-aaaaaaa&to=ghcr.io/acme/svc:1.1.0-bbbbbbb"
                 }

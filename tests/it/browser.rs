@@ -1892,3 +1892,135 @@ async fn a_release_is_promoted_to_staging_by_a_commit_and_to_prod_by_a_merged_pu
         .unwrap();
     browser.close().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_paused_canary_is_resumed_and_another_aborted_through_argo_cd() {
+    use hangar_sim::stories::fleet::{Role, SteadyFleet, AWAITING_PROMOTION, PAUSED_CANARY};
+    let tower = crate::support::Live::start(0.0).await.unwrap();
+    // The completing canary's app is team-b's: move the world into its walk.
+    let now = tower.world_now();
+    let fleet = SteadyFleet::new(1, now);
+    let walking = fleet.app(Role::CompletingCanary).unwrap();
+    assert_eq!(walking.owner, "team-b", "the guest does not own it");
+    let (other, started) = (walking.name.clone(), walking.prod_rollout_started(now));
+    if now - started > chrono::Duration::seconds(600) {
+        tower.advance_world((walking.prod_rollout_at(now) - now).num_seconds() + 60);
+    }
+    crate::canary_actions::to_the_pause(&tower);
+    let browser = Browser::start().await.unwrap();
+    browser
+        .checked("canary-actions", async {
+            let c = &browser.client;
+            let card = |env: &str| format!("article[data-env='{env}']");
+            let deployments = |app: &str, env: &str| {
+                tower.url(&format!("/tower?view=deployments&service={app}&env={env}"))
+            };
+
+            // Someone else's canary: its buttons are there, disabled, with the reason.
+            c.goto(&deployments(&other, "prod")).await?;
+            let buttons = format!("{} button.canary-action", card("prod"));
+            until(
+                Duration::from_secs(20),
+                "the team-b canary's actions",
+                || async { Ok(!c.find_all(Locator::Css(&buttons)).await?.is_empty()) },
+            )
+            .await?;
+            for button in c.find_all(Locator::Css(&buttons)).await? {
+                anyhow::ensure!(
+                    !button.is_enabled().await?,
+                    "a non-owner's button is enabled"
+                );
+            }
+            let why = text_of(c, &format!("{} .why-not", card("prod"))).await?;
+            anyhow::ensure!(
+                why.as_deref().is_some_and(|w| w.contains("team-b")),
+                "the reason: {why:?}"
+            );
+            browser.screenshot("canary-actions-not-owner").await?;
+
+            // The paused canary: Resume says where the traffic goes, and takes it there.
+            c.goto(&deployments(PAUSED_CANARY, "prod")).await?;
+            let resume = format!(
+                "{} button.canary-action[data-action='resume']:enabled",
+                card("prod")
+            );
+            until(Duration::from_secs(20), "the resume button", || async {
+                Ok(text_of(c, &resume)
+                    .await?
+                    .is_some_and(|t| t == "Resume: traffic goes from 40% to 80%"))
+            })
+            .await?;
+            browser.check_page("canary-actions").await?;
+            browser.screenshot("canary-paused-actions").await?;
+            c.find(Locator::Css(&resume)).await?.click().await?;
+            until(
+                Duration::from_secs(20),
+                "the canary at its next step",
+                || async {
+                    let said = text_of(
+                        c,
+                        &format!("{} .canary-actions [role='status']", card("prod")),
+                    )
+                    .await?;
+                    let summary = text_of(c, &format!("{} .summary", card("prod"))).await?;
+                    Ok(said.is_some_and(|s| s.starts_with("Argo CD ran"))
+                        && summary.is_some_and(|s| s.contains("80%")))
+                },
+            )
+            .await?;
+            anyhow::ensure!(tower.world.served.argocd_actions().len() == 1);
+            browser.screenshot("canary-resumed").await?;
+
+            // Another canary — a release promoted to staging — aborted: asked twice, then
+            // all traffic is back on stable.
+            crate::promotions::canary_in_staging(&tower).await;
+            c.goto(&deployments(AWAITING_PROMOTION, "staging")).await?;
+            let abort = format!(
+                "{} button.canary-action[data-action='abort']:enabled",
+                card("staging")
+            );
+            until(Duration::from_secs(20), "the abort button", || async {
+                Ok(text_of(c, &abort)
+                    .await?
+                    .is_some_and(|t| t.starts_with("Abort: all traffic back to")))
+            })
+            .await?;
+            c.find(Locator::Css(&abort)).await?.click().await?;
+            until(
+                Duration::from_secs(10),
+                "the abort's confirmation",
+                || async {
+                    Ok(text_of(c, &abort)
+                        .await?
+                        .is_some_and(|t| t.starts_with("Confirm abort")))
+                },
+            )
+            .await?;
+            anyhow::ensure!(tower.world.served.argocd_actions().len() == 1, "not yet");
+            c.find(Locator::Css(&abort)).await?.click().await?;
+            until(
+                Duration::from_secs(20),
+                "traffic back on stable",
+                || async {
+                    Ok(text_of(c, &format!("{} .summary", card("staging")))
+                        .await?
+                        .is_some_and(|s| s.contains("all traffic is back on the stable version")))
+                },
+            )
+            .await?;
+            let retry = format!(
+                "{} button.canary-action[data-action='retry']",
+                card("staging")
+            );
+            until(Duration::from_secs(20), "a retry offered", || async {
+                Ok(!c.find_all(Locator::Css(&retry)).await?.is_empty())
+            })
+            .await?;
+            anyhow::ensure!(tower.world.served.argocd_actions().len() == 2);
+            browser.screenshot("canary-aborted").await?;
+            Ok(())
+        })
+        .await
+        .unwrap();
+    browser.close().await.unwrap();
+}

@@ -506,6 +506,27 @@ fn samples() -> Vec<(&'static str, Value)> {
             }),
         ),
         (
+            "RolloutActionsAnswer",
+            json_of(tower_shared::api::RolloutActionsAnswer {
+                application: "shop-prod".to_owned(),
+                rollout: "shop".to_owned(),
+                seen: "abc/3/1/false".to_owned(),
+                actions: vec![tower_shared::rollout_actions::OfferedAction {
+                    action: tower_shared::rollout_actions::RolloutAction::Abort,
+                    label: "Abort: all traffic back to shop:1.1.0-aaaaaaa".to_owned(),
+                    confirm: Some("Confirm abort".to_owned()),
+                }],
+            }),
+        ),
+        (
+            "RolloutActionAnswer",
+            json_of(tower_shared::api::RolloutActionAnswer {
+                application: "shop-prod".to_owned(),
+                action: tower_shared::rollout_actions::RolloutAction::Resume,
+                message: "Argo CD ran resume".to_owned(),
+            }),
+        ),
+        (
             "PromoteAnswer",
             json_of(PromoteAnswer {
                 outcome: PromoteOutcome::PullRequestOpened,

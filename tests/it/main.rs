@@ -27,6 +27,7 @@
 mod auth;
 mod backstage;
 mod browser;
+mod canary_actions;
 mod change_to_screen;
 mod cli;
 mod cloud_deploys;

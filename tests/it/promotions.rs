@@ -117,6 +117,15 @@ async fn until_cell(tower: &Live, image: &str, env: &str, state: &str, weight: O
 /// Promotes the held app's release waiting for staging (one press) and lets its canary walk
 /// in; its image.
 async fn promoted_to_staging(tower: &Live) -> String {
+    let image = canary_in_staging(tower).await;
+    tower.advance_world(25 * 60);
+    until_cell(tower, &image, "staging", "live", None).await;
+    image
+}
+
+/// Promotes the release waiting for staging (one commit through the route) and waits until
+/// Argo CD rolls it out there as a canary at 20 %; its image.
+pub(crate) async fn canary_in_staging(tower: &Live) -> String {
     let image = waiting_for(tower, "staging").await;
     let (_, preview) = tower.get(&preview_path(&image, "staging")).await.unwrap();
     let body = json!({"service": APP, "image": image, "environment": "staging",
@@ -128,8 +137,6 @@ async fn promoted_to_staging(tower: &Live) -> String {
         "{answer}"
     );
     until_cell(tower, &image, "staging", "canary", Some(20)).await;
-    tower.advance_world(25 * 60);
-    until_cell(tower, &image, "staging", "live", None).await;
     image
 }
 

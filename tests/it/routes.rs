@@ -496,6 +496,8 @@ async fn provisioning_snapshot_readiness_metrics_and_openapi() {
         "/api/releases/compare",
         "/api/access",
         "/api/argocd/sync",
+        "/api/argocd/rollout-actions",
+        "/api/argocd/rollout-action",
         "/api/pipelines",
         "/api/pipelines/run",
         "/api/provisioning",

@@ -557,7 +557,7 @@ impl Live {
 
     /// [`Live::start`] with the history in `database_url` (e.g. PostgreSQL).
     pub async fn start_with(speed: f64, database_url: Option<String>) -> anyhow::Result<Self> {
-        Self::start_full(speed, database_url, &[]).await
+        Self::start_full(speed, database_url, &[], Vec::new()).await
     }
 
     /// [`Live::start`] on clusters whose API servers deny Tower what `denied` says (cluster,
@@ -566,13 +566,22 @@ impl Live {
         speed: f64,
         denied: &[(&str, hangar_sim::kube_api::Forbidden)],
     ) -> anyhow::Result<Self> {
-        Self::start_full(speed, None, denied).await
+        Self::start_full(speed, None, denied, Vec::new()).await
+    }
+
+    /// [`Live::start`] with these tool tokens besides the Backstage guest.
+    pub async fn start_with_tools(
+        speed: f64,
+        tools: Vec<tower_backend::config::ToolToken>,
+    ) -> anyhow::Result<Self> {
+        Self::start_full(speed, None, &[], tools).await
     }
 
     async fn start_full(
         speed: f64,
         database_url: Option<String>,
         denied: &[(&str, hangar_sim::kube_api::Forbidden)],
+        tools: Vec<tower_backend::config::ToolToken>,
     ) -> anyhow::Result<Self> {
         use tower_backend::{app, assets, demo, live};
         let dir = tempfile::tempdir()?;
@@ -594,6 +603,7 @@ impl Live {
         if let Some(url) = database_url {
             config.database_url = Some(tower_backend::config::Secret(url));
         }
+        config.tokens.extend(tools);
         let live = live::connect(config, world.clock()).await?;
         anyhow::ensure!(
             live.wait_ready(Duration::from_secs(30)).await,

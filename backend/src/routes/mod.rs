@@ -28,6 +28,10 @@ use axum::Router;
 
 use crate::state::AppState;
 
+/// Argo CD's actions: the routes a tool's token must be granted to ask for them.
+const SYNC_ROUTE: &str = "/api/argocd/sync";
+const ROLLOUT_ACTION: &str = "/api/argocd/rollout-action";
+
 /// Every JSON route. An unknown `/api/…` path gets a JSON 404, not the frontend's page.
 pub fn api() -> Router<AppState> {
     Router::new()
@@ -39,7 +43,9 @@ pub fn api() -> Router<AppState> {
         .route("/api/releases/promote", post(releases::promote))
         .route("/api/releases/compare", get(releases::compare))
         .route("/api/access", get(releases::access))
-        .route("/api/argocd/sync", post(argocd::sync))
+        .route(SYNC_ROUTE, post(argocd::sync))
+        .route("/api/argocd/rollout-actions", get(argocd::rollout_actions))
+        .route(ROLLOUT_ACTION, post(argocd::rollout_action))
         .route("/api/pipelines", get(pipelines::runs))
         .route("/api/pipelines/run", get(pipelines::run))
         .route("/api/pipelines/log", get(pipelines::log))

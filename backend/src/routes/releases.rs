@@ -45,6 +45,11 @@ pub async fn access(
         .map(Json)
 }
 
+const PROMOTE: crate::access::Act<'static> = crate::access::Act {
+    route: crate::access::PROMOTE_ROUTE,
+    verb: "promote",
+};
+
 /// What promoting one release to one environment would write.
 struct Plan {
     release: Release,
@@ -391,7 +396,7 @@ pub async fn promote(
         return Err(ApiError::no_service("service", service));
     }
     let access =
-        crate::access::required(&state, caller.as_deref(), &headers, service, "promote").await?;
+        crate::access::required(&state, caller.as_deref(), &headers, service, PROMOTE).await?;
     let writer = writer(&state)?;
     let plan = plan(&state, &writer, service, &request.image, environment).await?;
     let image = plan.release.image.clone();

@@ -305,11 +305,27 @@ impl Platform {
     /// file in the repository.
     pub(crate) fn written_to_main(&self, repo: &str, path: &str, content: &str) -> bool {
         let now = self.clock.now();
-        let Some(i) = self
-            .stories
-            .iter()
-            .position(|story| story.written_to_main(repo, path, content, now))
-        else {
+        self.retold_by(|story| story.written_to_main(repo, path, content, now))
+    }
+
+    /// Argo CD ran `action` on the Rollout `name` in `namespace` of `cluster`: the story
+    /// holding it plays it (as the Rollouts controller would) and the cluster shows it at
+    /// once. `false` when no story holds that Rollout.
+    pub(crate) fn rollout_action(
+        &self,
+        cluster: &str,
+        namespace: &str,
+        name: &str,
+        action: crate::stories::RolloutAction,
+    ) -> bool {
+        let now = self.clock.now();
+        self.retold_by(|story| story.rollout_action(cluster, namespace, name, action, now))
+    }
+
+    /// Asks the first story that `took` something to tell its world again now.
+    fn retold_by(&self, took: impl Fn(&dyn Story) -> bool) -> bool {
+        let now = self.clock.now();
+        let Some(i) = self.stories.iter().position(|story| took(story.as_ref())) else {
             return false;
         };
         if let Some(said) = locked(&self.memo).said.get_mut(i).and_then(Option::as_mut) {
@@ -506,14 +522,17 @@ impl Platform {
         let control_plane = self.clusters.values().next().cloned().unwrap_or_default();
         let argocd_requests = Arc::new(std::sync::atomic::AtomicU64::new(0));
         let counter = Arc::clone(&argocd_requests);
-        let argocd_syncs = crate::argocd::Syncs::default();
-        let syncs = Arc::clone(&argocd_syncs);
+        let argocd_asked = crate::argocd::Asked::default();
+        let asked = argocd_asked.clone();
         let (argocd, task) = serve_on_loopback("the Argo CD API", |_| {
             Ok(crate::argocd::router(
-                control_plane,
-                "argocd-apps",
+                crate::argocd::Instance::new(
+                    Arc::clone(&self),
+                    control_plane,
+                    "argocd-apps",
+                    asked,
+                ),
                 counter,
-                syncs,
             ))
         })
         .await?;
@@ -547,7 +566,7 @@ impl Platform {
             counters,
             access,
             argocd_requests,
-            argocd_syncs,
+            argocd_asked,
             github,
             argocd,
             backstage,
@@ -643,7 +662,7 @@ pub struct Served {
     counters: BTreeMap<String, Arc<kube_api::RequestCounts>>,
     access: BTreeMap<String, Arc<kube_api::Access>>,
     argocd_requests: Arc<std::sync::atomic::AtomicU64>,
-    argocd_syncs: crate::argocd::Syncs,
+    argocd_asked: crate::argocd::Asked,
     tasks: Vec<JoinHandle<()>>,
 }
 
@@ -691,15 +710,17 @@ impl Served {
         self.access.get(cluster).map(|a| &**a)
     }
 
-    /// Requests the Argo CD API has answered so far.
     /// Every sync Argo CD was asked for so far.
     pub fn argocd_syncs(&self) -> Vec<crate::argocd::Sync> {
-        self.argocd_syncs
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
+        self.argocd_asked.syncs()
     }
 
+    /// Every resource action Argo CD ran so far.
+    pub fn argocd_actions(&self) -> Vec<crate::argocd::Ran> {
+        self.argocd_asked.actions()
+    }
+
+    /// Requests the Argo CD API has answered so far.
     pub fn argocd_requests(&self) -> u64 {
         self.argocd_requests
             .load(std::sync::atomic::Ordering::Relaxed)

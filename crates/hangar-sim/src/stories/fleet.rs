@@ -15,7 +15,7 @@ use chrono::{DateTime, Duration, Utc};
 use serde_json::{json, Value};
 
 use super::objects::{self, condition, ts, RunRef, RunState};
-use super::{CatalogEntity, PullRequest, Story};
+use super::{CatalogEntity, PullRequest, RolloutAction, Story};
 
 /// Environments in promotion order, and the cluster each runs on.
 pub const ENVIRONMENTS: [(&str, &str); 3] = [("dev", "dev"), ("staging", "prod"), ("prod", "prod")];
@@ -64,10 +64,45 @@ pub const AWAITING_PROMOTION: &str = "storefront";
 /// themselves, and its cadence (so a build or two wait in dev at the start).
 const HELD_FOR: i64 = 4 * 3_600;
 const HELD_CADENCE: i64 = 3 * 3_600;
-/// A release promoted in Git rolls out as a canary: 20 % for ten minutes, 40 % for ten,
-/// 80 % for five, then it is the stable version.
-const PROMOTED_WALK: [(i64, u32, u32); 3] = [(0, 1, 20), (600, 3, 40), (1_200, 5, 80)];
-const PROMOTED_DONE: i64 = 1_500;
+/// One step of a canary, as the Rollout's spec writes it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum CanaryStep {
+    Weight(u32),
+    /// A pause of so many seconds, or `None`: until someone resumes it.
+    Pause(Option<i64>),
+    Analysis,
+}
+
+use CanaryStep::{Analysis as Analyse, Pause, Weight};
+
+/// The paused canary's steps (and the steady apps', which promote at once): 20 % for ten
+/// minutes, 40 % until someone resumes it, 80 % for five minutes.
+const PAUSING_STEPS: [CanaryStep; 6] = [
+    Weight(20),
+    Pause(Some(600)),
+    Weight(40),
+    Pause(None),
+    Weight(80),
+    Pause(Some(300)),
+];
+/// A canary that completes — and every release promoted in Git rolls out so: 20 % for ten
+/// minutes, 40 % for ten, 80 % for five, then it is the stable version.
+const WALKING_STEPS: [CanaryStep; 6] = [
+    Weight(20),
+    Pause(Some(600)),
+    Weight(40),
+    Pause(Some(600)),
+    Weight(80),
+    Pause(Some(300)),
+];
+/// The aborting canary: a step analysis at 20 %.
+const ANALYSED_STEPS: [CanaryStep; 5] = [
+    Weight(20),
+    Analyse,
+    Weight(40),
+    Pause(Some(600)),
+    Weight(80),
+];
 const KINDS: [&str; 4] = ["NodeJS", "SpringBoot", "Python", "Go"];
 const BUILD_TASKS: [&str; 4] = ["fetch-source", "unit-tests", "build-image", "update-gitops"];
 /// A busy app's pull-request pipeline: one starts every [`PR_EVERY`] seconds, each task
@@ -294,21 +329,45 @@ struct CanaryAt {
     paused_since: Option<DateTime<Utc>>,
 }
 
-/// What the prod rollout of a release is doing.
+/// What a rollout of a release is doing.
 #[derive(Clone, Copy, Debug)]
 enum Prod {
     Promoted,
     Canary(CanaryAt),
-    /// The step analysis is measuring (`measured` so far), the canary at 20 %.
+    /// The step analysis started `since` is measuring (`measured` so far), the canary at
+    /// 20 %.
     Analysing {
+        since: DateTime<Utc>,
         measured: i64,
     },
+    /// Aborted at `at`: by its step analysis (started then), or by hand (`None`).
     Aborted {
         at: DateTime<Utc>,
+        analysis: Option<DateTime<Utc>>,
     },
     Preview {
         since: DateTime<Utc>,
     },
+}
+
+impl Prod {
+    fn canary(step: usize, weight: u32, since: DateTime<Utc>) -> Self {
+        Self::Canary(CanaryAt {
+            step: u32::try_from(step).unwrap_or(u32::MAX),
+            weight,
+            paused_since: Some(since),
+        })
+    }
+}
+
+/// A Rollout action Argo CD ran (`POST …/resource/actions/v2`) on the rollout of
+/// `release` in `env`, at `at`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Acted {
+    env: &'static str,
+    release: i64,
+    action: RolloutAction,
+    at: DateTime<Utc>,
 }
 
 /// The aborting canary's step analysis: a measurement a minute, failing from the first;
@@ -425,24 +484,34 @@ impl SteadyApp {
         }
     }
 
-    /// What a release promoted in Git at `at` is doing at `now`: walking in as a canary,
-    /// then stable.
-    fn walk(at: DateTime<Utc>, now: DateTime<Utc>) -> Prod {
-        let e = (now - at).num_seconds();
-        if e >= PROMOTED_DONE {
-            return Prod::Promoted;
+    /// Where a canary that came to step `from` at `at` (with `weight` % so far) is at
+    /// `now`, as the Rollouts controller walks `steps`: a weight is set at once, a timed
+    /// pause waits its time, an untimed one until someone resumes it; past the last step the
+    /// canary is the stable version.
+    fn walk(
+        steps: &[CanaryStep],
+        from: usize,
+        weight: u32,
+        at: DateTime<Utc>,
+        now: DateTime<Utc>,
+    ) -> Prod {
+        let (mut step, mut weight, mut at) = (from, weight, at);
+        while let Some(next) = steps.get(step) {
+            match *next {
+                Weight(w) => weight = w,
+                Analyse => {}
+                Pause(None) => return Prod::canary(step, weight, at),
+                Pause(Some(takes)) => {
+                    let ends = at + Duration::seconds(takes);
+                    if now < ends {
+                        return Prod::canary(step, weight, at);
+                    }
+                    at = ends;
+                }
+            }
+            step += 1;
         }
-        let (since, step, weight) = PROMOTED_WALK
-            .iter()
-            .copied()
-            .rev()
-            .find(|(since, _, _)| e >= *since)
-            .unwrap_or(PROMOTED_WALK[0]);
-        Prod::Canary(CanaryAt {
-            step,
-            weight,
-            paused_since: Some(at + Duration::seconds(since)),
-        })
+        Prod::Promoted
     }
 
     /// The release `image` names, among the app's newest fifty at `now`.
@@ -586,25 +655,19 @@ impl SteadyApp {
     /// requests) changes: a release starting, a build task finishing, a release reaching an
     /// environment, its PR opening or merging, a prod rollout's step or measurement. Until
     /// then [`SteadyApp::objects`] and [`SteadyApp::pull_requests`] answer as at `now`.
-    pub fn next_change(&self, now: DateTime<Utc>, promoted: &[Promoted]) -> DateTime<Utc> {
+    pub fn next_change(
+        &self,
+        now: DateTime<Utc>,
+        promoted: &[Promoted],
+        acted: &[Acted],
+    ) -> DateTime<Utc> {
         let per_task = BUILD_TAKES / BUILD_TASKS.len() as i64;
         let prod = Self::reaches("prod");
         let mut offsets: Vec<i64> = (1..=BUILD_TASKS.len() as i64)
             .map(|k| k * per_task)
             .chain([Self::reaches("dev"), Self::reaches("staging"), prod])
             .collect();
-        match self.role {
-            Role::Steady | Role::BlueGreen => {}
-            Role::PausedCanary => offsets.extend(
-                std::iter::once(prod + 600).chain((1..48).map(|i| prod + i * MEASURE_EVERY)),
-            ),
-            Role::CompletingCanary => offsets.extend([prod + 600, prod + 1_200, prod + 1_500]),
-            Role::AbortedCanary => offsets.extend(
-                (1..STEP_FAILURES)
-                    .map(|i| prod + i * STEP_MEASURE_EVERY)
-                    .chain([prod + (STEP_FAILURES - 1) * STEP_MEASURE_EVERY + 1]),
-            ),
-        }
+        offsets.extend(Self::changes(self.role).into_iter().map(|o| prod + o));
         let current = self.release_before(now, 0);
         let pr_next = self.busy.then(|| {
             // A run starts (and the oldest goes) each slot; each task ends in turn.
@@ -629,16 +692,73 @@ impl SteadyApp {
                 }
             }
         }
-        // A promoted release's canary walks on.
+        // A promoted release's canary walks on; a rollout Argo CD acted on plays on from then.
         let walking = promoted.iter().flat_map(|p| {
-            PROMOTED_WALK
-                .iter()
-                .map(|(since, _, _)| *since)
-                .chain([PROMOTED_DONE])
-                .map(move |since| p.at + Duration::seconds(since))
+            Self::changes(Role::CompletingCanary)
+                .into_iter()
+                .map(move |o| p.at + Duration::seconds(o))
         });
-        let next = walking.filter(|t| *t > now).fold(next, DateTime::min);
+        let acting = acted.iter().flat_map(|a| {
+            Self::changes_after_action(self.role)
+                .into_iter()
+                .chain(Self::changes_after_action(Role::CompletingCanary))
+                .map(move |o| a.at + Duration::seconds(o))
+        });
+        let next = walking
+            .chain(acting)
+            .filter(|t| *t > now)
+            .fold(next, DateTime::min);
         pr_next.map_or(next, |p| p.min(next))
+    }
+
+    /// When (seconds from its start) a rollout playing `role` changes by itself: each
+    /// timed pause ending until an untimed one, each measurement of its analysis.
+    fn changes(role: Role) -> Vec<i64> {
+        let mut out = Vec::new();
+        match role {
+            Role::Steady | Role::BlueGreen => {}
+            Role::PausedCanary | Role::CompletingCanary => {
+                let mut at = 0;
+                for step in Self::steps(role) {
+                    match step {
+                        Pause(Some(takes)) => {
+                            at += takes;
+                            out.push(at);
+                        }
+                        Pause(None) => break,
+                        _ => {}
+                    }
+                }
+                if role == Role::PausedCanary {
+                    out.extend((1..48).map(|i| i * MEASURE_EVERY));
+                }
+            }
+            Role::AbortedCanary => out.extend(
+                (1..STEP_FAILURES)
+                    .map(|i| i * STEP_MEASURE_EVERY)
+                    .chain([(STEP_FAILURES - 1) * STEP_MEASURE_EVERY + 1]),
+            ),
+        }
+        out
+    }
+
+    /// When (seconds from an action Argo CD ran on it) a rollout playing `role` may change:
+    /// as when it started, and each run of timed pauses ending from any step on.
+    fn changes_after_action(role: Role) -> Vec<i64> {
+        let pauses: Vec<i64> = Self::steps(role)
+            .iter()
+            .filter_map(|step| match step {
+                Pause(Some(takes)) => Some(*takes),
+                _ => None,
+            })
+            .collect();
+        let mut out = Self::changes(role);
+        for from in 0..pauses.len() {
+            for to in from..pauses.len() {
+                out.push(pauses[from..=to].iter().sum());
+            }
+        }
+        out
     }
 
     /// Its GitOps repo's environment files (the demo's apps; the scale fleet has none).
@@ -656,38 +776,67 @@ impl SteadyApp {
             .collect()
     }
 
-    /// What `release`'s prod rollout is doing at `now`.
-    fn prod(&self, release: Release, now: DateTime<Utc>) -> Prod {
-        let started = Self::prod_at(release);
+    /// What a rollout playing `role` that started at `started` is doing at `now`, left to
+    /// itself.
+    fn play(role: Role, started: DateTime<Utc>, now: DateTime<Utc>) -> Prod {
         let e = (now - started).num_seconds();
-        let at = |step, weight, since: i64| {
-            Prod::Canary(CanaryAt {
-                step,
-                weight,
-                paused_since: Some(started + Duration::seconds(since)),
-            })
-        };
-        match self.role {
+        match role {
             Role::Steady => Prod::Promoted,
-            Role::PausedCanary if e < 600 => at(1, 20, 0),
-            Role::PausedCanary => at(3, 40, 600),
-            Role::CompletingCanary if e < 600 => at(1, 20, 0),
-            Role::CompletingCanary if e < 1_200 => at(3, 40, 600),
-            Role::CompletingCanary if e < 1_500 => at(5, 80, 1_200),
-            Role::CompletingCanary => Prod::Promoted,
+            Role::PausedCanary | Role::CompletingCanary => {
+                Self::walk(Self::steps(role), 0, 0, started, now)
+            }
             Role::AbortedCanary => {
                 let fails_at = (STEP_FAILURES - 1) * STEP_MEASURE_EVERY + 1;
                 if e < fails_at {
                     Prod::Analysing {
+                        since: started,
                         measured: (e / STEP_MEASURE_EVERY + 1).clamp(1, STEP_FAILURES),
                     }
                 } else {
                     Prod::Aborted {
                         at: started + Duration::seconds(fails_at),
+                        analysis: Some(started),
                     }
                 }
             }
             Role::BlueGreen => Prod::Preview { since: started },
+        }
+    }
+
+    /// What the rollout is doing at `now` with the actions Argo CD ran on it (`acts`,
+    /// oldest first), each as the Rollouts controller takes it: `resume` ends the pause
+    /// and walks on (a blue-green preview becomes active), `promote-full` makes the new
+    /// version stable at once, `abort` puts all traffic back on stable, `retry` starts an
+    /// aborted rollout again from its first step. An action that does not apply (a resume
+    /// of a rollout not paused) changes nothing.
+    fn played(role: Role, started: DateTime<Utc>, now: DateTime<Utc>, acts: &[Acted]) -> Prod {
+        let acts = &acts[..acts.iter().take_while(|a| a.at <= now).count()];
+        let Some((last, earlier)) = acts.split_last() else {
+            return Self::play(role, started, now);
+        };
+        let before = Self::played(role, started, last.at, earlier);
+        match (last.action, before) {
+            (RolloutAction::Resume, Prod::Canary(c)) => Self::walk(
+                Self::steps(role),
+                c.step as usize + 1,
+                c.weight,
+                last.at,
+                now,
+            ),
+            (RolloutAction::Resume, Prod::Preview { .. })
+            | (
+                RolloutAction::PromoteFull,
+                Prod::Canary(_) | Prod::Analysing { .. } | Prod::Preview { .. },
+            ) => Prod::Promoted,
+            (
+                RolloutAction::Abort,
+                Prod::Canary(_) | Prod::Analysing { .. } | Prod::Preview { .. },
+            ) => Prod::Aborted {
+                at: last.at,
+                analysis: None,
+            },
+            (RolloutAction::Retry, Prod::Aborted { .. }) => Self::play(role, last.at, now),
+            _ => Self::played(role, started, now, earlier),
         }
     }
 
@@ -696,6 +845,7 @@ impl SteadyApp {
         now: DateTime<Utc>,
         long_ago: DateTime<Utc>,
         promoted: &[Promoted],
+        acted: &[Acted],
     ) -> Vec<(String, Value)> {
         let name = self.name.as_str();
         let mut out = vec![(
@@ -716,12 +866,20 @@ impl SteadyApp {
             let release = arrival.release;
             let namespace = format!("app-{name}-{env}");
             // A release promoted in Git walks in as a canary; one its cadence brought plays
-            // the app's role in prod.
-            let (prod, role) = match arrival.replaced {
-                Some(_) => (Self::walk(arrival.at, now), Role::CompletingCanary),
-                None if env == "prod" => (self.prod(release, now), self.role),
-                None => (Prod::Promoted, self.role),
+            // the app's role in prod; either as Argo CD's actions on it say.
+            let (started, role) = match arrival.replaced {
+                Some(_) => (Some(arrival.at), Role::CompletingCanary),
+                None if env == "prod" => (Some(Self::prod_at(release)), self.role),
+                None => (None, self.role),
             };
+            let acts: Vec<Acted> = acted
+                .iter()
+                .filter(|a| a.env == env && a.release == release.n)
+                .copied()
+                .collect();
+            let prod = started.map_or(Prod::Promoted, |started| {
+                Self::played(role, started, now, &acts)
+            });
             let health = match prod {
                 Prod::Promoted => "Healthy",
                 Prod::Canary(_) | Prod::Preview { .. } => "Suspended",
@@ -777,22 +935,27 @@ impl SteadyApp {
                         self.replica_set(&namespace, release, canary_replicas(at.weight)),
                     ],
                 ),
-                Prod::Analysing { .. } => (
-                    self.analysing_rollout(&namespace, release),
+                Prod::Analysing { since, .. } => (
+                    self.analysing_rollout(&namespace, (release, stable), since),
                     vec![
                         self.replica_set(&namespace, stable, 3),
                         self.replica_set(&namespace, release, canary_replicas(20)),
                     ],
                 ),
-                Prod::Aborted { at } => (
-                    self.aborted_rollout(&namespace, release, at),
+                Prod::Aborted { at, analysis } => (
+                    self.aborted_rollout(
+                        &namespace,
+                        (release, stable),
+                        at,
+                        (role, analysis.is_some()),
+                    ),
                     vec![
                         self.replica_set(&namespace, stable, 3),
                         self.replica_set(&namespace, release, 0),
                     ],
                 ),
                 Prod::Preview { since } => (
-                    self.preview_rollout(&namespace, release, since),
+                    self.preview_rollout(&namespace, (release, stable), since),
                     vec![
                         self.replica_set(&namespace, stable, 3),
                         self.replica_set(&namespace, release, 3),
@@ -844,15 +1007,18 @@ impl SteadyApp {
             match prod {
                 Prod::Canary(_) if role == Role::PausedCanary => out.push((
                     cluster.to_owned(),
-                    self.analysis_run(&namespace, release, now),
+                    self.analysis_run(&namespace, release, started.unwrap_or(now), now),
                 )),
-                Prod::Analysing { measured } => out.push((
+                Prod::Analysing { since, measured } => out.push((
                     cluster.to_owned(),
-                    self.step_analysis_run(&namespace, release, measured, None),
+                    self.step_analysis_run(&namespace, release, since, measured, None),
                 )),
-                Prod::Aborted { at } => out.push((
+                Prod::Aborted {
+                    at,
+                    analysis: Some(since),
+                } => out.push((
                     cluster.to_owned(),
-                    self.step_analysis_run(&namespace, release, STEP_FAILURES, Some(at)),
+                    self.step_analysis_run(&namespace, release, since, STEP_FAILURES, Some(at)),
                 )),
                 _ => {}
             }
@@ -1106,16 +1272,12 @@ impl SteadyApp {
                 "activeService": format!("{}-active", self.name),
                 "previewService": format!("{}-preview", self.name),
                 "autoPromotionEnabled": false}}),
-            Role::AbortedCanary => json!({"canary": {"steps": [{"setWeight": 20},
-                {"analysis": {"templates": [{"templateName": "error-rate"}]}},
-                {"setWeight": 40}, {"pause": {"duration": "10m"}}, {"setWeight": 80}]}}),
-            Role::CompletingCanary => json!({"canary": {"steps": [{"setWeight": 20},
-                {"pause": {"duration": "10m"}}, {"setWeight": 40}, {"pause": {"duration": "10m"}},
-                {"setWeight": 80}, {"pause": {"duration": "5m"}}]}}),
+            Role::AbortedCanary | Role::CompletingCanary => {
+                json!({"canary": {"steps": Self::steps_json(role)}})
+            }
             Role::Steady | Role::PausedCanary => json!({"canary": {
                 "analysis": {"templates": [{"templateName": "error-rate"}], "startingStep": 1},
-                "steps": [{"setWeight": 20}, {"pause": {"duration": "10m"}},
-                          {"setWeight": 40}, {"pause": {}}, {"setWeight": 80}]}}),
+                "steps": Self::steps_json(role)}}),
         };
         json!({"apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout",
             "metadata": {"name": self.name, "namespace": namespace, "generation": 1,
@@ -1127,12 +1289,29 @@ impl SteadyApp {
                 "strategy": strategy}})
     }
 
-    fn steps(role: Role) -> usize {
+    /// The canary steps of a rollout playing `role` (none for blue-green).
+    fn steps(role: Role) -> &'static [CanaryStep] {
         match role {
-            Role::BlueGreen => 0,
-            Role::CompletingCanary => 6,
-            _ => 5,
+            Role::BlueGreen => &[],
+            Role::CompletingCanary => &WALKING_STEPS,
+            Role::AbortedCanary => &ANALYSED_STEPS,
+            Role::Steady | Role::PausedCanary => &PAUSING_STEPS,
         }
+    }
+
+    fn steps_json(role: Role) -> Value {
+        Self::steps(role)
+            .iter()
+            .map(|step| match *step {
+                Weight(w) => json!({"setWeight": w}),
+                Pause(None) => json!({"pause": {}}),
+                Pause(Some(s)) if s % 60 == 0 => {
+                    json!({"pause": {"duration": format!("{}m", s / 60)}})
+                }
+                Pause(Some(s)) => json!({"pause": {"duration": format!("{s}s")}}),
+                Analyse => json!({"analysis": {"templates": [{"templateName": "error-rate"}]}}),
+            })
+            .collect()
     }
 
     /// The release before `release`.
@@ -1178,7 +1357,7 @@ impl SteadyApp {
             rollout["status"]["blueGreen"] =
                 json!({"activeSelector": hash, "previewSelector": hash});
         } else {
-            rollout["status"]["currentStepIndex"] = json!(Self::steps(role));
+            rollout["status"]["currentStepIndex"] = json!(Self::steps(role).len());
             rollout["status"]["canary"] = json!({"weights": {
                 "canary": {"weight": 0, "podTemplateHash": hash},
                 "stable": {"weight": 100, "podTemplateHash": hash}}});
@@ -1221,9 +1400,12 @@ impl SteadyApp {
     }
 
     /// The aborting canary while its step analysis measures, at 20 %.
-    fn analysing_rollout(&self, namespace: &str, release: Release) -> Value {
-        let since = Self::prod_at(release);
-        let stable = self.previous(release);
+    fn analysing_rollout(
+        &self,
+        namespace: &str,
+        (release, stable): (Release, Release),
+        since: DateTime<Utc>,
+    ) -> Value {
         let mut rollout = self.rollout_base(namespace, release, self.role);
         let (hash, stable_hash) = (self.pod_hash(release), self.pod_hash(stable));
         let canary = canary_replicas(20);
@@ -1243,17 +1425,29 @@ impl SteadyApp {
         rollout
     }
 
-    /// The aborting canary after its analysis failed: all traffic back on stable, the
-    /// canary scaled to zero.
-    fn aborted_rollout(&self, namespace: &str, release: Release, at: DateTime<Utc>) -> Value {
-        let stable = self.previous(release);
-        let mut rollout = self.rollout_base(namespace, release, self.role);
+    /// An aborted rollout — by its failed step analysis (`by_analysis`), or by hand: all
+    /// traffic back on stable, the canary scaled to zero.
+    fn aborted_rollout(
+        &self,
+        namespace: &str,
+        (release, stable): (Release, Release),
+        at: DateTime<Utc>,
+        (role, by_analysis): (Role, bool),
+    ) -> Value {
+        let mut rollout = self.rollout_base(namespace, release, role);
         let (hash, stable_hash) = (self.pod_hash(release), self.pod_hash(stable));
         let why = step_failure(STEP_FAILURES);
-        let message = format!(
-            "RolloutAborted: Rollout aborted update to revision {}: {why}",
-            release.n
-        );
+        let message = if by_analysis {
+            format!(
+                "RolloutAborted: Rollout aborted update to revision {}: {why}",
+                release.n
+            )
+        } else {
+            format!(
+                "RolloutAborted: Rollout aborted update to revision {}",
+                release.n
+            )
+        };
         rollout["status"] = json!({"phase": "Degraded", "message": message, "abort": true,
             "abortedAt": ts(at), "replicas": 3, "updatedReplicas": 0, "readyReplicas": 3,
             "availableReplicas": 3, "observedGeneration": "1", "currentPodHash": hash,
@@ -1267,12 +1461,30 @@ impl SteadyApp {
                 condition("Available", true, "AvailableReason", release.at, Some("Rollout has minimum availability")),
                 condition("Progressing", false, "RolloutAborted", at, Some(&message)),
                 condition("Healthy", false, "RolloutHealthyFalse", at, Some("Rollout is not healthy"))]});
+        if !by_analysis {
+            let status = &mut rollout["status"];
+            if let Some(canary) = status["canary"].as_object_mut() {
+                canary.remove("currentStepAnalysisRunStatus");
+            }
+            if role == Role::BlueGreen {
+                if let Some(fields) = status.as_object_mut() {
+                    fields.remove("canary");
+                    fields.remove("currentStepIndex");
+                }
+                status["blueGreen"] =
+                    json!({"activeSelector": stable_hash, "previewSelector": stable_hash});
+            }
+        }
         rollout
     }
 
     /// Blue-green: the new version up as the preview, paused for a promotion.
-    fn preview_rollout(&self, namespace: &str, release: Release, since: DateTime<Utc>) -> Value {
-        let stable = self.previous(release);
+    fn preview_rollout(
+        &self,
+        namespace: &str,
+        (release, stable): (Release, Release),
+        since: DateTime<Utc>,
+    ) -> Value {
         let mut rollout = self.rollout_base(namespace, release, self.role);
         let (hash, stable_hash) = (self.pod_hash(release), self.pod_hash(stable));
         rollout["status"] = json!({"phase": "Paused", "message": "BlueGreenPause",
@@ -1304,8 +1516,13 @@ impl SteadyApp {
 
     /// The background analysis: one error-rate measurement every 5 minutes since the canary
     /// started, all under the 1 % threshold so far.
-    fn analysis_run(&self, namespace: &str, release: Release, now: DateTime<Utc>) -> Value {
-        let started = Self::prod_at(release);
+    fn analysis_run(
+        &self,
+        namespace: &str,
+        release: Release,
+        started: DateTime<Utc>,
+        now: DateTime<Utc>,
+    ) -> Value {
         let count = ((now - started).num_seconds() / MEASURE_EVERY + 1).clamp(1, 48);
         let measurements: Vec<Value> = (0..count)
             .map(|i| {
@@ -1343,10 +1560,10 @@ impl SteadyApp {
         &self,
         namespace: &str,
         release: Release,
+        started: DateTime<Utc>,
         measured: i64,
         failed_at: Option<DateTime<Utc>>,
     ) -> Value {
-        let started = Self::prod_at(release);
         let measurements: Vec<Value> = (0..measured)
             .map(|i| {
                 let at = started + Duration::seconds(i * STEP_MEASURE_EVERY);
@@ -1501,11 +1718,20 @@ pub struct FleetApp {
     provisioned: DateTime<Utc>,
     /// Oldest first.
     promoted: std::sync::Mutex<Vec<Promoted>>,
+    /// The Rollout actions Argo CD ran, oldest first.
+    acted: std::sync::Mutex<Vec<Acted>>,
 }
 
 impl FleetApp {
     fn promoted(&self) -> Vec<Promoted> {
         self.promoted
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    fn acted(&self) -> Vec<Acted> {
+        self.acted
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone()
@@ -1523,6 +1749,7 @@ impl SteadyFleet {
                     app,
                     provisioned,
                     promoted: std::sync::Mutex::default(),
+                    acted: std::sync::Mutex::default(),
                 }) as Box<dyn Story>
             })
             .collect()
@@ -1544,7 +1771,8 @@ impl SteadyApp {
 
 impl Story for FleetApp {
     fn objects_at(&self, now: DateTime<Utc>) -> Vec<(String, Value)> {
-        self.app.objects(now, self.provisioned, &self.promoted())
+        self.app
+            .objects(now, self.provisioned, &self.promoted(), &self.acted())
     }
 
     fn files_at(&self, now: DateTime<Utc>) -> Vec<super::RepoFile> {
@@ -1568,6 +1796,32 @@ impl Story for FleetApp {
         true
     }
 
+    fn rollout_action(
+        &self,
+        cluster: &str,
+        namespace: &str,
+        name: &str,
+        action: RolloutAction,
+        at: DateTime<Utc>,
+    ) -> bool {
+        let Some(&(env, _)) = self.app.environments.iter().find(|(env, on)| {
+            *on == cluster && name == self.app.name && namespace == format!("app-{name}-{env}")
+        }) else {
+            return false;
+        };
+        let release = self.app.arrival(env, at, &self.promoted()).release.n;
+        self.acted
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(Acted {
+                env,
+                release,
+                action,
+                at,
+            });
+        true
+    }
+
     fn pull_requests_at(&self, now: DateTime<Utc>) -> Vec<PullRequest> {
         self.app.pull_requests(now)
     }
@@ -1577,7 +1831,7 @@ impl Story for FleetApp {
     }
 
     fn unchanged_until(&self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
-        Some(self.app.next_change(now, &self.promoted()))
+        Some(self.app.next_change(now, &self.promoted(), &self.acted()))
     }
 
     fn commits_between(
@@ -1597,7 +1851,7 @@ impl Story for SteadyFleet {
     fn objects_at(&self, now: DateTime<Utc>) -> Vec<(String, Value)> {
         self.apps
             .iter()
-            .flat_map(|app| app.objects(now, self.provisioned, &[]))
+            .flat_map(|app| app.objects(now, self.provisioned, &[], &[]))
             .collect()
     }
 
@@ -1616,7 +1870,10 @@ impl Story for SteadyFleet {
     }
 
     fn unchanged_until(&self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
-        self.apps.iter().map(|app| app.next_change(now, &[])).min()
+        self.apps
+            .iter()
+            .map(|app| app.next_change(now, &[], &[]))
+            .min()
     }
 }
 
@@ -1640,7 +1897,7 @@ mod tests {
         // (a change missed would leave the simulated world stale).
         let start: DateTime<Utc> = "2026-11-30T08:00:00Z".parse().unwrap();
         let fleet = SteadyFleet::sized(3, start, 50);
-        let said = |app: &SteadyApp, t| (app.objects(t, start, &[]), app.pull_requests(t));
+        let said = |app: &SteadyApp, t| (app.objects(t, start, &[], &[]), app.pull_requests(t));
         // The demo's busy app (pull-request runs every ten minutes) over an hour.
         let demo = SteadyFleet::new(1, start);
         let busy = demo.apps.iter().filter(|a| a.busy).map(|a| (a, 1));
@@ -1653,7 +1910,7 @@ mod tests {
         {
             let mut now = start;
             while now < start + Duration::hours(hours) {
-                let next = app.next_change(now, &[]);
+                let next = app.next_change(now, &[], &[]);
                 assert!(
                     next > now,
                     "{}: next change {next} is not after {now}",
@@ -1689,7 +1946,7 @@ mod tests {
         let start: DateTime<Utc> = "2026-11-30T08:03:00Z".parse().unwrap();
         let fleet = SteadyFleet::new(1, start);
         let busy = fleet.apps.iter().find(|a| a.busy).expect("a busy app");
-        let objects = busy.objects(start, start - Duration::days(40), &[]);
+        let objects = busy.objects(start, start - Duration::days(40), &[], &[]);
         let runs: Vec<&Value> = objects
             .iter()
             .map(|(_, o)| o)

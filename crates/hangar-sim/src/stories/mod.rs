@@ -11,6 +11,29 @@ use chrono::{DateTime, Duration, Utc};
 use serde_json::Value;
 
 /// Something happening in the simulated platform.
+/// The Rollout actions Argo CD offers (its `argoproj.io/Rollout` resource actions) that a
+/// story plays as the Rollouts controller would.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RolloutAction {
+    Resume,
+    PromoteFull,
+    Abort,
+    Retry,
+}
+
+impl RolloutAction {
+    /// Argo CD's name for it.
+    pub fn parse(name: &str) -> Option<Self> {
+        match name {
+            "resume" => Some(Self::Resume),
+            "promote-full" => Some(Self::PromoteFull),
+            "abort" => Some(Self::Abort),
+            "retry" => Some(Self::Retry),
+            _ => None,
+        }
+    }
+}
+
 pub trait Story: Send + Sync + std::fmt::Debug {
     /// The objects this story has in the world at `now`, with the cluster each lives on.
     fn objects_at(&self, now: DateTime<Utc>) -> Vec<(String, Value)>;
@@ -55,6 +78,20 @@ pub trait Story: Send + Sync + std::fmt::Debug {
         _repo: &str,
         _path: &str,
         _content: &str,
+        _at: DateTime<Utc>,
+    ) -> bool {
+        false
+    }
+
+    /// Argo CD ran `action` on the Rollout `name` in `namespace` of `cluster` at `at`: the
+    /// story whose world holds that Rollout plays it from then on and says `true`; `false`
+    /// when the Rollout is not this story's.
+    fn rollout_action(
+        &self,
+        _cluster: &str,
+        _namespace: &str,
+        _name: &str,
+        _action: RolloutAction,
         _at: DateTime<Utc>,
     ) -> bool {
         false
