@@ -20,7 +20,7 @@ use crate::support::{Demo, ReadJson as _};
 
 /// The kubectl the tests drive: `$KUBECTL` (`cargo xtask test` sets it to the one it found
 /// or installed), else `kubectl` on `PATH`.
-fn kubectl_path() -> std::path::PathBuf {
+pub(crate) fn kubectl_path() -> std::path::PathBuf {
     let path = std::env::var_os("KUBECTL").map_or_else(
         || {
             std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())

@@ -12,6 +12,17 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
 /// The workspace root.
+/// What `command` prints, once it has succeeded (else the test fails with its stderr).
+pub fn stdout_of(command: &mut std::process::Command) -> String {
+    let out = command.output().expect("the command runs");
+    assert!(
+        out.status.success(),
+        "{command:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("it prints UTF-8")
+}
+
 pub fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()

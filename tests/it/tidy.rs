@@ -43,17 +43,11 @@ const FORBIDDEN_CALLS: &[&str] = &[
 ];
 
 fn cargo(args: &[&str]) -> String {
-    let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned()))
-        .current_dir(root())
-        .args(args)
-        .output()
-        .expect("running cargo");
-    assert!(
-        out.status.success(),
-        "cargo {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("cargo prints UTF-8")
+    crate::support::stdout_of(
+        Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned()))
+            .current_dir(root())
+            .args(args),
+    )
 }
 
 #[test]
@@ -273,28 +267,20 @@ fn every_watched_kind_is_read_by_a_derivation() {
     );
 }
 
-/// `docs/permissions.md` gives the RBAC Tower needs: `get`, `list`, `watch` on exactly the
-/// watched kinds — a ClusterRole for those read across clusters, a Role in the namespace of
-/// each kind read in one namespace.
-#[test]
-fn the_documented_rbac_is_exactly_the_watched_kinds_read_only() {
+/// Who Tower's roles grant what: (namespace or None, group, plural) of the watched kinds
+/// (`get`, `list`, `watch`), and of what is read on request (`get` alone). Kinds other than
+/// ClusterRole and Role (bindings, …) are passed over; any other verbs fail the test.
+pub(crate) type Grants = std::collections::BTreeSet<(Option<String>, String, String)>;
+
+pub(crate) fn grants_in(yaml: &str) -> (Grants, Grants) {
     use serde::Deserialize as _;
-    use std::collections::BTreeSet;
-    use tower_shared::hangar::{READ_ON_REQUEST, WATCHED_KINDS};
-    let doc = std::fs::read_to_string(root().join("docs/permissions.md")).unwrap();
-    let yaml = doc
-        .split("```yaml\n")
-        .nth(1)
-        .and_then(|rest| rest.split("```").next())
-        .expect("docs/permissions.md has a yaml block");
-    // (namespace or None, group, plural)
-    let (mut granted, mut on_request) = (BTreeSet::new(), BTreeSet::new());
+    let (mut granted, mut on_request) = (Grants::new(), Grants::new());
     for document in serde_yaml_ng::Deserializer::from_str(yaml) {
         let role = serde_json::Value::deserialize(document).unwrap();
         let namespace = match role["kind"].as_str() {
             Some("ClusterRole") => None,
             Some("Role") => Some(role["metadata"]["namespace"].as_str().unwrap().to_owned()),
-            other => panic!("unexpected {other:?} in docs/permissions.md"),
+            _ => continue,
         };
         for rule in role["rules"].as_array().unwrap() {
             let verbs: Vec<&str> = rule["verbs"]
@@ -307,7 +293,7 @@ fn the_documented_rbac_is_exactly_the_watched_kinds_read_only() {
             let granted = match verbs.as_slice() {
                 ["get", "list", "watch"] => &mut granted,
                 ["get"] => &mut on_request,
-                _ => panic!("docs/permissions.md grants {verbs:?}: {rule}"),
+                _ => panic!("Tower's roles grant {verbs:?}: {rule}"),
             };
             for group in rule["apiGroups"].as_array().unwrap() {
                 for resource in rule["resources"].as_array().unwrap() {
@@ -321,12 +307,26 @@ fn the_documented_rbac_is_exactly_the_watched_kinds_read_only() {
             }
         }
     }
-    let asked: BTreeSet<(Option<String>, String, String)> = READ_ON_REQUEST
+    (granted, on_request)
+}
+
+/// `deploy/base/rbac.yaml` (docs/permissions.md explains it) gives the RBAC Tower needs:
+/// `get`, `list`, `watch` on exactly the watched kinds — a ClusterRole for those read across
+/// clusters, a Role in the namespace of each kind read in one namespace.
+#[test]
+fn the_rbac_is_exactly_the_watched_kinds_read_only() {
+    use tower_shared::hangar::{READ_ON_REQUEST, WATCHED_KINDS};
+    let yaml = std::fs::read_to_string(root().join("deploy/base/rbac.yaml")).unwrap();
+    let (granted, on_request) = grants_in(&yaml);
+    let asked: Grants = READ_ON_REQUEST
         .iter()
         .map(|(group, resource)| (None, (*group).to_owned(), (*resource).to_owned()))
         .collect();
-    assert_eq!(on_request, asked, "docs/permissions.md vs READ_ON_REQUEST");
-    let watched: BTreeSet<(Option<String>, String, String)> = WATCHED_KINDS
+    assert_eq!(
+        on_request, asked,
+        "deploy/base/rbac.yaml vs READ_ON_REQUEST"
+    );
+    let watched: Grants = WATCHED_KINDS
         .iter()
         .map(|w| {
             (
@@ -336,7 +336,7 @@ fn the_documented_rbac_is_exactly_the_watched_kinds_read_only() {
             )
         })
         .collect();
-    assert_eq!(granted, watched, "docs/permissions.md vs WATCHED_KINDS");
+    assert_eq!(granted, watched, "deploy/base/rbac.yaml vs WATCHED_KINDS");
 }
 
 /// README's accessibility figure counts the pages the browser tests check: one distinct
