@@ -184,6 +184,21 @@ pub async fn argo_sync(request: ArgoSyncRequest) -> Result<ArgoSyncAnswer, ApiEr
     post_json("/api/argocd/sync", &request).await
 }
 
+/// `GET /api/releases/compare?…`: what changed between two releases.
+pub async fn compare(
+    service: String,
+    from: String,
+    to: String,
+) -> Result<tower_shared::releases::Comparison, ApiError> {
+    get_json(&format!(
+        "/api/releases/compare?service={}&from={}&to={}",
+        encode(&service),
+        encode(&from),
+        encode(&to)
+    ))
+    .await
+}
+
 /// `GET /api/argocd/rollout-actions?…`: what Argo CD offers on a service's Rollout now.
 pub async fn rollout_actions(
     service: String,

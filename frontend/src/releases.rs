@@ -3,12 +3,14 @@
 //! and the one place it can go next — with the one button that promotes it there (or the
 //! pull request already proposing it). Pressing it shows the diff first
 //! (`GET /api/releases/promotion`); confirming makes the commit or pull request
-//! (`POST /api/releases/promote`). Who may not promote sees why, beside the button.
+//! (`POST /api/releases/promote`). Who may not promote sees why, beside the button. Any two
+//! rows compare (`GET /api/releases/compare`): the commits, pull requests, builds and
+//! configuration changes between them.
 
 use chrono::{DateTime, Utc};
 use leptos::prelude::*;
 use tower_shared::api::{Access, LineChange, PromoteAnswer, PromoteRequest, PromotionPreview};
-use tower_shared::releases::{Cell, CellState, Next, Promotion, Release, Releases};
+use tower_shared::releases::{Cell, CellState, Comparison, Next, Promotion, Release, Releases};
 use tower_shared::time::{age, compact_duration};
 
 use crate::api::{self, ApiError};
@@ -19,6 +21,14 @@ pub const PAGE: usize = 20;
 
 /// The promotion a button asked for: the release's image and the environment.
 pub type Chosen = Option<(String, String)>;
+
+/// The releases picked to compare (images), at most two, the first picked first.
+pub type Picked = RwSignal<Vec<String>>;
+
+/// A release's tag, for people (the image's part after its last `:`).
+fn tag_of(image: &str) -> &str {
+    image.rsplit(':').next().unwrap_or(image)
+}
 
 /// A cell's class and words.
 fn cell_label(cell: &Cell) -> (&'static str, String) {
@@ -99,6 +109,7 @@ pub fn ReleasesTab(
     chosen: RwSignal<Chosen>,
     /// How many pages of [`PAGE`] rows are shown.
     pages: RwSignal<usize>,
+    picked: Picked,
 ) -> impl IntoView {
     // The columns are the service's environments: not a fixed list.
     let columns = releases
@@ -114,7 +125,7 @@ pub fn ReleasesTab(
         .releases
         .iter()
         .take(shown)
-        .map(|release| row(release, &service, now, (access, chosen)))
+        .map(|release| row(release, &service, now, (access, chosen, picked)))
         .collect_view();
     view! {
         <p class="headline">{sentence(&releases)}</p>
@@ -277,7 +288,7 @@ fn row(
     release: &Release,
     service: &str,
     now: ReadSignal<DateTime<Utc>>,
-    (access, chosen): (Signal<Option<Access>>, RwSignal<Chosen>),
+    (access, chosen, picked): (Signal<Option<Access>>, RwSignal<Chosen>, Picked),
 ) -> impl IntoView {
     let built = release.built_at;
     // "arrived 2h 10m ago, 1h 06m after its build".
@@ -327,9 +338,123 @@ fn row(
                     {move || built.map_or_else(|| "build not seen".to_owned(), |t| format!("built {}", age(t, now.get())))}
                 </span>
                 {run}
+                {pick(&release.image, picked)}
             </th>
             {cells}
         </tr>
+    }
+}
+
+/// The box that picks a row to compare; a third pick lets the first go.
+fn pick(image: &str, picked: Picked) -> impl IntoView {
+    let (mine, toggled) = (image.to_owned(), image.to_owned());
+    let (label, title) = (
+        format!("compare {}", tag_of(image)),
+        format!("compare {}", tag_of(image)),
+    );
+    view! {
+        <label class="pick" title=title>
+            <input type="checkbox" aria-label=label
+                prop:checked=move || picked.with(|p| p.contains(&mine))
+                on:change=move |_| picked.update(|p| {
+                    if let Some(i) = p.iter().position(|x| *x == toggled) {
+                        p.remove(i);
+                    } else {
+                        p.push(toggled.clone());
+                        if p.len() > 2 {
+                            p.remove(0);
+                        }
+                    }
+                }) />
+            "compare"
+        </label>
+    }
+}
+
+/// Two picked releases compared: the sentence, then the pull requests, commits, builds and
+/// configuration changes between them (read when the second is picked).
+#[component]
+pub fn ComparePanel(service: String, picked: Picked) -> impl IntoView {
+    let compared = RwSignal::new(None::<Result<Comparison, ApiError>>);
+    let svc = service.clone();
+    Effect::new(move |_| {
+        compared.set(None);
+        let [from, to] = picked.get().try_into().unwrap_or_default();
+        if to.is_empty() {
+            return;
+        }
+        let service = svc.clone();
+        leptos::task::spawn_local(async move {
+            let answer = api::compare(service, from.clone(), to.clone()).await;
+            if picked.get_untracked() == [from, to] {
+                compared.set(Some(answer));
+            }
+        });
+    });
+    let body = move || match compared.get() {
+        None => view! { <p class="state">"Asking GitHub to compare them…"</p> }.into_any(),
+        Some(Err(err)) => view! {
+            <p role="alert" class="status-failed">{format!("Tower cannot compare them: {err}")}</p>
+        }
+        .into_any(),
+        Some(Ok(c)) => {
+            let pulls = c.pulls.iter().map(|p| view! {
+                <li><a href=p.url.clone().unwrap_or_default() target="_blank" rel="noopener">{format!("#{} {}", p.number, p.title)}</a></li>
+            }).collect_view();
+            let commits = c.commits.iter().map(|k| {
+                let short: String = k.sha.chars().take(7).collect();
+                let by = k.author.clone().map(|a| format!(" — {a}")).unwrap_or_default();
+                view! {
+                    <li><a class="commit" href=k.url.clone().unwrap_or_default() target="_blank" rel="noopener">{short}</a>
+                        {format!(" {}{by}", k.title)}</li>
+                }
+            }).collect_view();
+            let runs = c.runs.iter().map(|run| view! {
+                <li><a href=tab_href(Tab::Pipelines, &service, Some(run))>{run.clone()}</a></li>
+            }).collect_view();
+            let config = c.config.iter().map(|f| {
+                let lines = f.patch.as_deref().unwrap_or("(no patch shown)").lines().map(|l| {
+                    let change = match l.chars().next() {
+                        Some('+') => LineChange::Added,
+                        Some('-') => LineChange::Removed,
+                        _ => LineChange::Same,
+                    };
+                    (change, l.get(1..).unwrap_or_default().to_owned())
+                }).collect();
+                view! { <p class="tag">{format!("{} ({})", f.path, f.status)}</p>{diff_view(lines)} }
+            }).collect_view();
+            let none = |empty: bool, words: &'static str| {
+                empty.then(|| view! { <p class="state">{words}</p> })
+            };
+            let (no_pulls, no_config) = (
+                none(c.pulls.is_empty(), "No pull request merged these commits."),
+                none(c.config.is_empty(), "No configuration file changed."),
+            );
+            view! {
+                <p>{c.sentence()}</p>
+                {c.url.clone().map(|href| view! { <p><a href=href target="_blank" rel="noopener">"The comparison on GitHub"</a></p> })}
+                <h4>"Pull requests"</h4>{no_pulls}<ul>{pulls}</ul>
+                <h4>{format!("Commits ({} of {})", c.commits.len(), c.total)}</h4><ul class="commits">{commits}</ul>
+                <h4>"Builds"</h4><ul>{runs}</ul>
+                <h4>"Configuration"</h4>{no_config}{config}
+            }
+            .into_any()
+        }
+    };
+    move || {
+        match picked.get().as_slice() {
+        [] => None,
+        [one] => Some(view! {
+            <p class="state comparing">{format!("Pick another release to compare with {}.", tag_of(one))}</p>
+        }.into_any()),
+        [a, b, ..] => Some(view! {
+            <section class="comparison" aria-label="Comparison">
+                <h3>{format!("{} and {} compared", tag_of(a), tag_of(b))}</h3>
+                {body.clone()}
+                <p class="actions"><button type="button" on:click=move |_| picked.set(Vec::new())>"Close"</button></p>
+            </section>
+        }.into_any()),
+    }
     }
 }
 

@@ -139,13 +139,17 @@ fn ReleasesPage(service: String) -> impl IntoView {
     // can follow the platform while the panel stays open.
     let chosen = RwSignal::new(None);
     let pages = RwSignal::new(1);
-    let panel = view! { <crate::releases::PromotionPanel service=service.clone() chosen=chosen /> };
+    let picked = RwSignal::new(Vec::new());
+    let panel = view! {
+        <crate::releases::PromotionPanel service=service.clone() chosen=chosen />
+        <crate::releases::ComparePanel service=service.clone() picked=picked />
+    };
     let matrix = fetched(service, api::releases, move |answer: ReleasesAnswer| {
         pages.track();
         let ReleasesAnswer { releases, health } = answer;
         view! {
             <HealthNotice health=health now=now />
-            <crate::releases::ReleasesTab releases=releases now=now access=access chosen=chosen pages=pages />
+            <crate::releases::ReleasesTab releases=releases now=now access=access chosen=chosen pages=pages picked=picked />
         }
         .into_any()
     });

@@ -266,6 +266,30 @@ pub fn is_config(path: &str) -> bool {
     path.starts_with(".glidepath/") || path.starts_with("glidepath/") || path.ends_with("cicd.yaml")
 }
 
+impl Comparison {
+    /// The comparison in one sentence: "1.4.2-bbbbbbb adds 3 commits (2 pull requests, 3
+    /// builds) to 1.4.1-aaaaaaa; 5 files changed, 1 of them configuration."
+    pub fn sentence(&self) -> String {
+        let tag = |image: &str| image.rsplit(':').next().unwrap_or(image).to_owned();
+        let count =
+            |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+        format!(
+            "{} adds {} ({}, {}) to {}; {} changed, {} of them configuration.",
+            tag(&self.to),
+            count(
+                usize::try_from(self.total).unwrap_or(usize::MAX),
+                "commit",
+                "commits"
+            ),
+            count(self.pulls.len(), "pull request", "pull requests"),
+            count(self.runs.len(), "build", "builds"),
+            tag(&self.from),
+            count(self.files_changed, "file", "files"),
+            self.config.len(),
+        )
+    }
+}
+
 /// What changed from release `from` to the newer `to`, given GitHub's comparison of their
 /// commits: the pull requests among `pulls` that merged one of those commits, the push
 /// builds among `pipelines` that built one, the configuration files changed.
@@ -609,6 +633,38 @@ mod tests {
             &[],
             &Default::default(),
         )
+    }
+
+    #[test]
+    fn a_comparison_says_its_counts_in_one_sentence() {
+        let mut compared = Comparison {
+            service: "shop".to_owned(),
+            from: format!("{SHOP}:1.1.0-aaaaaaa"),
+            to: format!("{SHOP}:1.2.0-bbbbbbb"),
+            repo: "acme/shop".to_owned(),
+            url: None,
+            commits: Vec::new(),
+            total: 1,
+            pulls: vec![ComparedPull {
+                number: 2,
+                title: "Change".to_owned(),
+                url: None,
+            }],
+            runs: vec!["shop-build-2".to_owned(), "shop-build-3".to_owned()],
+            files_changed: 5,
+            config: Vec::new(),
+        };
+        assert_eq!(
+            compared.sentence(),
+            "1.2.0-bbbbbbb adds 1 commit (1 pull request, 2 builds) to 1.1.0-aaaaaaa; 5 files changed, 0 of them configuration."
+        );
+        compared.total = 3;
+        compared.pulls.clear();
+        compared.files_changed = 1;
+        assert_eq!(
+            compared.sentence(),
+            "1.2.0-bbbbbbb adds 3 commits (0 pull requests, 2 builds) to 1.1.0-aaaaaaa; 1 file changed, 0 of them configuration."
+        );
     }
 
     #[test]

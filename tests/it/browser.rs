@@ -1690,6 +1690,29 @@ async fn the_releases_tab_reads_each_release_across_its_environments() {
             );
             browser.screenshot("releases-canary").await?;
 
+            // Any two rows compare: the newest and the third, by GitHub's comparison.
+            let pick = |n: usize| format!("table.releases tbody tr:nth-child({n}) .pick input");
+            c.find(Locator::Css(&pick(1))).await?.click().await?;
+            until(
+                Duration::from_secs(10),
+                "the hint for a second pick",
+                || async {
+                    Ok(text_of(c, ".comparing")
+                        .await?
+                        .is_some_and(|t| t.starts_with("Pick another release")))
+                },
+            )
+            .await?;
+            c.find(Locator::Css(&pick(3))).await?.click().await?;
+            until(Duration::from_secs(20), "the comparison", || async {
+                Ok(text_of(c, ".comparison")
+                    .await?
+                    .is_some_and(|t| t.contains(" adds 2 commits (") && t.contains("Builds")))
+            })
+            .await?;
+            browser.check_page("releases-compare").await?;
+            browser.screenshot("releases-compare").await?;
+
             Ok(())
         })
         .await

@@ -32,6 +32,7 @@ mod change_to_screen;
 mod cli;
 mod cloud_deploys;
 mod contract;
+mod deploy;
 mod deployments;
 mod faults;
 mod filing;
