@@ -41,6 +41,7 @@ pub mod links;
 pub mod pipelines;
 pub mod provisioning;
 pub mod pulls;
+pub mod records;
 pub mod releases;
 pub mod rollout_actions;
 pub mod snapshot;

@@ -1,0 +1,414 @@
+//! Release records: what a prod release's record says of it that a person can check by
+//! hand. The **confidence score** is a fixed, documented formula (`docs/confidence.md`):
+//! six factors, each read into a number from 0 to 1, times its weight (the weights add up to
+//! 100), summed — so the score is 0 to 100 and every point of it is shown with its working.
+//! The **human part** (summary, risk, how it was checked, sign-off) is validated here, so
+//! the browser and the backend refuse the same bad input with the same field and message.
+//!
+//! Unknown inputs are said to be unknown and count as the worst case (a record claims no
+//! confidence it cannot show), never as a guess.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+/// What the score is computed from: facts the record already lists.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConfidenceInputs {
+    /// The build and test runs of the release: how many passed, of how many (`None`: no run
+    /// seen).
+    pub runs: Option<(u32, u32)>,
+    /// The canary analysis: each measurement's value against the limit it had to stay
+    /// under (`value < limit` passes), e.g. an error rate of 0.004 against 0.01. Empty: no
+    /// analysis ran.
+    pub measurements: Vec<(f64, f64)>,
+    /// How long the release ran in staging before prod (`None`: unknown).
+    pub soaked_seconds: Option<i64>,
+    /// The supply-chain evidence present, of the four Tower looks for (signature,
+    /// provenance, SBOM, transparency log entry).
+    pub evidence: u32,
+    /// The commits the release adds over the previous prod release (`None`: unknown).
+    pub commits: Option<u32>,
+    /// Rollbacks and aborted rollouts in this release's journey to prod.
+    pub rollbacks: u32,
+}
+
+/// One factor of the score with its working.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Factor {
+    /// Its name in `docs/confidence.md`.
+    pub name: String,
+    /// What was read, in words ("3 of 3 runs passed", "unknown: no run seen").
+    pub read: String,
+    /// The reading as a number from 0 to 1.
+    pub value: f64,
+    /// Its weight (the weights add up to 100).
+    pub weight: u32,
+    /// `value × weight`: its points in the score.
+    pub points: f64,
+}
+
+/// The score and its working.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Confidence {
+    /// The sum of the factors' points, rounded to one decimal: 0 to 100.
+    pub score: f64,
+    pub factors: Vec<Factor>,
+}
+
+/// The weights, in the order the factors are shown.
+pub const WEIGHTS: [(&str, u32); 6] = [
+    ("runs", 25),
+    ("analysis", 20),
+    ("soak", 15),
+    ("evidence", 20),
+    ("change size", 10),
+    ("rollbacks", 10),
+];
+
+/// A day in staging counts in full.
+pub const SOAK_FULL_SECONDS: i64 = 24 * 3_600;
+/// The evidence Tower looks for.
+pub const EVIDENCE_PIECES: u32 = 4;
+
+fn plural(n: u32, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// The score of `inputs`, with its working (see the module docs and `docs/confidence.md`).
+pub fn confidence(inputs: &ConfidenceInputs) -> Confidence {
+    let runs = match inputs.runs {
+        Some((passed, total)) if total > 0 => (
+            f64::from(passed.min(total)) / f64::from(total),
+            format!("{passed} of {} passed", plural(total, "run", "runs")),
+        ),
+        _ => (0.0, "unknown: no build or test run seen".to_owned()),
+    };
+    // Each measurement's margin under its limit (1 at zero, 0 at or over the limit); the
+    // analysis counts its weakest measurement.
+    let margins = inputs.measurements.iter().map(|&(value, limit)| {
+        if limit > 0.0 && value.is_finite() {
+            (1.0 - value / limit).clamp(0.0, 1.0)
+        } else {
+            0.0
+        }
+    });
+    let analysis = match margins.reduce(f64::min) {
+        Some(weakest) => (
+            weakest,
+            format!(
+                "{}; the highest reached {:.0}% of its limit",
+                plural(
+                    u32::try_from(inputs.measurements.len()).unwrap_or(u32::MAX),
+                    "measurement",
+                    "measurements"
+                ),
+                (1.0 - weakest) * 100.0
+            ),
+        ),
+        None => (0.0, "no analysis ran".to_owned()),
+    };
+    #[allow(clippy::cast_precision_loss)]
+    let soak = match inputs.soaked_seconds {
+        Some(s) => (
+            (s.max(0) as f64 / SOAK_FULL_SECONDS as f64).min(1.0),
+            format!("{} in staging", crate::time::compact_duration(s.max(0))),
+        ),
+        None => (0.0, "unknown: no arrival in staging seen".to_owned()),
+    };
+    let pieces = inputs.evidence.min(EVIDENCE_PIECES);
+    let evidence = (
+        f64::from(pieces) / f64::from(EVIDENCE_PIECES),
+        format!("{pieces} of {EVIDENCE_PIECES} pieces of evidence"),
+    );
+    // One commit counts in full; each five more halve what is left.
+    let size = match inputs.commits {
+        Some(n) => (
+            1.0 / (1.0 + f64::from(n.saturating_sub(1)) / 5.0),
+            plural(n, "commit", "commits"),
+        ),
+        None => (0.0, "unknown: the change was not compared".to_owned()),
+    };
+    let rollbacks = (
+        1.0 / (1.0 + f64::from(inputs.rollbacks)),
+        plural(inputs.rollbacks, "rollback", "rollbacks"),
+    );
+    let factors: Vec<Factor> = [runs, analysis, soak, evidence, size, rollbacks]
+        .into_iter()
+        .zip(WEIGHTS)
+        .map(|((value, read), (name, weight))| Factor {
+            name: name.to_owned(),
+            read,
+            value,
+            weight,
+            points: value * f64::from(weight),
+        })
+        .collect();
+    let total: f64 = factors.iter().map(|f| f.points).sum();
+    Confidence {
+        score: (total * 10.0).round() / 10.0,
+        factors,
+    }
+}
+
+/// How risky a release felt to the person signing it off.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Risk {
+    Low,
+    Medium,
+    High,
+}
+
+/// The part of a record only people write.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct HumanPart {
+    /// A plain summary of the release.
+    pub summary: String,
+    pub risk: Risk,
+    /// How it was checked.
+    pub checked: String,
+    /// Who signed it off, and when (`None`: not signed off yet).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signed_off: Option<SignOff>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SignOff {
+    pub by: String,
+    pub at: DateTime<Utc>,
+}
+
+/// What is wrong with a field, for the browser to show beside it and the backend to answer
+/// (HTTP 400 naming `field`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Invalid {
+    /// The field's path in the JSON (`summary`, `signedOff.by`).
+    pub field: String,
+    pub message: String,
+}
+
+/// The longest summary and "how it was checked".
+pub const TEXT_MAX: usize = 4_000;
+
+/// Every problem with `human`, in field order; empty when it may be saved. `now` bounds the
+/// sign-off time (a sign-off is never in the future).
+pub fn validate(human: &HumanPart, now: DateTime<Utc>) -> Vec<Invalid> {
+    let mut out = Vec::new();
+    let mut text = |field: &str, value: &str, what: &str| {
+        let trimmed = value.trim();
+        let message = if trimmed.is_empty() {
+            Some(format!("write {what}"))
+        } else if value.chars().count() > TEXT_MAX {
+            Some(format!("{what} is over {TEXT_MAX} characters"))
+        } else if value
+            .chars()
+            .any(|c| c.is_control() && c != '\n' && c != '\t')
+        {
+            Some(format!("{what} has control characters"))
+        } else {
+            None
+        };
+        if let Some(message) = message {
+            out.push(Invalid {
+                field: field.to_owned(),
+                message,
+            });
+        }
+    };
+    text("summary", &human.summary, "a plain summary");
+    text("checked", &human.checked, "how it was checked");
+    if let Some(sign) = &human.signed_off {
+        text("signedOff.by", &sign.by, "who signed it off");
+        if sign.at > now {
+            out.push(Invalid {
+                field: "signedOff.at".to_owned(),
+                message: "a sign-off cannot be in the future".to_owned(),
+            });
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn sure() -> ConfidenceInputs {
+        ConfidenceInputs {
+            runs: Some((3, 3)),
+            measurements: vec![(0.0, 0.01)],
+            soaked_seconds: Some(SOAK_FULL_SECONDS),
+            evidence: 4,
+            commits: Some(1),
+            rollbacks: 0,
+        }
+    }
+
+    #[test]
+    fn the_weights_add_up_to_a_hundred_and_a_sure_release_scores_them_all() {
+        assert_eq!(WEIGHTS.iter().map(|(_, w)| w).sum::<u32>(), 100);
+        let c = confidence(&sure());
+        assert_eq!(c.score, 100.0);
+        assert!(c.factors.iter().all(|f| f.points == f64::from(f.weight)));
+    }
+
+    #[test]
+    fn a_score_is_worked_out_factor_by_factor() {
+        let c = confidence(&ConfidenceInputs {
+            runs: Some((2, 4)),
+            measurements: vec![(0.004, 0.01), (0.002, 0.01)],
+            soaked_seconds: Some(6 * 3_600),
+            evidence: 3,
+            commits: Some(6),
+            rollbacks: 1,
+        });
+        let points: Vec<(String, f64)> = c
+            .factors
+            .iter()
+            .map(|f| (f.name.clone(), (f.points * 100.0).round() / 100.0))
+            .collect();
+        // 25×0.5, 20×0.6, 15×0.25, 20×0.75, 10×0.5, 10×0.5
+        assert_eq!(
+            points,
+            [
+                ("runs".to_owned(), 12.5),
+                ("analysis".to_owned(), 12.0),
+                ("soak".to_owned(), 3.75),
+                ("evidence".to_owned(), 15.0),
+                ("change size".to_owned(), 5.0),
+                ("rollbacks".to_owned(), 5.0),
+            ]
+        );
+        assert_eq!(c.score, 53.3);
+        assert_eq!(c.factors[0].read, "2 of 4 runs passed");
+        assert_eq!(
+            c.factors[1].read,
+            "2 measurements; the highest reached 40% of its limit"
+        );
+    }
+
+    #[test]
+    fn unknown_inputs_are_said_and_count_as_the_worst_case() {
+        let c = confidence(&ConfidenceInputs::default());
+        assert_eq!(c.score, 10.0, "only 'no rollbacks' scores");
+        assert!(c.factors[0].read.starts_with("unknown"));
+        assert!(c.factors[2].read.starts_with("unknown"));
+        assert!(c.factors[4].read.starts_with("unknown"));
+    }
+
+    fn inputs() -> impl Strategy<Value = ConfidenceInputs> {
+        (
+            proptest::option::of((0u32..50, 0u32..50)),
+            proptest::collection::vec((0.0f64..0.05, 0.001f64..0.05), 0..6),
+            proptest::option::of(-1_000i64..200_000),
+            0u32..6,
+            proptest::option::of(0u32..200),
+            0u32..5,
+        )
+            .prop_map(
+                |(runs, measurements, soaked_seconds, evidence, commits, rollbacks)| {
+                    ConfidenceInputs {
+                        runs,
+                        measurements,
+                        soaked_seconds,
+                        evidence,
+                        commits,
+                        rollbacks,
+                    }
+                },
+            )
+    }
+
+    proptest! {
+        #[test]
+        fn the_score_stays_within_0_and_100_and_is_the_sum_of_its_points(i in inputs()) {
+            let c = confidence(&i);
+            prop_assert!((0.0..=100.0).contains(&c.score));
+            let sum: f64 = c.factors.iter().map(|f| f.points).sum();
+            prop_assert!((sum - c.score).abs() <= 0.05);
+            prop_assert_eq!(confidence(&i), c, "the same inputs, the same score");
+        }
+
+        #[test]
+        fn each_factor_moves_the_score_the_documented_way(i in inputs(), more in 1u32..10) {
+            let base = confidence(&i).score;
+            let better_runs = ConfidenceInputs {
+                runs: i.runs.map(|(p, t)| ((p + more).min(t.max(1)), t.max(1))),
+                ..i.clone()
+            };
+            prop_assert!(confidence(&better_runs).score >= base || i.runs.is_none());
+            let longer = ConfidenceInputs {
+                soaked_seconds: i.soaked_seconds.map(|s| s + i64::from(more) * 3_600),
+                ..i.clone()
+            };
+            prop_assert!(confidence(&longer).score >= base);
+            let more_evidence = ConfidenceInputs { evidence: i.evidence + more, ..i.clone() };
+            prop_assert!(confidence(&more_evidence).score >= base);
+            let bigger = ConfidenceInputs { commits: i.commits.map(|c| c + more), ..i.clone() };
+            prop_assert!(confidence(&bigger).score <= base);
+            let rolled_back = ConfidenceInputs { rollbacks: i.rollbacks + more, ..i.clone() };
+            prop_assert!(confidence(&rolled_back).score < base + 1e-9);
+            let closer = ConfidenceInputs {
+                measurements: i.measurements.iter().map(|&(v, l)| (v * 1.5, l)).collect(),
+                ..i.clone()
+            };
+            prop_assert!(confidence(&closer).score <= base);
+        }
+    }
+
+    #[test]
+    fn the_human_part_is_refused_field_by_field() {
+        let now: DateTime<Utc> = "2026-12-01T12:00:00Z".parse().unwrap();
+        let good = HumanPart {
+            summary: "Faster checkout.".to_owned(),
+            risk: Risk::Low,
+            checked: "Canary at 40% for an hour, error rate flat.".to_owned(),
+            signed_off: Some(SignOff {
+                by: "user:default/ana".to_owned(),
+                at: now,
+            }),
+        };
+        assert!(validate(&good, now).is_empty());
+        let bad = HumanPart {
+            summary: "  ".to_owned(),
+            checked: "x".repeat(TEXT_MAX + 1),
+            signed_off: Some(SignOff {
+                by: "ana\u{7}".to_owned(),
+                at: now + chrono::Duration::minutes(1),
+            }),
+            ..good
+        };
+        let fields: Vec<(String, String)> = validate(&bad, now)
+            .into_iter()
+            .map(|i| (i.field, i.message))
+            .collect();
+        assert_eq!(
+            fields,
+            [
+                ("summary".to_owned(), "write a plain summary".to_owned()),
+                (
+                    "checked".to_owned(),
+                    format!("how it was checked is over {TEXT_MAX} characters")
+                ),
+                (
+                    "signedOff.by".to_owned(),
+                    "who signed it off has control characters".to_owned()
+                ),
+                (
+                    "signedOff.at".to_owned(),
+                    "a sign-off cannot be in the future".to_owned()
+                ),
+            ]
+        );
+        let unknown: Result<HumanPart, _> =
+            serde_json::from_str(r#"{"summary":"s","risk":"extreme","checked":"c"}"#);
+        assert!(unknown.is_err(), "risk is low, medium or high");
+    }
+}
