@@ -60,6 +60,21 @@ fn read_clock(response: &Response) {
     }
 }
 
+/// Sends `request` and reads Tower's clock off the answer; an answer that is not a success
+/// is its error.
+async fn answered(request: Request) -> Result<Response, ApiError> {
+    let response = request
+        .send()
+        .await
+        .map_err(|e| ApiError::Unreachable(e.to_string()))?;
+    read_clock(&response);
+    if response.ok() {
+        Ok(response)
+    } else {
+        Err(refusal(response).await)
+    }
+}
+
 /// The error an answer that is not a success stands for: the backend's sentence, not its JSON.
 async fn refusal(response: Response) -> ApiError {
     let status = response.status();
@@ -231,21 +246,15 @@ async fn post_json<B: serde::Serialize, T: DeserializeOwned>(
 
 /// `POST path` with the JSON text `body`; the answer's text (not generic, as [`get_text`]).
 async fn post_text(path: &str, body: String) -> Result<String, ApiError> {
-    let response = with_token(
+    let request = with_token(
         Request::post(path)
             .header("Accept", "application/json")
             .header("Content-Type", "application/json"),
     )
     .body(body)
-    .map_err(|e| ApiError::Unreachable(e.to_string()))?
-    .send()
-    .await
     .map_err(|e| ApiError::Unreachable(e.to_string()))?;
-    read_clock(&response);
-    if !response.ok() {
-        return Err(refusal(response).await);
-    }
-    response
+    answered(request)
+        .await?
         .text()
         .await
         .map_err(|e| ApiError::Decode(e.to_string()))
@@ -329,15 +338,11 @@ pub async fn stream_text(
     use wasm_bindgen::JsCast as _;
     use wasm_bindgen_futures::JsFuture;
     let broken = |e: wasm_bindgen::JsValue| ApiError::Unreachable(format!("{e:?}"));
-    let response = with_token(Request::get(path).header("Accept", accept))
-        .send()
-        .await
+    let request = with_token(Request::get(path).header("Accept", accept))
+        .build()
         .map_err(|e| ApiError::Unreachable(e.to_string()))?;
-    read_clock(&response);
-    if !response.ok() {
-        return Err(refusal(response).await);
-    }
-    let body = response
+    let body = answered(request)
+        .await?
         .body()
         .ok_or_else(|| ApiError::Decode("no body".to_owned()))?;
     let reader: web_sys::ReadableStreamDefaultReader = body.get_reader().unchecked_into();

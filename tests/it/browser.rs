@@ -1948,12 +1948,17 @@ async fn a_paused_canary_is_resumed_and_another_aborted_through_argo_cd() {
                 || async { Ok(!c.find_all(Locator::Css(&buttons)).await?.is_empty()) },
             )
             .await?;
-            for button in c.find_all(Locator::Css(&buttons)).await? {
-                anyhow::ensure!(
-                    !button.is_enabled().await?,
-                    "a non-owner's button is enabled"
-                );
-            }
+            // Read in one go: the card is redrawn as the platform moves.
+            let disabled = c
+                .execute(
+                    "return Array.from(document.querySelectorAll(arguments[0])).map(b => b.disabled);",
+                    vec![serde_json::json!(buttons)],
+                )
+                .await?;
+            anyhow::ensure!(
+                disabled.as_array().is_some_and(|d| !d.is_empty() && d.iter().all(|x| x == true)),
+                "a non-owner's button is enabled: {disabled}"
+            );
             let why = text_of(c, &format!("{} .why-not", card("prod"))).await?;
             anyhow::ensure!(
                 why.as_deref().is_some_and(|w| w.contains("team-b")),
@@ -1975,7 +1980,7 @@ async fn a_paused_canary_is_resumed_and_another_aborted_through_argo_cd() {
             .await?;
             browser.check_page("canary-actions").await?;
             browser.screenshot("canary-paused-actions").await?;
-            c.find(Locator::Css(&resume)).await?.click().await?;
+            press(c, &resume).await?;
             until(
                 Duration::from_secs(20),
                 "the canary at its next step",
@@ -2008,7 +2013,7 @@ async fn a_paused_canary_is_resumed_and_another_aborted_through_argo_cd() {
                     .is_some_and(|t| t.starts_with("Abort: all traffic back to")))
             })
             .await?;
-            c.find(Locator::Css(&abort)).await?.click().await?;
+            press(c, &abort).await?;
             until(
                 Duration::from_secs(10),
                 "the abort's confirmation",
@@ -2020,7 +2025,7 @@ async fn a_paused_canary_is_resumed_and_another_aborted_through_argo_cd() {
             )
             .await?;
             anyhow::ensure!(tower.world.served.argocd_actions().len() == 1, "not yet");
-            c.find(Locator::Css(&abort)).await?.click().await?;
+            press(c, &abort).await?;
             until(
                 Duration::from_secs(20),
                 "traffic back on stable",
@@ -2046,4 +2051,17 @@ async fn a_paused_canary_is_resumed_and_another_aborted_through_argo_cd() {
         .await
         .unwrap();
     browser.close().await.unwrap();
+}
+
+/// Clicks what `css` finds, in one step in the page (the card may be redrawn between a
+/// lookup and a click as the platform moves).
+async fn press(c: &fantoccini::Client, css: &str) -> anyhow::Result<()> {
+    let found = c
+        .execute(
+            "const b = document.querySelector(arguments[0]); if (b) { b.click(); } return !!b;",
+            vec![serde_json::json!(css)],
+        )
+        .await?;
+    anyhow::ensure!(found == true, "nothing to press at {css}");
+    Ok(())
 }

@@ -1963,9 +1963,13 @@ async fn pull_requests_are_stitched_to_their_runs_images_and_environments() {
                 .filter(|p| p["state"] == "merged")
                 .find_map(|p| {
                     let landed = p["landed"].as_array()?;
+                    // The new release's (the one before may still be walking in as the
+                    // world catches up with the clock).
                     landed
                         .iter()
-                        .any(|l| l["environment"] == "prod" && l["canary"] == true)
+                        .any(|l| {
+                            l["environment"] == "prod" && l["canary"] == true && l["weight"] == 20
+                        })
                         .then(|| landed.clone())
                 })
         },
