@@ -11,6 +11,8 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+use crate::pipelines::Outcome;
+
 /// What the score is computed from: facts the record already lists.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -150,6 +152,240 @@ pub fn confidence(inputs: &ConfidenceInputs) -> Confidence {
     Confidence {
         score: (total * 10.0).round() / 10.0,
         factors,
+    }
+}
+
+/// The record file's schema (documented in `docs/release-records.md`); a new field that
+/// older readers may ignore keeps it, anything else bumps it.
+pub const SCHEMA: &str = "tower.hangar.io/release-record/v1";
+
+/// A prod release's record: what Tower reads of it (the human part added by people).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Record {
+    pub schema: String,
+    pub service: String,
+    pub image: String,
+    pub version: Option<String>,
+    pub commit: Option<String>,
+    /// The image's digest in prod, when Tower read one.
+    pub digest: Option<String>,
+    /// The build that published it and how it ended (`None`: no visible run).
+    pub build: Option<(String, Outcome)>,
+    /// The pull requests since the previous prod release (`None`: not compared).
+    pub pulls: Option<Vec<crate::releases::ComparedPull>>,
+    /// When it reached each environment, in promotion order, and how long after the one
+    /// before (`None` where Tower cannot tell).
+    pub transitions: Vec<Transition>,
+    /// Every gate it passed or met on the way into prod.
+    pub gates: Vec<Gate>,
+    /// What vouches for the image in prod; `None` when Tower found nothing to read.
+    pub evidence: Option<EvidenceRead>,
+    pub confidence: Confidence,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Transition {
+    pub environment: String,
+    pub arrived_at: Option<DateTime<Utc>>,
+    /// Seconds after it reached the environment before (after its build, for the first).
+    pub after_seconds: Option<i64>,
+}
+
+/// One gate: a canary step, an analysis metric, Argo CD's sync and health.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Gate {
+    pub name: String,
+    /// `true` passed, `false` failed, `None` not reached or not known.
+    pub passed: Option<bool>,
+    pub detail: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EvidenceRead {
+    pub signing: crate::evidence::Signing,
+    pub provenance: bool,
+    pub signature: bool,
+    pub sbom: bool,
+    pub transparency: bool,
+    pub summary: String,
+}
+
+/// A limit a success condition sets (`result[0] < 0.01` → 0.01), when it is one Tower
+/// reads: a single `<` or `<=` against a number.
+pub fn limit_of(condition: &str) -> Option<f64> {
+    let (_, limit) = condition.split_once('<')?;
+    limit.trim_start_matches('=').trim().parse().ok()
+}
+
+/// The record of `release` as Tower reads it now: its build among `pipelines`' runs, its
+/// prod environment among `deployments`, what `compared` found since the previous prod
+/// release, and how many rollbacks its journey met.
+pub fn draft(
+    release: &crate::releases::Release,
+    service: &str,
+    pipelines: &crate::pipelines::Pipelines,
+    prod: Option<&crate::deployments::Environment>,
+    compared: Option<&crate::releases::Comparison>,
+) -> Record {
+    use crate::deployments::StepStatus;
+    let build = release.run.as_ref().map(|name| {
+        let outcome = pipelines
+            .runs
+            .iter()
+            .find(|r| r.name == *name)
+            .map_or(Outcome::Unknown, |r| r.outcome);
+        (name.clone(), outcome)
+    });
+    let mut before = release.built_at;
+    let transitions = release
+        .cells
+        .iter()
+        .map(|cell| {
+            let after_seconds = match (before, cell.arrived_at) {
+                (Some(b), Some(a)) => Some((a - b).num_seconds()),
+                _ => None,
+            };
+            before = cell.arrived_at;
+            Transition {
+                environment: cell.environment.clone(),
+                arrived_at: cell.arrived_at,
+                after_seconds,
+            }
+        })
+        .collect::<Vec<_>>();
+    let rollout = prod.and_then(|p| p.rollout.as_ref());
+    let mut gates = Vec::new();
+    if let Some((name, outcome)) = &build {
+        gates.push(Gate {
+            name: format!("build {name}"),
+            passed: match outcome {
+                Outcome::Succeeded => Some(true),
+                Outcome::Failed | Outcome::Cancelled | Outcome::TimedOut => Some(false),
+                _ => None,
+            },
+            detail: outcome.as_str().to_owned(),
+        });
+    }
+    let mut measurements = Vec::new();
+    for step in rollout.map(|r| r.steps.as_slice()).unwrap_or_default() {
+        let what = match (step.weight, &step.duration) {
+            (Some(w), _) => format!("{w}% of traffic"),
+            (None, Some(Some(d))) => format!("pause {d}"),
+            (None, Some(None)) => "pause until promoted".to_owned(),
+            (None, None) => format!("{:?}", step.kind).to_lowercase(),
+        };
+        gates.push(Gate {
+            name: format!("canary step {}: {what}", step.index + 1),
+            passed: (step.status == StepStatus::Done).then_some(true),
+            detail: format!("{:?}", step.status).to_lowercase(),
+        });
+    }
+    for analysis in rollout.map(|r| r.analysis.as_slice()).unwrap_or_default() {
+        for metric in &analysis.metrics {
+            let limit = metric.success_condition.as_deref().and_then(limit_of);
+            let values: Vec<f64> = metric.measurements.iter().filter_map(|m| m.value).collect();
+            if let Some(limit) = limit {
+                measurements.extend(values.iter().map(|v| (*v, limit)));
+            }
+            let failed = metric
+                .measurements
+                .iter()
+                .filter(|m| m.phase.as_deref() == Some("Failed"))
+                .count();
+            gates.push(Gate {
+                name: format!("analysis {}: {}", analysis.name, metric.name),
+                passed: match metric.phase.as_deref() {
+                    Some("Successful") => Some(true),
+                    Some("Failed" | "Error") => Some(false),
+                    _ => (failed == 0 && !values.is_empty()).then_some(true),
+                },
+                detail: format!(
+                    "{} measured, {failed} failed; passes when {}",
+                    metric.measurements.len(),
+                    metric.success_condition.as_deref().unwrap_or("unknown")
+                ),
+            });
+        }
+    }
+    if let Some(argo) = prod.and_then(|p| p.argo.as_ref()) {
+        let sync = argo.sync.clone().unwrap_or_else(|| "unknown".to_owned());
+        let health = argo.health.clone().unwrap_or_else(|| "unknown".to_owned());
+        gates.push(Gate {
+            name: format!("Argo CD {}", argo.name),
+            passed: match (sync.as_str(), health.as_str()) {
+                ("Synced", "Healthy") => Some(true),
+                (_, "Degraded") => Some(false),
+                _ => None,
+            },
+            detail: format!("{sync}, {health}"),
+        });
+    }
+    let image = crate::releases::by_tag(&release.image);
+    let evidence = rollout
+        .into_iter()
+        .flat_map(|r| [r.canary.as_ref(), r.stable.as_ref()])
+        .flatten()
+        .filter(|set| set.image.as_deref().map(crate::releases::by_tag) == Some(image))
+        .find_map(|set| set.evidence.as_ref());
+    let read = evidence.map(|e| EvidenceRead {
+        signing: e.signing,
+        provenance: e.provenance.is_some(),
+        signature: e.signature.is_some(),
+        sbom: e.sbom.is_some(),
+        transparency: e.transparency.is_some(),
+        summary: e.summary.clone(),
+    });
+    let arrival = |env: &str| {
+        release
+            .cells
+            .iter()
+            .find(|c| c.environment == env)
+            .and_then(|c| c.arrived_at)
+    };
+    let inputs = ConfidenceInputs {
+        runs: build.as_ref().and_then(|(_, outcome)| match outcome {
+            Outcome::Succeeded => Some((1, 1)),
+            Outcome::Failed | Outcome::Cancelled | Outcome::TimedOut => Some((0, 1)),
+            _ => None,
+        }),
+        measurements,
+        soaked_seconds: match (arrival("staging"), arrival("prod")) {
+            (Some(s), Some(p)) => Some((p - s).num_seconds()),
+            _ => None,
+        },
+        evidence: read.as_ref().map_or(0, |e| {
+            u32::from(e.provenance)
+                + u32::from(e.signature)
+                + u32::from(e.sbom)
+                + u32::from(e.transparency)
+        }),
+        commits: compared.map(|c| u32::try_from(c.total).unwrap_or(u32::MAX)),
+        rollbacks: u32::try_from(
+            release
+                .cells
+                .iter()
+                .filter(|c| c.state == crate::releases::CellState::RolledBack)
+                .count(),
+        )
+        .unwrap_or(u32::MAX),
+    };
+    Record {
+        schema: SCHEMA.to_owned(),
+        service: service.to_owned(),
+        image: release.image.clone(),
+        version: release.version.clone(),
+        commit: release.commit.clone(),
+        digest: evidence.and_then(|e| e.digest.clone()),
+        build,
+        pulls: compared.map(|c| c.pulls.clone()),
+        transitions,
+        gates,
+        evidence: read,
+        confidence: confidence(&inputs),
     }
 }
 
@@ -332,7 +568,7 @@ mod tests {
             let c = confidence(&i);
             prop_assert!((0.0..=100.0).contains(&c.score));
             let sum: f64 = c.factors.iter().map(|f| f.points).sum();
-            prop_assert!((sum - c.score).abs() <= 0.05);
+            prop_assert!((sum - c.score).abs() <= 0.05 + 1e-9, "rounded to one decimal");
             prop_assert_eq!(confidence(&i), c, "the same inputs, the same score");
         }
 

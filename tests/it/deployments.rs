@@ -387,17 +387,7 @@ fn simulated_prod(
     service: &str,
     now: chrono::DateTime<chrono::Utc>,
 ) -> tower_shared::deployments::Environment {
-    use hangar_sim::stories::Story as _;
-    let mut clusters: std::collections::BTreeMap<String, Vec<serde_json::Value>> =
-        std::collections::BTreeMap::new();
-    for (cluster, object) in fleet.objects_at(now) {
-        clusters.entry(cluster).or_default().push(object);
-    }
-    let snapshot = Snapshot::from_json(
-        &serde_json::json!({"now": now, "controlPlaneCluster": "dev", "clusters": clusters})
-            .to_string(),
-    )
-    .unwrap();
+    let snapshot = crate::records::snapshot_at(fleet, now);
     derive_deployments(&snapshot, service)
         .environments
         .unwrap()

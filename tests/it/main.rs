@@ -44,6 +44,7 @@ mod pipelines;
 mod promotions;
 mod provisioning;
 mod provisioning_props;
+mod records;
 mod releases;
 mod routes;
 mod simulator;
