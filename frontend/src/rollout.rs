@@ -77,7 +77,10 @@ impl ArgoActions {
                 .into_iter()
                 .map(|offer| {
                     let key = format!("{env}/{}", offer.action.as_str());
-                    let confirming = move || self.confirming.get().as_ref() == Some(&key);
+                    let confirming = {
+                        let key = key.clone();
+                        move || self.confirming.get().as_ref() == Some(&key)
+                    };
                     let request = RolloutActionRequest {
                         service: service.clone(),
                         environment: env.clone(),
@@ -86,7 +89,6 @@ impl ArgoActions {
                     };
                     let (label, confirm) = (offer.label, offer.confirm);
                     let second = confirm.is_some();
-                    let key = format!("{env}/{}", offer.action.as_str());
                     let click = {
                         let confirming = confirming.clone();
                         move |_| {

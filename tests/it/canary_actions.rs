@@ -10,7 +10,7 @@ use std::time::Duration;
 use hangar_sim::stories::fleet::{Role, SteadyFleet, PAUSED_CANARY as APP};
 use serde_json::{json, Value};
 
-use crate::support::{eventually, Live};
+use crate::support::{eventually, signed_in, Live};
 
 const ACTIONS: &str = "/api/argocd/rollout-actions?service=flight-api&environment=prod";
 const CANARY_BOT: &str = "canary-bot-token-0123456789abcdef";
@@ -88,16 +88,6 @@ fn tools() -> Vec<tower_backend::config::ToolToken> {
     ]
 }
 
-fn with_token(token: &str) -> reqwest::Client {
-    let mut headers = reqwest::header::HeaderMap::new();
-    let value = format!("Bearer {token}").parse().unwrap();
-    headers.insert(reqwest::header::AUTHORIZATION, value);
-    reqwest::Client::builder()
-        .default_headers(headers)
-        .build()
-        .unwrap()
-}
-
 #[tokio::test]
 async fn a_paused_canary_is_resumed_aborted_and_retried_through_argo_cd_once_per_press() {
     let tower = Live::start_with_tools(0.0, tools()).await.unwrap();
@@ -173,7 +163,7 @@ async fn a_paused_canary_is_resumed_aborted_and_retried_through_argo_cd_once_per
     let abort = |seen: &str| json!({"service": APP, "environment": "prod", "action": "abort", "seen": seen});
     let at_80 = offered(&tower).await;
     let seen = at_80["seen"].as_str().unwrap().to_owned();
-    let (status, _) = press(&with_token(WATCHER), &tower, &abort(&seen)).await;
+    let (status, _) = press(&signed_in(WATCHER), &tower, &abort(&seen)).await;
     assert_eq!(status, 403);
     let other = SteadyFleet::new(1, chrono::Utc::now())
         .apps
@@ -195,7 +185,7 @@ async fn a_paused_canary_is_resumed_aborted_and_retried_through_argo_cd_once_per
     assert_eq!(tower.world.served.argocd_actions().len(), 1);
 
     // A tool granted the route aborts: all traffic back on stable.
-    let (status, aborted) = press(&with_token(CANARY_BOT), &tower, &abort(&seen)).await;
+    let (status, aborted) = press(&signed_in(CANARY_BOT), &tower, &abort(&seen)).await;
     assert_eq!(status, 200, "{aborted}");
     assert!(aborted["message"]
         .as_str()

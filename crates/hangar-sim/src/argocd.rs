@@ -248,12 +248,13 @@ fn live(instance: &Instance, name: &str, what: &ResourceRef) -> Result<(String, 
     Ok((cluster.to_owned(), object))
 }
 
-/// `GET /api/v1/applications/{name}/resource?namespace=&resourceName=&version=&group=&kind=`:
-/// the live object, as a JSON string in `manifest`.
-async fn resource(
-    State(instance): State<Instance>,
-    Path(name): Path<String>,
+/// The answer to a request about one of `name`'s resources (named by the query): `answer`
+/// made of the live object, or Argo CD's refusal.
+fn about_live(
+    instance: &Instance,
+    name: &str,
     what: Result<Query<ResourceRef>, axum::extract::rejection::QueryRejection>,
+    answer: impl FnOnce(&Value) -> Value,
 ) -> Response {
     let Ok(Query(what)) = what else {
         return error(
@@ -262,10 +263,25 @@ async fn resource(
             "resource name, namespace and kind are required".to_owned(),
         );
     };
-    match live(&instance, &name, &what) {
-        Ok((_, object)) => Json(json!({"manifest": object.to_string()})).into_response(),
+    match live(instance, name, &what) {
+        Ok((_, object)) => Json(answer(&object)).into_response(),
         Err(refused) => refused.into_response(),
     }
+}
+
+/// `GET /api/v1/applications/{name}/resource?namespace=&resourceName=&version=&group=&kind=`:
+/// the live object, as a JSON string in `manifest`.
+async fn resource(
+    State(instance): State<Instance>,
+    Path(name): Path<String>,
+    what: Result<Query<ResourceRef>, axum::extract::rejection::QueryRejection>,
+) -> Response {
+    about_live(
+        &instance,
+        &name,
+        what,
+        |object| json!({"manifest": object.to_string()}),
+    )
 }
 
 /// The actions Argo CD's built-in discovery for `argoproj.io/Rollout` offers for a
@@ -298,17 +314,12 @@ async fn actions(
     Path(name): Path<String>,
     what: Result<Query<ResourceRef>, axum::extract::rejection::QueryRejection>,
 ) -> Response {
-    let Ok(Query(what)) = what else {
-        return error(
-            StatusCode::BAD_REQUEST,
-            3,
-            "resource name, namespace and kind are required".to_owned(),
-        );
-    };
-    match live(&instance, &name, &what) {
-        Ok((_, rollout)) => Json(json!({"actions": discovered(&rollout)})).into_response(),
-        Err(refused) => refused.into_response(),
-    }
+    about_live(
+        &instance,
+        &name,
+        what,
+        |rollout| json!({"actions": discovered(rollout)}),
+    )
 }
 
 /// `POST /api/v1/applications/{name}/resource/actions/v2 {namespace, resourceName, kind,
