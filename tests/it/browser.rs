@@ -1942,22 +1942,29 @@ async fn a_paused_canary_is_resumed_and_another_aborted_through_argo_cd() {
             // Someone else's canary: its buttons are there, disabled, with the reason.
             c.goto(&deployments(&other, "prod")).await?;
             let buttons = format!("{} button.canary-action", card("prod"));
+            // Read in one go, and again if the card was being redrawn (the platform moves).
+            let disabled = std::cell::RefCell::new(Vec::new());
             until(
                 Duration::from_secs(20),
                 "the team-b canary's actions",
-                || async { Ok(!c.find_all(Locator::Css(&buttons)).await?.is_empty()) },
+                || async {
+                    let read = c
+                        .execute(
+                            "return Array.from(document.querySelectorAll(arguments[0])).map(b => b.disabled);",
+                            vec![serde_json::json!(buttons)],
+                        )
+                        .await?;
+                    let read = read.as_array().cloned().unwrap_or_default();
+                    let any = !read.is_empty();
+                    *disabled.borrow_mut() = read;
+                    Ok(any)
+                },
             )
             .await?;
-            // Read in one go: the card is redrawn as the platform moves.
-            let disabled = c
-                .execute(
-                    "return Array.from(document.querySelectorAll(arguments[0])).map(b => b.disabled);",
-                    vec![serde_json::json!(buttons)],
-                )
-                .await?;
+            let disabled = disabled.into_inner();
             anyhow::ensure!(
-                disabled.as_array().is_some_and(|d| !d.is_empty() && d.iter().all(|x| x == true)),
-                "a non-owner's button is enabled: {disabled}"
+                disabled.iter().all(|x| x == true),
+                "a non-owner's button is enabled: {disabled:?}"
             );
             let why = text_of(c, &format!("{} .why-not", card("prod"))).await?;
             anyhow::ensure!(
