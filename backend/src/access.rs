@@ -33,11 +33,11 @@ pub async fn may_promote(
     headers: &HeaderMap,
     service: &str,
 ) -> Result<Access, ApiError> {
-    may_act(state, caller, headers, service, PROMOTE_ROUTE).await
+    may(state, caller, headers, service, PROMOTE_ROUTE).await
 }
 
 /// [`may_promote`] for the acting route `route`: a tool must be granted that route.
-async fn may_act(
+pub async fn may(
     state: &AppState,
     caller: Option<&Caller>,
     headers: &HeaderMap,
@@ -161,7 +161,7 @@ pub async fn required(
     act: Act<'_>,
 ) -> Result<Access, ApiError> {
     let verb = act.verb;
-    let access = may_act(state, caller, headers, service, act.route).await?;
+    let access = may(state, caller, headers, service, act.route).await?;
     match &access.why_not {
         Some(why_not) => Err(ApiError::Forbidden {
             field: "service",

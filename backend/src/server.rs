@@ -35,6 +35,8 @@ pub async fn serve(
     // Where anyone who reaches Tower is a caller (loopback only, see `Config::check_listen`),
     // "anyone" must not include a web page that re-pointed its own name at 127.0.0.1.
     let anyone_is_a_caller = state.gate.anyone.is_some();
+    // Release records are written whether or not anyone has a page open.
+    let recorder = crate::records::Recorder::spawn(state.clone());
     let mut app = app::router(state, &dist);
     if local.ip().is_loopback() && anyone_is_a_caller {
         app = app.layer(axum::middleware::from_fn(loopback_hosts_only));
@@ -45,6 +47,9 @@ pub async fn serve(
         .with_graceful_shutdown(stop.received())
         .await
         .context("serving HTTP")?;
+    if let Some(recorder) = recorder {
+        recorder.abort();
+    }
     tracing::info!("stopped");
     Ok(())
 }

@@ -678,3 +678,41 @@ mod tests {
         assert_eq!(serde_json::from_str::<Health>(&text).unwrap(), trouble);
     }
 }
+
+/// `GET /api/records/record`'s answer: one release record as Git has it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RecordAnswer {
+    pub record: crate::records::Record,
+    /// Its file in the app's GitOps repository (`glidepath/releases/<release>.yaml`).
+    pub repo: String,
+    pub path: String,
+    /// Merged: the file's blob sha on `main`, which a human part is proposed against.
+    pub seen: Option<String>,
+    /// Not merged yet: the pull request proposing it (its human part waits for the merge).
+    pub proposed: Option<crate::releases::PullRef>,
+    /// Open pull requests writing its human part.
+    pub notes: Vec<crate::releases::PullRef>,
+    /// Whether the caller may propose its human part, and why not.
+    pub access: Access,
+}
+
+/// `POST /api/records/notes`'s body: the human part of a merged record, proposed as a pull
+/// request against its file as the caller read it (`seen`, its blob sha).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NotesRequest {
+    pub service: String,
+    pub release: String,
+    pub human: crate::records::HumanPart,
+    pub seen: String,
+}
+
+/// What proposing a human part did.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NotesAnswer {
+    pub outcome: PromoteOutcome,
+    pub pull: crate::releases::PullRef,
+    pub message: String,
+}

@@ -188,6 +188,50 @@ pub fn promotion_branch(env: &str, image: &str) -> String {
 /// The label on every pull request Tower opens for a promotion.
 pub const PROMOTION_LABEL: &str = "tower-promotion";
 
+/// Where release records live in an app's GitOps repository (`gitops-<app>`): one file per
+/// prod release, `glidepath/releases/<release>.yaml` ([`record_path`]).
+pub const RECORDS_DIR: &str = "glidepath/releases";
+
+/// A release's name in its record: its image's tag (`1.4.0-3a8423b`), when the tag is one
+/// a file and a branch may be named for (letters, digits, `.`, `_`, `-`; 1 to 128, not
+/// starting with `.` or `-`).
+pub fn release_name(image: &str) -> Option<&str> {
+    let image = image.split('@').next().unwrap_or(image);
+    let name = image.rsplit('/').next().unwrap_or(image);
+    let (_, tag) = name.rsplit_once(':')?;
+    is_release_name(tag).then_some(tag)
+}
+
+/// Whether `name` may name a record's file and branches (see [`release_name`]).
+pub fn is_release_name(name: &str) -> bool {
+    (1..=128).contains(&name.len())
+        && !name.starts_with(['.', '-'])
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+}
+
+/// The record file of `release` (a [`release_name`]) in `gitops-<app>`.
+pub fn record_path(release: &str) -> String {
+    format!("{RECORDS_DIR}/{release}.yaml")
+}
+
+/// The branch Tower proposes `release`'s record on (`tower/record-1.4.0-3a8423b`): one per
+/// release, so every replica and restart finds the same pull request.
+pub fn record_branch(release: &str) -> String {
+    format!("tower/record-{release}")
+}
+
+/// The branch a human part of `release`'s record is proposed on, named for its content
+/// (`change`: a short hash), so the same words find the same pull request and different
+/// words get their own.
+pub fn record_notes_branch(release: &str, change: &str) -> String {
+    format!("tower/record-{release}-notes-{change}")
+}
+
+/// The label on every pull request that writes a release record.
+pub const RECORD_LABEL: &str = "tower-release-record";
+
 /// A release image's tag read by the platform's rule `<version>-<shortsha>` (the build's
 /// commit, 7 to 40 lowercase hex): `("1.4.0", "3a8423b")`. `None` for any other tag.
 pub fn release_tag(image: &str) -> Option<(&str, &str)> {

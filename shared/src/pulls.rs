@@ -53,6 +53,19 @@ pub enum ReviewState {
     Unreviewed,
 }
 
+/// The people who left `reviews` (oldest first), each once, in the order they first did.
+pub fn reviewers_of(reviews: &[Review]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for review in reviews {
+        if let Some(user) = &review.user {
+            if review.state != "PENDING" && !out.contains(&user.login) {
+                out.push(user.login.clone());
+            }
+        }
+    }
+    out
+}
+
 impl ReviewState {
     /// The decision `reviews` (oldest first) and the reviewers still asked make.
     pub fn of(reviews: &[Review], requested: usize) -> Self {
@@ -175,6 +188,10 @@ pub struct PullView {
     pub head_sha: Option<String>,
     /// `None` until Tower has read its reviews.
     pub review: Option<ReviewState>,
+    /// Who reviewed it (approved, asked for changes or commented), in the order they first
+    /// did; `None` until Tower has read its reviews.
+    #[serde(default)]
+    pub reviewers: Option<Vec<String>>,
     /// The pipeline runs of its head commit, newest first.
     pub checks: Vec<Check>,
     /// Other checks GitHub reports on its head (`None` until read).
@@ -302,6 +319,7 @@ fn stitch(
             .reviews
             .as_deref()
             .map(|reviews| ReviewState::of(reviews, pr.requested_reviewers.len())),
+        reviewers: pr.reviews.as_deref().map(reviewers_of),
         checks,
         github_checks: GitHubCheck::of(pr),
         merge_commit,
@@ -425,6 +443,7 @@ mod tests {
             ended_at: None,
             head_sha: None,
             review: None,
+            reviewers: None,
             checks: Vec::new(),
             github_checks: None,
             merge_commit: None,

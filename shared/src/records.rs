@@ -165,6 +165,8 @@ pub const SCHEMA: &str = "tower.hangar.io/release-record/v1";
 pub struct Record {
     pub schema: String,
     pub service: String,
+    /// The release's name: its image's tag (`hangar::release_name`), which names the file.
+    pub release: String,
     pub image: String,
     pub version: Option<String>,
     pub commit: Option<String>,
@@ -182,6 +184,19 @@ pub struct Record {
     /// What vouches for the image in prod; `None` when Tower found nothing to read.
     pub evidence: Option<EvidenceRead>,
     pub confidence: Confidence,
+    /// The part people add by a pull request (`None`: not written yet).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub human: Option<HumanPart>,
+}
+
+impl Record {
+    /// When it arrived in prod, if Tower read it.
+    pub fn prod_at(&self) -> Option<DateTime<Utc>> {
+        self.transitions
+            .iter()
+            .find(|t| crate::hangar::is_production(&t.environment))
+            .and_then(|t| t.arrived_at)
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -223,13 +238,15 @@ pub fn limit_of(condition: &str) -> Option<f64> {
 
 /// The record of `release` as Tower reads it now: its build among `pipelines`' runs, its
 /// prod environment among `deployments`, what `compared` found since the previous prod
-/// release, and how many rollbacks its journey met.
+/// release, the pull request that promoted it to prod (`promotion`, when Tower saw one) and
+/// how many rollbacks its journey met.
 pub fn draft(
     release: &crate::releases::Release,
     service: &str,
     pipelines: &crate::pipelines::Pipelines,
     prod: Option<&crate::deployments::Environment>,
     compared: Option<&crate::releases::Comparison>,
+    promotion: Option<&crate::snapshot::PullRequest>,
 ) -> Record {
     use crate::deployments::StepStatus;
     let build = release.run.as_ref().map(|name| {
@@ -311,6 +328,22 @@ pub fn draft(
             });
         }
     }
+    if let Some(pr) = promotion {
+        gates.push(Gate {
+            name: format!("promotion to prod: pull request #{}", pr.number),
+            passed: pr.merged_at.is_some().then_some(true),
+            detail: format!(
+                "opened by {}; {}",
+                pr.user
+                    .as_ref()
+                    .map_or("someone Tower cannot name", |u| u.login.as_str()),
+                pr.merged_at.map_or_else(
+                    || "not merged".to_owned(),
+                    |at| format!("merged {}", at.to_rfc3339())
+                )
+            ),
+        });
+    }
     if let Some(argo) = prod.and_then(|p| p.argo.as_ref()) {
         let sync = argo.sync.clone().unwrap_or_else(|| "unknown".to_owned());
         let health = argo.health.clone().unwrap_or_else(|| "unknown".to_owned());
@@ -376,6 +409,9 @@ pub fn draft(
     Record {
         schema: SCHEMA.to_owned(),
         service: service.to_owned(),
+        release: crate::hangar::release_name(&release.image)
+            .unwrap_or_default()
+            .to_owned(),
         image: release.image.clone(),
         version: release.version.clone(),
         commit: release.commit.clone(),
@@ -386,6 +422,108 @@ pub fn draft(
         gates,
         evidence: read,
         confidence: confidence(&inputs),
+        human: None,
+    }
+}
+
+/// Rows a page of the records list shows.
+pub const PER_PAGE: usize = 20;
+
+/// One record in the list.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RecordRow {
+    pub release: String,
+    pub version: Option<String>,
+    pub image: String,
+    pub prod_at: Option<DateTime<Utc>>,
+    pub score: f64,
+    /// From the human part, once written.
+    pub risk: Option<Risk>,
+    pub signed_off: Option<SignOff>,
+    /// Not merged yet: the pull request proposing the record.
+    pub proposed: Option<crate::releases::PullRef>,
+}
+
+impl RecordRow {
+    pub fn of(record: &Record, proposed: Option<crate::releases::PullRef>) -> Self {
+        let human = record.human.as_ref();
+        Self {
+            release: record.release.clone(),
+            version: record.version.clone(),
+            image: record.image.clone(),
+            prod_at: record.prod_at(),
+            score: record.confidence.score,
+            risk: human.map(|h| h.risk),
+            signed_off: human.and_then(|h| h.signed_off.clone()),
+            proposed,
+        }
+    }
+}
+
+/// Which records the list shows.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RecordFilter {
+    pub risk: Option<Risk>,
+    /// `true`: signed off only; `false`: not signed off only.
+    pub signed_off: Option<bool>,
+}
+
+impl RecordFilter {
+    pub fn keeps(&self, row: &RecordRow) -> bool {
+        self.risk.is_none_or(|r| row.risk == Some(r))
+            && self
+                .signed_off
+                .is_none_or(|s| row.signed_off.is_some() == s)
+    }
+}
+
+/// One page of a service's records: newest in prod first (a record whose prod arrival is
+/// unknown last), kept by `filter`, [`PER_PAGE`] a page; `page` counts from 1.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RecordsPage {
+    pub service: String,
+    pub filter: RecordFilter,
+    pub page: usize,
+    /// Pages in all (at least 1).
+    pub pages: usize,
+    /// Records the filter keeps, on every page.
+    pub total: usize,
+    pub rows: Vec<RecordRow>,
+}
+
+/// `rows` (in any order) cut into the page `page` of those `filter` keeps.
+pub fn page_of(
+    service: &str,
+    mut rows: Vec<RecordRow>,
+    filter: RecordFilter,
+    page: usize,
+) -> RecordsPage {
+    rows.retain(|r| filter.keeps(r));
+    rows.sort_by(|a, b| {
+        b.prod_at
+            .is_some()
+            .cmp(&a.prod_at.is_some())
+            .then(b.prod_at.cmp(&a.prod_at))
+            .then_with(|| b.release.cmp(&a.release))
+    });
+    let total = rows.len();
+    let pages = total.div_ceil(PER_PAGE).max(1);
+    let page = page.max(1);
+    let rows = rows
+        .into_iter()
+        .skip((page - 1).saturating_mul(PER_PAGE))
+        .take(PER_PAGE)
+        .collect();
+    RecordsPage {
+        service: service.to_owned(),
+        filter,
+        page,
+        pages,
+        total,
+        rows,
     }
 }
 
@@ -396,6 +534,22 @@ pub enum Risk {
     Low,
     Medium,
     High,
+}
+
+impl Risk {
+    pub const ALL: [Risk; 3] = [Risk::Low, Risk::Medium, Risk::High];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Risk::Low => "low",
+            Risk::Medium => "medium",
+            Risk::High => "high",
+        }
+    }
+
+    pub fn parse(word: &str) -> Option<Risk> {
+        Risk::ALL.into_iter().find(|r| r.as_str() == word)
+    }
 }
 
 /// The part of a record only people write.

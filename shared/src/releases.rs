@@ -249,6 +249,11 @@ pub struct ComparedPull {
     pub number: u64,
     pub title: String,
     pub url: Option<String>,
+    #[serde(default)]
+    pub author: Option<String>,
+    /// Who reviewed it; `None` when Tower has not read its reviews.
+    #[serde(default)]
+    pub reviewers: Option<Vec<String>>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -310,6 +315,8 @@ pub fn compare(
             number: p.number,
             title: p.title.clone(),
             url: p.url.clone(),
+            author: p.author.clone(),
+            reviewers: p.reviewers.clone(),
         })
         .collect();
     let runs = pipelines
@@ -649,6 +656,8 @@ mod tests {
                 number: 2,
                 title: "Change".to_owned(),
                 url: None,
+                author: None,
+                reviewers: None,
             }],
             runs: vec!["shop-build-2".to_owned(), "shop-build-3".to_owned()],
             files_changed: 5,

@@ -282,6 +282,9 @@ fn protected_requests() -> Vec<(http::Method, String, Option<Value>)> {
                 "/catalog/entity" => "?name=svc",
                 "/api/access" => "?service=svc",
                 "/api/argocd/rollout-actions" => "?service=svc&environment=prod",
+                "/api/records" => "?service=svc",
+                "/api/records/record" => "?service=svc&release=1.0.0-aaaaaaa",
+                "/api/records/export" => "?service=svc&release=1.0.0-aaaaaaa&format=pdf",
                 "/api/releases/compare" => {
                     "?service=svc&from=ghcr.io/acme/svc:1.0.0-aaaaaaa&to=ghcr.io/acme/svc:1.1.0-bbbbbbb"
                 }

@@ -487,6 +487,8 @@ fn samples() -> Vec<(&'static str, Value)> {
                     number: 2,
                     title: "Change 2".to_owned(),
                     url: None,
+                    author: Some("ana".to_owned()),
+                    reviewers: Some(vec!["ben".to_owned()]),
                 }],
                 runs: vec!["shop-build-2".to_owned()],
                 files_changed: 2,
@@ -538,6 +540,19 @@ fn samples() -> Vec<(&'static str, Value)> {
                 message: "Opened pull request #7".to_owned(),
             }),
         ),
+        ("RecordsPage", json_of(record_page())),
+        ("RecordAnswer", json_of(record_answer())),
+        (
+            "NotesAnswer",
+            json_of(tower_shared::api::NotesAnswer {
+                outcome: PromoteOutcome::PullRequestOpened,
+                pull: tower_shared::releases::PullRef {
+                    number: 8,
+                    url: Some("https://github.com/acme/gitops-shop/pull/8".to_owned()),
+                },
+                message: "Opened pull request #8".to_owned(),
+            }),
+        ),
         (
             "Readiness",
             json_of(Readiness {
@@ -546,6 +561,91 @@ fn samples() -> Vec<(&'static str, Value)> {
             }),
         ),
     ]
+}
+
+/// A record with every part filled: the human part, a sign-off, pulls, evidence.
+fn record_sample() -> tower_shared::records::Record {
+    use tower_shared::records::*;
+    let time = at("2026-11-30T08:00:00Z");
+    Record {
+        schema: SCHEMA.to_owned(),
+        service: "shop".to_owned(),
+        release: "1.2.0-bbbbbbb".to_owned(),
+        image: "ghcr.io/acme/shop:1.2.0-bbbbbbb".to_owned(),
+        version: Some("1.2.0".to_owned()),
+        commit: Some("b".repeat(40)),
+        digest: Some(format!("sha256:{}", "c".repeat(64))),
+        build: Some(("shop-build-2".to_owned(), tower_shared::pipelines::Outcome::Succeeded)),
+        pulls: Some(vec![tower_shared::releases::ComparedPull {
+            number: 2,
+            title: "Change 2".to_owned(),
+            url: None,
+            author: Some("ana".to_owned()),
+            reviewers: Some(vec!["bo".to_owned()]),
+        }]),
+        transitions: vec![Transition {
+            environment: "prod".to_owned(),
+            arrived_at: Some(time),
+            after_seconds: Some(3_600),
+        }],
+        gates: vec![Gate {
+            name: "canary step 1: 20% of traffic".to_owned(),
+            passed: Some(true),
+            detail: "done".to_owned(),
+        }],
+        evidence: Some(EvidenceRead {
+            signing: tower_shared::evidence::Signing::Signed,
+            provenance: true,
+            signature: true,
+            sbom: true,
+            transparency: false,
+            summary: "Signed by Tekton Chains".to_owned(),
+        }),
+        confidence: confidence(&ConfidenceInputs::default()),
+        human: Some(HumanPart {
+            summary: "Faster checkout".to_owned(),
+            risk: Risk::Low,
+            checked: "Canary analysis".to_owned(),
+            signed_off: Some(SignOff {
+                by: "ana".to_owned(),
+                at: time,
+            }),
+        }),
+    }
+}
+
+fn record_page() -> tower_shared::records::RecordsPage {
+    let record = record_sample();
+    tower_shared::records::page_of(
+        "shop",
+        vec![tower_shared::records::RecordRow::of(
+            &record,
+            Some(tower_shared::releases::PullRef { number: 4, url: None }),
+        )],
+        tower_shared::records::RecordFilter {
+            risk: Some(tower_shared::records::Risk::Low),
+            signed_off: Some(true),
+        },
+        1,
+    )
+}
+
+fn record_answer() -> tower_shared::api::RecordAnswer {
+    tower_shared::api::RecordAnswer {
+        record: record_sample(),
+        repo: "acme/gitops-shop".to_owned(),
+        path: "glidepath/releases/1.2.0-bbbbbbb.yaml".to_owned(),
+        seen: Some("abcdef0".to_owned()),
+        proposed: None,
+        notes: vec![tower_shared::releases::PullRef { number: 9, url: None }],
+        access: tower_shared::api::Access {
+            service: "shop".to_owned(),
+            subject: "user:default/ana".to_owned(),
+            owner: Some("group:default/team-a".to_owned()),
+            may_promote: true,
+            why_not: None,
+        },
+    }
 }
 
 #[test]

@@ -123,6 +123,36 @@ async fn promoted_to_staging(tower: &Live) -> String {
     image
 }
 
+/// Takes the held app's release waiting for staging all the way into prod through Tower:
+/// staging by a commit, prod by one pull request merged on GitHub, the canary walked in
+/// until it is fully live; its image.
+pub(crate) async fn live_in_prod(tower: &Live) -> String {
+    let image = promoted_to_staging(tower).await;
+    let (_, preview) = tower.get(&preview_path(&image, "prod")).await.unwrap();
+    let body = json!({"service": APP, "image": image, "environment": "prod",
+                      "seen": preview["seen"]});
+    let (status, answer) = promote(tower, &body).await;
+    assert_eq!(status, 200, "{answer}");
+    let number = answer["pull"]["number"].as_u64().unwrap();
+    merge(tower, &format!("acme/gitops-{APP}"), number).await;
+    until_cell(tower, &image, "prod", "canary", Some(20)).await;
+    tower.advance_world(25 * 60);
+    until_cell(tower, &image, "prod", "live", None).await;
+    image
+}
+
+/// Merges pull request `number` of `repo` on the simulated GitHub, as a person would.
+pub(crate) async fn merge(tower: &Live, repo: &str, number: u64) {
+    let github = format!("http://{}", tower.world.served.github);
+    let merged = reqwest::Client::new()
+        .put(format!("{github}/repos/{repo}/pulls/{number}/merge"))
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(merged.status(), 200, "merging #{number} of {repo}");
+}
+
 /// Promotes the release waiting for staging (one commit through the route) and waits until
 /// Argo CD rolls it out there as a canary at 20 %; its image.
 pub(crate) async fn canary_in_staging(tower: &Live) -> String {
@@ -267,13 +297,7 @@ async fn a_prod_promotion_is_one_pull_request_and_merging_it_rolls_out() {
     );
 
     // Someone merges it on GitHub: Argo CD syncs prod, the canary walks in.
-    let merged = reqwest::Client::new()
-        .put(format!("{github}/repos/{repo}/pulls/{number}/merge"))
-        .json(&json!({}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(merged.status(), 200);
+    merge(&tower, &repo, number).await;
     until_cell(&tower, &image, "prod", "canary", Some(20)).await;
     tower.advance_world(25 * 60);
     until_cell(&tower, &image, "prod", "live", None).await;

@@ -3,11 +3,16 @@
 //! prod with their times, every canary step passed, Argo CD synced and healthy, the
 //! evidence Chains left, and the confidence score worked out from them.
 
+use std::time::Duration as Wait;
+
 use chrono::Duration;
-use hangar_sim::stories::fleet::{Role, SteadyFleet};
+use hangar_sim::stories::fleet::{Role, SteadyFleet, AWAITING_PROMOTION as APP};
+use serde_json::{json, Value};
 use hangar_sim::stories::Story as _;
 use tower_shared::records::{draft, limit_of, SCHEMA};
 use tower_shared::snapshot::Snapshot;
+
+use crate::support::{eventually, Live};
 
 /// What Tower would read of `fleet`'s world at `now`.
 pub(crate) fn snapshot_at(fleet: &SteadyFleet, now: chrono::DateTime<chrono::Utc>) -> Snapshot {
@@ -47,7 +52,7 @@ fn a_release_live_in_prod_is_drafted_with_its_journey_gates_evidence_and_score()
         .iter()
         .flatten()
         .find(|e| e.name == "prod");
-    let record = draft(release, service, &pipelines, prod, None);
+    let record = draft(release, service, &pipelines, prod, None, None);
 
     assert_eq!(record.schema, SCHEMA);
     assert_eq!(record.image, image);
@@ -113,4 +118,245 @@ fn a_release_live_in_prod_is_drafted_with_its_journey_gates_evidence_and_score()
     assert_eq!(limit_of("result[0] < 0.01"), Some(0.01));
     assert_eq!(limit_of("result[0] <= 5"), Some(5.0));
     assert_eq!(limit_of("result[0] > 0.99"), None);
+}
+
+/// The open pull requests of `repo` on the simulated GitHub whose branch starts with `prefix`.
+async fn open_pulls(tower: &Live, repo: &str, prefix: &str) -> Vec<Value> {
+    let github = format!("http://{}", tower.world.served.github);
+    let pulls: Vec<Value> = reqwest::get(format!("{github}/repos/{repo}/pulls?state=open&per_page=100"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    pulls
+        .into_iter()
+        .filter(|p| p["head"]["ref"].as_str().is_some_and(|b| b.starts_with(prefix)))
+        .collect()
+}
+
+async fn post_notes(tower: &Live, body: &Value) -> (u16, Value) {
+    let response = tower
+        .client()
+        .post(tower.url("/api/records/notes"))
+        .json(body)
+        .send()
+        .await
+        .unwrap();
+    (response.status().as_u16(), response.json().await.unwrap())
+}
+
+async fn get_bytes(tower: &Live, path: &str) -> (u16, String, Vec<u8>) {
+    let response = tower.client().get(tower.url(path)).send().await.unwrap();
+    let status = response.status().as_u16();
+    let kind = response
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    (status, kind, response.bytes().await.unwrap().to_vec())
+}
+
+/// `pdftotext -raw` of `pdf`, its whitespace folded: the PDF's searchable text.
+pub(crate) fn pdf_text(pdf: &[u8]) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("record.pdf");
+    std::fs::write(&file, pdf).unwrap();
+    let out = std::process::Command::new("pdftotext")
+        .args(["-raw", "-enc", "UTF-8"])
+        .arg(&file)
+        .arg("-")
+        .output()
+        .expect("pdftotext (poppler-utils; `cargo xtask test` installs it)");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Page 1 of `pdf` as `target/screenshots/<name>.png` (pdftoppm).
+pub(crate) fn pdf_page_one(pdf: &[u8], name: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("record.pdf");
+    std::fs::write(&file, pdf).unwrap();
+    let shots = crate::support::root().join("target/screenshots");
+    std::fs::create_dir_all(&shots).unwrap();
+    let status = std::process::Command::new("pdftoppm")
+        .args(["-png", "-r", "80", "-f", "1", "-l", "1", "-singlefile"])
+        .arg(&file)
+        .arg(shots.join(name))
+        .status()
+        .expect("pdftoppm (poppler-utils)");
+    assert!(status.success());
+    assert!(shots.join(format!("{name}.png")).exists());
+}
+
+#[tokio::test]
+async fn a_release_tower_takes_to_prod_is_written_up_once_and_people_add_their_part_by_pull_request() {
+    let tower = Live::start(0.0).await.unwrap();
+    // Three replicas' recorders, all looking at once.
+    let recorders: Vec<_> = (0..3).map(|_| tower.record_releases()).collect();
+    let image = crate::promotions::live_in_prod(&tower).await;
+    let release = tower_shared::hangar::release_name(&image).unwrap().to_owned();
+    let repo = format!("acme/gitops-{APP}");
+    let branch = tower_shared::hangar::record_branch(&release);
+
+    // The record's pull request opens by itself: one, whatever the replicas.
+    let pr = eventually(Wait::from_secs(30), "the record's pull request", || async {
+        let found = open_pulls(&tower, &repo, &branch).await;
+        (!found.is_empty()).then_some(found)
+    })
+    .await
+    .unwrap();
+    assert_eq!(pr.len(), 1, "{pr:?}");
+    let number = pr[0]["number"].as_u64().unwrap();
+    assert_eq!(pr[0]["title"], format!("Release record: {APP} {release}"));
+    assert_eq!(pr[0]["labels"][0]["name"], "tower-release-record");
+    assert!(pr[0]["body"]
+        .as_str()
+        .unwrap()
+        .ends_with("Requested in Tower by tower:release-recorder"));
+
+    // Listed as proposed; its human part waits for the merge.
+    let list = format!("/api/records?service={APP}");
+    let (status, page) = tower.get(&list).await.unwrap();
+    assert_eq!(status, 200, "{page}");
+    let row = page["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["release"] == release.as_str())
+        .cloned()
+        .expect("the record listed");
+    assert_eq!(row["proposed"]["number"], number);
+    let path = format!("/api/records/record?service={APP}&release={release}");
+    let (_, answer) = tower.get(&path).await.unwrap();
+    let record = &answer["record"];
+    assert_eq!(record["image"], image.as_str());
+    assert_eq!(answer["seen"], Value::Null);
+    // The promotion that took it to prod is one of its gates, with who opened it.
+    assert!(record["gates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|g| g["name"].as_str().unwrap().starts_with("promotion to prod: pull request #")
+            && g["passed"] == true));
+    // Compared with the release before it in prod: the pull requests that went in, each
+    // with its author and reviewers.
+    let pulls = record["pulls"].as_array().expect("compared with the previous prod release");
+    assert!(!pulls.is_empty(), "{record}");
+    assert!(pulls.iter().all(|p| p["author"].is_string() && p["reviewers"].is_array()), "{pulls:?}");
+
+    let human = json!({"summary": "Checkout is faster.", "risk": "medium",
+                       "checked": "Canary analysis and a look at the dashboards.",
+                       "signedOff": {"by": "ana", "at": tower.world_now() - Duration::minutes(1)}});
+    let (status, refused) = post_notes(
+        &tower,
+        &json!({"service": APP, "release": release, "human": human, "seen": "0123456789abcdef"}),
+    )
+    .await;
+    assert_eq!((status, &refused["field"]), (409, &json!("release")), "{refused}");
+    assert!(refused["error"].as_str().unwrap().contains(&format!("merge pull request #{number} first")));
+
+    crate::promotions::merge(&tower, &repo, number).await;
+    let seen = eventually(Wait::from_secs(30), "the record merged", || async {
+        let (_, answer) = tower.get(&path).await.ok()?;
+        answer["seen"].as_str().map(str::to_owned)
+    })
+    .await
+    .unwrap();
+    // Merged: no replica proposes it again.
+    let mut another = tower_backend::records::Recorder::new(tower_backend::state::AppState::live(
+        tower.live.clone(),
+    ))
+    .unwrap();
+    another.look().await;
+    assert!(open_pulls(&tower, &repo, &branch).await.is_empty());
+
+    // The browser's rules, refused by the backend with the same field and words.
+    let mut empty = human.clone();
+    empty["summary"] = json!("  ");
+    let (status, bad) = post_notes(
+        &tower,
+        &json!({"service": APP, "release": release, "human": empty, "seen": seen}),
+    )
+    .await;
+    assert_eq!((status, &bad["field"]), (400, &json!("human.summary")), "{bad}");
+    assert_eq!(bad["error"], "write a plain summary");
+    let mut future = human.clone();
+    future["signedOff"]["at"] = json!(tower.world_now() + Duration::hours(1));
+    let (status, bad) = post_notes(
+        &tower,
+        &json!({"service": APP, "release": release, "human": future, "seen": seen}),
+    )
+    .await;
+    assert_eq!((status, &bad["field"]), (400, &json!("human.signedOff.at")), "{bad}");
+
+    // Proposed by pull request, once however often it is sent.
+    let body = json!({"service": APP, "release": release, "human": human, "seen": seen});
+    let (status, first) = post_notes(&tower, &body).await;
+    assert_eq!((status, &first["outcome"]), (200, &json!("pull-request-opened")), "{first}");
+    let (_, again) = post_notes(&tower, &body).await;
+    assert_eq!(again["outcome"], "pull-request-existing");
+    assert_eq!(again["pull"], first["pull"]);
+    let notes = first["pull"]["number"].as_u64().unwrap();
+    let (_, answer) = tower.get(&path).await.unwrap();
+    assert_eq!(answer["notes"][0]["number"], notes);
+    assert_eq!(answer["record"]["human"], Value::Null, "not before the merge");
+
+    crate::promotions::merge(&tower, &repo, notes).await;
+    eventually(Wait::from_secs(30), "the human part merged", || async {
+        let (_, answer) = tower.get(&path).await.ok()?;
+        (answer["record"]["human"]["risk"] == "medium").then_some(())
+    })
+    .await
+    .unwrap();
+    let count = |query: &'static str| {
+        let tower = &tower;
+        let release = release.clone();
+        async move {
+            let (status, page) = tower.get(&format!("/api/records?service={APP}{query}")).await.unwrap();
+            assert_eq!(status, 200, "{page}");
+            page["rows"].as_array().unwrap().iter().filter(|r| r["release"] == release.as_str()).count()
+        }
+    };
+    assert_eq!(count("&risk=medium").await, 1);
+    assert_eq!(count("&risk=high").await, 0);
+    assert_eq!(count("&signedOff=true").await, 1);
+    assert_eq!(count("&signedOff=false").await, 0);
+    let (status, bad) = tower.get(&format!("/api/records?service={APP}&risk=severe")).await.unwrap();
+    assert_eq!((status.as_u16(), &bad["field"]), (400, &json!("risk")));
+
+    // Exported: a self-contained page and a PDF whose text says it all.
+    let export = |format: &str| format!("/api/records/export?service={APP}&release={release}&format={format}");
+    let (status, kind, html) = get_bytes(&tower, &export("html")).await;
+    assert_eq!((status, kind.as_str()), (200, "text/html; charset=utf-8"));
+    let html = String::from_utf8(html).unwrap();
+    assert!(html.contains(&image) && html.contains("Checkout is faster."));
+    assert!(!html.contains("src=") && !html.contains("<link"), "no external assets");
+    let (status, kind, pdf) = get_bytes(&tower, &export("pdf")).await;
+    assert_eq!((status, kind.as_str()), (200, "application/pdf"));
+    assert!(pdf.starts_with(b"%PDF-"));
+    let text = pdf_text(&pdf);
+    let (_, answer) = tower.get(&path).await.unwrap();
+    let record: tower_shared::records::Record = serde_json::from_value(answer["record"].clone()).unwrap();
+    assert!(text.contains(record.version.as_deref().unwrap()), "{text}");
+    for pull in record.pulls.as_ref().unwrap() {
+        assert!(text.contains(&pull.title), "{} not in {text}", pull.title);
+    }
+    assert!(text.contains(&format!("Confidence score: {:.1} of 100", record.confidence.score)), "{text}");
+    for factor in &record.confidence.factors {
+        assert!(
+            text.contains(&format!("{} {} {:.2} {} {:.1}", factor.name, factor.read, factor.value, factor.weight, factor.points)),
+            "factor {} not in {text}", factor.name
+        );
+    }
+    pdf_page_one(&pdf, "release-record-pdf");
+    let (status, bad) = tower.get(&export("docx")).await.unwrap();
+    assert_eq!((status.as_u16(), &bad["field"]), (400, &json!("format")));
+    for recorder in recorders {
+        recorder.abort();
+    }
 }

@@ -764,6 +764,15 @@ impl Live {
         })
     }
 
+    /// A release recorder on this Tower, as `tower serve` runs one; each call starts one more
+    /// (as another replica's would).
+    pub fn record_releases(&self) -> tokio::task::JoinHandle<()> {
+        tower_backend::records::Recorder::spawn(tower_backend::state::AppState::live(
+            self.live.clone(),
+        ))
+        .expect("a live Tower with GitHub")
+    }
+
     /// The same Tower as a router (no HTTP), its callers checked as `edit` configures.
     pub fn router_with(
         &self,

@@ -583,31 +583,62 @@ impl GitHub {
 
     /// A file's text on the default branch; `None` when the repo or file does not exist.
     pub async fn file(&self, repo: &str, path: &str) -> Result<Option<String>, GitHubError> {
+        Ok(self.file_at(repo, path, None).await?.map(|(_, text)| text))
+    }
+
+    /// A file's blob sha and text on `reference` (the default branch when `None`); `None`
+    /// when the repo or file does not exist.
+    pub async fn file_at(
+        &self,
+        repo: &str,
+        path: &str,
+        reference: Option<&str>,
+    ) -> Result<Option<(String, String)>, GitHubError> {
+        let mut url = format!("/repos/{repo}/contents/{path}");
+        if let Some(reference) = reference {
+            url.push_str("?ref=");
+            url.push_str(reference);
+        }
+        let value = match self.get(&url, CACHE_FOR).await {
+            Ok(value) => value,
+            Err(err) if err.is_not_found() => return Ok(None),
+            Err(err) => return Err(err),
+        };
+        let malformed = |message: String| GitHubError::Malformed {
+            path: url.clone(),
+            message,
+        };
+        let (Some(sha), Some(content)) = (value["sha"].as_str(), value["content"].as_str()) else {
+            return Err(malformed("not a file with `sha` and `content`".to_owned()));
+        };
+        use base64::Engine as _;
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(content.replace(['\n', '\r'], ""))
+            .map_err(|err| malformed(err.to_string()))?;
+        let text = String::from_utf8(bytes).map_err(|err| malformed(err.to_string()))?;
+        Ok(Some((sha.to_owned(), text)))
+    }
+
+    /// The names of the files in a folder on the default branch; `None` when the repo or
+    /// folder does not exist.
+    pub async fn folder(&self, repo: &str, path: &str) -> Result<Option<Vec<String>>, GitHubError> {
         let url = format!("/repos/{repo}/contents/{path}");
         let value = match self.get(&url, CACHE_FOR).await {
             Ok(value) => value,
             Err(err) if err.is_not_found() => return Ok(None),
             Err(err) => return Err(err),
         };
-        let content = value["content"]
-            .as_str()
-            .ok_or_else(|| GitHubError::Malformed {
-                path: url.clone(),
-                message: "no `content`".to_owned(),
-            })?;
-        use base64::Engine as _;
-        let bytes = base64::engine::general_purpose::STANDARD
-            .decode(content.replace(['\n', '\r'], ""))
-            .map_err(|err| GitHubError::Malformed {
-                path: url.clone(),
-                message: err.to_string(),
-            })?;
-        String::from_utf8(bytes)
-            .map(Some)
-            .map_err(|err| GitHubError::Malformed {
-                path: url,
-                message: err.to_string(),
-            })
+        let entries = value.as_array().ok_or_else(|| GitHubError::Malformed {
+            path: url.clone(),
+            message: "not a folder".to_owned(),
+        })?;
+        Ok(Some(
+            entries
+                .iter()
+                .filter(|e| e["type"] == "file")
+                .filter_map(|e| e["name"].as_str().map(str::to_owned))
+                .collect(),
+        ))
     }
 }
 

@@ -14,6 +14,7 @@ mod params;
 mod pipelines;
 mod provisioning;
 mod pulls;
+mod records;
 mod releases;
 mod signin;
 mod snapshot;
@@ -31,6 +32,8 @@ use crate::state::AppState;
 /// Argo CD's actions: the routes a tool's token must be granted to ask for them.
 const SYNC_ROUTE: &str = "/api/argocd/sync";
 const ROLLOUT_ACTION: &str = "/api/argocd/rollout-action";
+/// The route a tool's token must be granted to propose a release record's human part.
+const RECORD_NOTES: &str = "/api/records/notes";
 
 /// Every JSON route. An unknown `/api/…` path gets a JSON 404, not the frontend's page.
 pub fn api() -> Router<AppState> {
@@ -46,6 +49,10 @@ pub fn api() -> Router<AppState> {
         .route(SYNC_ROUTE, post(argocd::sync))
         .route("/api/argocd/rollout-actions", get(argocd::rollout_actions))
         .route(ROLLOUT_ACTION, post(argocd::rollout_action))
+        .route("/api/records", get(records::list))
+        .route("/api/records/record", get(records::record))
+        .route("/api/records/export", get(records::export))
+        .route(RECORD_NOTES, post(records::notes))
         .route("/api/pipelines", get(pipelines::runs))
         .route("/api/pipelines/run", get(pipelines::run))
         .route("/api/pipelines/log", get(pipelines::log))

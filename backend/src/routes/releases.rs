@@ -219,7 +219,7 @@ fn check_image(value: &str, field: &'static str) -> Result<(), ApiError> {
 }
 
 /// A Git blob sha as GitHub gives it: 7 to 64 lowercase hex (the document's `BlobSha`).
-fn check_sha(value: &str, field: &'static str) -> Result<(), ApiError> {
+pub(super) fn check_sha(value: &str, field: &'static str) -> Result<(), ApiError> {
     let fits = (7..=64).contains(&value.len())
         && value
             .bytes()

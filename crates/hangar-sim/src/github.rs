@@ -960,11 +960,71 @@ async fn get_contents(
         .get("ref")
         .cloned()
         .unwrap_or_else(|| "main".to_owned());
-    let content = file_at(&github.written(), &github, &full, &branch, &path);
-    match content {
-        Some(content) => Json(content_json(&full, &path, &branch, &content)).into_response(),
-        None => error(StatusCode::NOT_FOUND, "Not Found"),
+    let written = github.written();
+    if let Some(content) = file_at(&written, &github, &full, &branch, &path) {
+        return Json(content_json(&full, &path, &branch, &content)).into_response();
     }
+    // A folder: GitHub lists what is in it (files only here), by name.
+    let listed = folder_at(&written, &github, &full, &branch, &path);
+    drop(written);
+    if listed.is_empty() {
+        return error(StatusCode::NOT_FOUND, "Not Found");
+    }
+    Json(Value::Array(
+        listed
+            .iter()
+            .map(|(file, content)| {
+                let mut entry = content_json(&full, file, &branch, content);
+                if let Some(entry) = entry.as_object_mut() {
+                    entry.remove("content");
+                    entry.remove("encoding");
+                }
+                entry
+            })
+            .collect(),
+    ))
+    .into_response()
+}
+
+/// The files directly in folder `dir` on `branch`, by path, read as [`file_at`] reads one.
+fn folder_at(
+    written: &Written,
+    github: &GitHub,
+    repo: &str,
+    branch: &str,
+    dir: &str,
+) -> BTreeMap<String, Vec<u8>> {
+    let prefix = format!("{}/", dir.trim_end_matches('/'));
+    let inside = |path: &str| {
+        path.strip_prefix(&prefix)
+            .is_some_and(|rest| !rest.is_empty() && !rest.contains('/'))
+    };
+    let mut paths: std::collections::BTreeSet<String> = github
+        .platform
+        .files_of(repo)
+        .into_iter()
+        .filter(|p| inside(p))
+        .collect();
+    let forked = branch == "main"
+        || written
+            .refs
+            .contains_key(&(repo.to_owned(), branch.to_owned()));
+    paths.extend(
+        written
+            .files
+            .keys()
+            .filter(|(r, b, p)| {
+                r == repo && (b == branch || (forked && b == "main")) && inside(p)
+            })
+            .map(|(_, _, p)| p.clone()),
+    );
+    paths
+        .into_iter()
+        .filter_map(|p| {
+            let content = file_at(written, github, repo, branch, &p)?;
+            Some((p, content))
+        })
+        .collect()
 }
 
 /// `content` committed as `path` of `repo` on `main`: the stories' world follows it when it

@@ -264,6 +264,16 @@ impl Platform {
     }
 
     /// Whether the stories have files in `repo` (`owner/name`).
+    /// The paths of the stories' files in `repo` now.
+    pub fn files_of(&self, repo: &str) -> Vec<String> {
+        self.told()
+            .files
+            .iter()
+            .filter(|f| f.repo == repo)
+            .map(|f| f.path.clone())
+            .collect()
+    }
+
     pub fn has_files(&self, repo: &str) -> bool {
         self.told().file_repos.contains(repo)
     }

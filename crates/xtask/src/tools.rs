@@ -8,6 +8,7 @@
 //! | wasm-bindgen-cli = the `wasm-bindgen` in Cargo.lock | `cargo install`, not `--locked` | Trunk insists on the exact version; `--locked` pins a yanked dependency |
 //! | wasm-opt (binaryen 132) | npm, into the tools folder | Debian's binaryen 108 emits WASM that fails at load |
 //! | cargo-nextest 0.9.143 | `cargo install --locked` (this machine image has it) | runs the tests, each with a deadline (`.config/nextest.toml`) |
+//! | pdftotext, pdftoppm | apt-get's `poppler-utils` | reading an exported release record's PDF |
 //! | kubectl | the one on `PATH`, else apt-get's `kubernetes-client` | the simulator's kubectl tests (Debian's 1.20 conflicts with an image's own kubectl, so only when there is none) |
 //! | chromium, chromedriver | apt-get | browser tests |
 //! | axe-core 4.14.1 | npm, into the tools folder | the accessibility check every browser test runs on the pages it opens |
@@ -136,6 +137,7 @@ impl Toolchain {
                     NEXTEST_VERSION,
                     &["--locked"],
                 )?;
+                ensure_poppler()?;
                 (
                     Some(ensure_browser(&path, &tools_dir)?),
                     Some(ensure_kubectl(&path)?),
@@ -327,6 +329,19 @@ fn ensure_browser(path: &OsString, tools_dir: &Path) -> anyhow::Result<Browser> 
         }),
         _ => bail!("chromium and chromedriver are still missing after apt-get install"),
     }
+}
+
+/// poppler's `pdftotext` and `pdftoppm` (Debian's `poppler-utils`): the release record
+/// tests read an exported PDF's text and keep a picture of its first page.
+fn ensure_poppler() -> anyhow::Result<()> {
+    let system = std::env::var_os("PATH").unwrap_or_default();
+    if which(&system, "pdftotext").is_some() && which(&system, "pdftoppm").is_some() {
+        return Ok(());
+    }
+    apt_install(&["poppler-utils"])?;
+    which(&system, "pdftotext")
+        .map(drop)
+        .context("pdftotext is still missing after apt-get install poppler-utils")
 }
 
 /// kubectl on `PATH`, else Debian's `kubernetes-client` (installed only when there is no
