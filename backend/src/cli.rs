@@ -72,6 +72,31 @@ pub enum Command {
     /// how (`commit`, or `pull-request` for prod), with the open pull request already
     /// proposing it. Same snapshot format as `tower provisioning` (docs/snapshot.md).
     Releases(ServiceArgs),
+    /// Print one prod release's record (docs/release-records.md) as JSON, a self-contained
+    /// HTML page or a PDF.
+    ///
+    /// Drafted from the snapshot as Tower drafts it live: transitions, every gate, the
+    /// evidence and the confidence score with its working. Offline nothing is compared on
+    /// GitHub, so the pull requests that went in are said to be unknown.
+    ReleaseRecord(RecordArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RecordArgs {
+    #[command(flatten)]
+    pub service: ServiceArgs,
+    /// The release: its version (`1.4.0`) or image tag (`1.4.0-3a8423b`).
+    #[arg(long)]
+    pub release: String,
+    #[arg(long, value_enum, default_value_t = RecordFormat::Json)]
+    pub format: RecordFormat,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum RecordFormat {
+    Json,
+    Html,
+    Pdf,
 }
 
 #[derive(Debug, Args)]
@@ -269,6 +294,10 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Pipelines(args) => {
             let snapshot = offline::read_snapshot(&args.service.snapshot)?;
             offline::pipelines(&snapshot, &args.service.service, args.run.as_deref())
+        }
+        Command::ReleaseRecord(args) => {
+            let snapshot = offline::read_snapshot(&args.service.snapshot)?;
+            offline::release_record(&snapshot, &args.service.service, &args.release, args.format)
         }
     }
 }

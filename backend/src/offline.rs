@@ -71,3 +71,53 @@ pub fn pipelines(snapshot: &Snapshot, service: &str, run: Option<&str>) -> anyho
         }),
     }
 }
+
+/// `tower release-record`: the record of `release` (version or tag) of `service` as the
+/// snapshot shows it, in `format`; an error naming the releases there are when it has none.
+pub fn release_record(
+    snapshot: &Snapshot,
+    service: &str,
+    release: &str,
+    format: crate::cli::RecordFormat,
+) -> anyhow::Result<()> {
+    let matrix = crate::derived::releases_of(snapshot, service);
+    let row = matrix
+        .releases
+        .iter()
+        .find(|r| {
+            tower_shared::hangar::release_name(&r.image) == Some(release)
+                || r.version.as_deref() == Some(release)
+        })
+        .with_context(|| {
+            let known: Vec<&str> = matrix
+                .releases
+                .iter()
+                .filter_map(|r| tower_shared::hangar::release_name(&r.image))
+                .collect();
+            format!(
+                "{service} has no release {release} in the snapshot (it has: {})",
+                if known.is_empty() { "none".to_owned() } else { known.join(", ") }
+            )
+        })?;
+    let pipelines = tower_shared::pipelines::derive(snapshot, service);
+    let deployments = tower_shared::deployments::derive_deployments(snapshot, service);
+    let prod = deployments
+        .environments
+        .iter()
+        .flatten()
+        .find(|e| tower_shared::hangar::is_production(&e.name));
+    let promotion = tower_shared::records::promotion_of(
+        snapshot.pull_requests.iter().flatten(),
+        &row.image,
+    );
+    let record =
+        tower_shared::records::draft(row, service, &pipelines, prod, None, promotion);
+    let mut out = std::io::stdout().lock();
+    match format {
+        crate::cli::RecordFormat::Json => return print_json(&record),
+        crate::cli::RecordFormat::Html => out.write_all(crate::export::html(&record).as_bytes()),
+        crate::cli::RecordFormat::Pdf => out.write_all(&crate::export::pdf(&record)),
+    }
+    .context("writing the record")?;
+    out.flush().context("writing the record")
+}

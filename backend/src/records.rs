@@ -199,15 +199,12 @@ pub async fn draft_now(
         .find(|e| hangar::is_production(&e.name));
     // The pull request that promoted it, read from the GitOps repository itself (the
     // pollers visit each app's repositories in turn).
-    let branch = hangar::promotion_branch("prod", &release.image);
     let gitops = github
         .pull_requests(&repo_of(github, service))
         .await
         .inspect_err(|err| tracing::warn!(service, error = %err, "reading promotions for a record"))
         .ok();
-    let promotion = gitops.as_deref().into_iter().flatten().find(|pr| {
-        pr.head.as_ref().is_some_and(|h| h.branch == branch)
-    });
+    let promotion = records::promotion_of(gitops.as_deref().into_iter().flatten(), &release.image);
     Some(records::draft(
         release,
         service,

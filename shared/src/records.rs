@@ -236,6 +236,18 @@ pub fn limit_of(condition: &str) -> Option<f64> {
     limit.trim_start_matches('=').trim().parse().ok()
 }
 
+/// The pull request among `pulls` that promoted `image` to prod (Tower's branch for it,
+/// `hangar::promotion_branch`).
+pub fn promotion_of<'a>(
+    pulls: impl IntoIterator<Item = &'a crate::snapshot::PullRequest>,
+    image: &str,
+) -> Option<&'a crate::snapshot::PullRequest> {
+    let branch = crate::hangar::promotion_branch("prod", image);
+    pulls
+        .into_iter()
+        .find(|pr| pr.head.as_ref().is_some_and(|h| h.branch == branch))
+}
+
 /// The record of `release` as Tower reads it now: its build among `pipelines`' runs, its
 /// prod environment among `deployments`, what `compared` found since the previous prod
 /// release, the pull request that promoted it to prod (`promotion`, when Tower saw one) and

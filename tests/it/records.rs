@@ -360,3 +360,74 @@ async fn a_release_tower_takes_to_prod_is_written_up_once_and_people_add_their_p
         recorder.abort();
     }
 }
+
+/// The weights of `docs/confidence.md`'s table, by factor.
+fn documented_weights() -> Vec<(String, f64)> {
+    let doc = std::fs::read_to_string(crate::support::root().join("docs/confidence.md")).unwrap();
+    doc.lines()
+        .filter_map(|line| {
+            let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+            let weight = cells.get(2)?.parse::<f64>().ok()?;
+            Some((cells.get(1)?.to_string(), weight))
+        })
+        .collect()
+}
+
+#[test]
+fn the_documented_table_recomputes_a_drafted_records_score_and_the_cli_prints_it() {
+    let start: chrono::DateTime<chrono::Utc> = "2026-11-30T08:00:00Z".parse().unwrap();
+    let fleet = SteadyFleet::new(1, start);
+    let app = fleet.app(Role::CompletingCanary).unwrap();
+    let at = app.prod_rollout_at(start) + Duration::minutes(30);
+    let snapshot = snapshot_at(&fleet, at);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("snapshot.json");
+    std::fs::write(&file, serde_json::to_string(&snapshot).unwrap()).unwrap();
+    let release = tower_shared::hangar::release_name(&app.prod_image(at)).unwrap().to_owned();
+    let run = |format: &str, release: &str| {
+        std::process::Command::new(crate::support::tower_bin())
+            .args(["release-record", "--snapshot"])
+            .arg(&file)
+            .args(["--service", &app.name, "--release", release, "--format", format])
+            .output()
+            .unwrap()
+    };
+    let out = run("json", &release);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let record: tower_shared::records::Record = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(record.release, release);
+    assert_eq!(record.pulls, None, "offline nothing is compared: unknown, said");
+
+    // By hand from the documented table and the record's own facts: its build passed
+    // (runs 1), no analysis (0), two hours in staging (2 / 24), four pieces of evidence (1),
+    // change size not compared (0), no rollbacks (1).
+    let weights = documented_weights();
+    assert_eq!(
+        weights.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(),
+        tower_shared::records::WEIGHTS.iter().map(|(n, _)| *n).collect::<Vec<_>>()
+    );
+    let weight = |name: &str| weights.iter().find(|(n, _)| n == name).unwrap().1;
+    let soak = record.transitions[2].arrived_at.unwrap() - record.transitions[1].arrived_at.unwrap();
+    let by_hand = weight("runs") * 1.0
+        + weight("analysis") * 0.0
+        + weight("soak") * (soak.num_seconds() as f64 / 3_600.0 / 24.0).min(1.0)
+        + weight("evidence") * 4.0 / 4.0
+        + weight("change size") * 0.0
+        + weight("rollbacks") * 1.0 / (1.0 + 0.0);
+    assert_eq!(record.confidence.score, (by_hand * 10.0).round() / 10.0);
+
+    let pdf = run("pdf", record.version.as_deref().unwrap());
+    assert!(pdf.status.success());
+    let text = pdf_text(&pdf.stdout);
+    assert!(text.contains(&format!("Confidence score: {:.1} of 100", record.confidence.score)), "{text}");
+    assert!(text.contains("Not known: Tower could not compare"), "{text}");
+    let html = run("html", &release);
+    assert!(String::from_utf8_lossy(&html.stdout).starts_with("<!doctype html>"));
+
+    let missing = run("json", "9.9.9");
+    assert_eq!(missing.status.code(), Some(2));
+    let said = String::from_utf8_lossy(&missing.stderr);
+    assert!(said.contains("has no release 9.9.9 in the snapshot") && said.contains(&release), "{said}");
+    let bad = run("docx", &release);
+    assert_eq!(bad.status.code(), Some(2));
+}
