@@ -141,7 +141,13 @@ pub fn outline(record: &Record) -> Vec<Block> {
         record
             .gates
             .iter()
-            .map(|g| vec![g.name.clone(), verdict(g.passed).to_owned(), g.detail.clone()])
+            .map(|g| {
+                vec![
+                    g.name.clone(),
+                    verdict(g.passed).to_owned(),
+                    g.detail.clone(),
+                ]
+            })
             .collect(),
         &[0.42, 0.13, 0.45],
     ));
@@ -288,12 +294,11 @@ pub fn html(record: &Record) -> String {
 
 /// Helvetica's advance widths (thousandths of an em) for ASCII 32 to 126.
 const HELVETICA: [u16; 95] = [
-    278, 278, 355, 556, 556, 889, 667, 191, 333, 333, 389, 584, 278, 333, 278, 278, 556, 556,
-    556, 556, 556, 556, 556, 556, 556, 556, 278, 278, 584, 584, 584, 556, 1015, 667, 667, 722,
-    722, 667, 611, 778, 722, 278, 500, 667, 556, 833, 722, 778, 667, 778, 722, 667, 611, 722,
-    667, 944, 667, 667, 611, 278, 278, 278, 469, 556, 333, 556, 556, 500, 556, 556, 278, 556,
-    556, 222, 222, 500, 222, 833, 556, 556, 556, 556, 333, 500, 278, 556, 500, 722, 500, 500,
-    500, 334, 260, 334, 584,
+    278, 278, 355, 556, 556, 889, 667, 191, 333, 333, 389, 584, 278, 333, 278, 278, 556, 556, 556,
+    556, 556, 556, 556, 556, 556, 556, 278, 278, 584, 584, 584, 556, 1015, 667, 667, 722, 722, 667,
+    611, 778, 722, 278, 500, 667, 556, 833, 722, 778, 667, 778, 722, 667, 611, 722, 667, 944, 667,
+    667, 611, 278, 278, 278, 469, 556, 333, 556, 556, 500, 556, 556, 278, 556, 556, 222, 222, 500,
+    222, 833, 556, 556, 556, 556, 333, 500, 278, 556, 500, 722, 500, 500, 500, 334, 260, 334, 584,
 ];
 
 /// `c` in WinAnsiEncoding, the standard fonts' encoding here; what it lacks reads as `?`.
@@ -539,7 +544,10 @@ mod tests {
 
     #[test]
     fn html_is_escaped_and_characters_outside_win_ansi_read_as_a_question_mark() {
-        assert_eq!(escape("<a href=\"x\">&'"), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;");
+        assert_eq!(
+            escape("<a href=\"x\">&'"),
+            "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
+        );
         assert_eq!(win_ansi('—'), 0x97);
         assert_eq!(win_ansi('é'), 0xe9);
         assert_eq!(win_ansi('→'), b'?');

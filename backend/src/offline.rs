@@ -96,7 +96,11 @@ pub fn release_record(
                 .collect();
             format!(
                 "{service} has no release {release} in the snapshot (it has: {})",
-                if known.is_empty() { "none".to_owned() } else { known.join(", ") }
+                if known.is_empty() {
+                    "none".to_owned()
+                } else {
+                    known.join(", ")
+                }
             )
         })?;
     let pipelines = tower_shared::pipelines::derive(snapshot, service);
@@ -106,12 +110,9 @@ pub fn release_record(
         .iter()
         .flatten()
         .find(|e| tower_shared::hangar::is_production(&e.name));
-    let promotion = tower_shared::records::promotion_of(
-        snapshot.pull_requests.iter().flatten(),
-        &row.image,
-    );
-    let record =
-        tower_shared::records::draft(row, service, &pipelines, prod, None, promotion);
+    let promotion =
+        tower_shared::records::promotion_of(snapshot.pull_requests.iter().flatten(), &row.image);
+    let record = tower_shared::records::draft(row, service, &pipelines, prod, None, promotion);
     let mut out = std::io::stdout().lock();
     match format {
         crate::cli::RecordFormat::Json => return print_json(&record),

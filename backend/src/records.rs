@@ -152,7 +152,9 @@ pub async fn draft_now(
     let mut comparison = match previous_in_prod(&matrix, &snapshot, release) {
         Some(older) => compared(state, github, service, (&older, release))
             .await
-            .inspect_err(|err| tracing::warn!(service, error = %err, "comparing releases for a record"))
+            .inspect_err(
+                |err| tracing::warn!(service, error = %err, "comparing releases for a record"),
+            )
             .ok()
             .flatten(),
         None => None,
@@ -181,16 +183,22 @@ pub async fn draft_now(
             comparison.pulls.extend(merged);
             comparison.pulls.sort_by_key(|p| p.number);
         }
-        for pull in comparison.pulls.iter_mut().filter(|p| p.reviewers.is_none()) {
-            if let Ok(details) = github.pull_details(&comparison.repo, pull.number, None).await {
+        for pull in comparison
+            .pulls
+            .iter_mut()
+            .filter(|p| p.reviewers.is_none())
+        {
+            if let Ok(details) = github
+                .pull_details(&comparison.repo, pull.number, None)
+                .await
+            {
                 pull.reviewers = Some(tower_shared::pulls::reviewers_of(&details.reviews));
             }
         }
     }
-    let pipelines = state
-        .source
-        .service_pipelines(service)
-        .unwrap_or_else(|| std::sync::Arc::new(tower_shared::pipelines::derive(&snapshot, service)));
+    let pipelines = state.source.service_pipelines(service).unwrap_or_else(|| {
+        std::sync::Arc::new(tower_shared::pipelines::derive(&snapshot, service))
+    });
     let deployments = tower_shared::deployments::derive_deployments(&snapshot, service);
     let prod = deployments
         .environments
@@ -224,11 +232,7 @@ pub enum Written {
 }
 
 /// Proposes `record`'s file unless `main` has it already.
-pub async fn propose(
-    writer: &Writer,
-    repo: &str,
-    record: &Record,
-) -> Result<Written, WriteError> {
+pub async fn propose(writer: &Writer, repo: &str, record: &Record) -> Result<Written, WriteError> {
     let path = hangar::record_path(&record.release);
     if writer.read_file(repo, "main", &path).await?.is_some() {
         return Ok(Written::Merged);
@@ -317,8 +321,8 @@ impl Recorder {
                     .cells
                     .iter()
                     .find(|c| hangar::is_production(&c.environment))?;
-                let settled = cell.sync == SyncStatus::Synced
-                    && cell.health == HealthStatus::Healthy;
+                let settled =
+                    cell.sync == SyncStatus::Synced && cell.health == HealthStatus::Healthy;
                 let tag = cell.image_tag.clone()?;
                 (settled && !self.done.contains(&(app.name.clone(), tag.clone())))
                     .then(|| (app.name.clone(), tag))
@@ -343,7 +347,11 @@ impl Recorder {
             return Ok(());
         };
         if !hangar::is_release_name(&record.release) {
-            tracing::warn!(service, image = record.image, "a release Tower cannot name a record file for");
+            tracing::warn!(
+                service,
+                image = record.image,
+                "a release Tower cannot name a record file for"
+            );
             return Ok(());
         }
         if record.prod_at().is_none_or(|at| at < self.since) {

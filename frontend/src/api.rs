@@ -16,6 +16,7 @@ use tower_shared::api::{
     Summary, CLOCK_HEADER,
 };
 use tower_shared::fleet::Fleet;
+use wasm_bindgen::JsCast as _;
 
 /// Why a request to the backend gave no data. Each variant reads differently on the page:
 /// "cannot reach Tower" is not "Tower answered with an error".
@@ -232,6 +233,94 @@ pub async fn rollout_action(
     request: RolloutActionRequest,
 ) -> Result<RolloutActionAnswer, ApiError> {
     post_json("/api/argocd/rollout-action", &request).await
+}
+
+/// `GET /api/records?…`: a page of the service's release records.
+pub async fn records(
+    service: String,
+    page: usize,
+    filter: tower_shared::records::RecordFilter,
+) -> Result<tower_shared::records::RecordsPage, ApiError> {
+    let mut path = format!("/api/records?service={}&page={page}", encode(&service));
+    if let Some(risk) = filter.risk {
+        path.push_str("&risk=");
+        path.push_str(risk.as_str());
+    }
+    if let Some(signed) = filter.signed_off {
+        path.push_str(if signed {
+            "&signedOff=true"
+        } else {
+            "&signedOff=false"
+        });
+    }
+    get_json(&path).await
+}
+
+fn record_query(service: &str, release: &str) -> String {
+    format!("service={}&release={}", encode(service), encode(release))
+}
+
+/// `GET /api/records/record?…`: one release record and where it is.
+pub async fn record(
+    service: String,
+    release: String,
+) -> Result<tower_shared::api::RecordAnswer, ApiError> {
+    get_json(&format!(
+        "/api/records/record?{}",
+        record_query(&service, &release)
+    ))
+    .await
+}
+
+/// `POST /api/records/notes`: proposes a record's human part by pull request.
+pub async fn notes(
+    request: tower_shared::api::NotesRequest,
+) -> Result<tower_shared::api::NotesAnswer, ApiError> {
+    post_json("/api/records/notes", &request).await
+}
+
+/// `GET /api/records/export?…` (with the caller's token), handed to the browser as a
+/// download; the object URL it was saved from (kept, so the page can link it again) and
+/// its size in bytes.
+pub async fn export(
+    service: &str,
+    release: &str,
+    format: &str,
+) -> Result<(String, usize), ApiError> {
+    let path = format!(
+        "/api/records/export?{}&format={format}",
+        record_query(service, release)
+    );
+    let response = answered(
+        with_token(Request::get(&path))
+            .build()
+            .map_err(|e| ApiError::Unreachable(e.to_string()))?,
+    )
+    .await?;
+    let kind = response.headers().get("content-type").unwrap_or_default();
+    let bytes = response
+        .binary()
+        .await
+        .map_err(|e| ApiError::Decode(e.to_string()))?;
+    let parts = js_sys::Array::of1(&js_sys::Uint8Array::from(bytes.as_slice()));
+    let options = web_sys::BlobPropertyBag::new();
+    options.set_type(&kind);
+    let failed = |e: wasm_bindgen::JsValue| ApiError::Decode(format!("{e:?}"));
+    let blob =
+        web_sys::Blob::new_with_u8_array_sequence_and_options(&parts, &options).map_err(failed)?;
+    let url = web_sys::Url::create_object_url_with_blob(&blob).map_err(failed)?;
+    let document = web_sys::window()
+        .and_then(|w| w.document())
+        .ok_or_else(|| ApiError::Decode("no document".to_owned()))?;
+    let link: web_sys::HtmlAnchorElement = document
+        .create_element("a")
+        .map_err(failed)?
+        .dyn_into()
+        .map_err(|_| ApiError::Decode("not a link".to_owned()))?;
+    link.set_href(&url);
+    link.set_download(&format!("{service}-{release}.{format}"));
+    link.click();
+    Ok((url, bytes.len()))
 }
 
 /// `POST path` with `body` as JSON; the answer read as a `T`, or why it was refused.

@@ -29,6 +29,7 @@ mod nav;
 mod pipelines;
 mod provisioning;
 mod pulls;
+mod records;
 mod releases;
 mod rollout;
 mod service;

@@ -63,12 +63,19 @@ pub enum Page {
         service: String,
         tab: Result<Tab, String>,
         run: Option<String>,
+        /// `record=`: one release record, on the Releases tab.
+        record: Option<String>,
     },
 }
 
 impl Page {
-    /// The page for the query's `view`, `service` and `run`.
-    pub fn from_query(view: Option<String>, service: Option<String>, run: Option<String>) -> Self {
+    /// The page for the query's `view`, `service`, `run` and `record`.
+    pub fn from_query(
+        view: Option<String>,
+        service: Option<String>,
+        run: Option<String>,
+        record: Option<String>,
+    ) -> Self {
         if view.as_deref() == Some("services") {
             return Page::Services;
         }
@@ -79,7 +86,12 @@ impl Page {
             None => Ok(Tab::DEFAULT),
             Some(view) => Tab::from_id(&view).ok_or(view),
         };
-        Page::Service { service, tab, run }
+        Page::Service {
+            service,
+            tab,
+            run,
+            record,
+        }
     }
 }
 
@@ -95,6 +107,15 @@ pub fn tab_href(tab: Tab, service: &str, run: Option<&str>) -> String {
         href.push_str(&encode(run));
     }
     href
+}
+
+/// The link to one release record of a service (its image tag).
+pub fn record_href(service: &str, release: &str) -> String {
+    format!(
+        "{}&record={}",
+        tab_href(Tab::Releases, service, None),
+        encode(release)
+    )
 }
 
 /// The link to one environment of a service's Deployments tab.

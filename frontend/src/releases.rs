@@ -323,9 +323,16 @@ fn row(
                 CellState::Superseded => "superseded",
                 CellState::Unknown => "unknown",
             };
+            // A prod release that has run there has a record (once Tower wrote it up).
+            let record = (tower_shared::hangar::is_production(&cell.environment)
+                && matches!(cell.state, CellState::Live | CellState::Superseded)
+                && cell.arrived_at.is_some())
+            .then(|| tower_shared::hangar::release_name(&release.image))
+            .flatten()
+            .map(|tag| view! { <a class="record-link" href=crate::nav::record_href(service, tag)>"record"</a> });
             view! {
                 <td class=class data-env=cell.environment.clone() data-state=state>
-                    {words}{arrival(cell)}{next}
+                    {words}{arrival(cell)}{next}{record}
                 </td>
             }
         })

@@ -14,7 +14,14 @@ use crate::{deployments, fleet, pipelines, provisioning, pulls};
 pub fn ServicePage() -> impl IntoView {
     let query = use_query_map();
     let page = Memo::new(move |_| {
-        query.with(|q| Page::from_query(q.get("view"), q.get("service"), q.get("run")))
+        query.with(|q| {
+            Page::from_query(
+                q.get("view"),
+                q.get("service"),
+                q.get("run"),
+                q.get("record"),
+            )
+        })
     });
     move || match page.get() {
         Page::Services => view! {
@@ -23,7 +30,12 @@ pub fn ServicePage() -> impl IntoView {
         }
         .into_any(),
         Page::Fleet => view! { <fleet::FleetOverview /> }.into_any(),
-        Page::Service { service, tab, run } => {
+        Page::Service {
+            service,
+            tab,
+            run,
+            record,
+        } => {
             let current = tab.as_ref().ok().copied();
             let links = Tab::ALL
                 .into_iter()
@@ -54,7 +66,13 @@ pub fn ServicePage() -> impl IntoView {
                 Ok(Tab::Deployments) => {
                     view! { <DeploymentsPage service=service.clone() /> }.into_any()
                 }
-                Ok(Tab::Releases) => view! { <ReleasesPage service=service.clone() /> }.into_any(),
+                Ok(Tab::Releases) => match record {
+                    Some(release) => view! {
+                        <crate::records::RecordPage service=service.clone() release=release />
+                    }
+                    .into_any(),
+                    None => view! { <ReleasesPage service=service.clone() /> }.into_any(),
+                },
                 Err(view) => view! {
                     <p class="state error" role="alert">
                         {format!("✖ No such tab: {view:?}. Tower has {}.",
@@ -144,14 +162,19 @@ fn ReleasesPage(service: String) -> impl IntoView {
         <crate::releases::PromotionPanel service=service.clone() chosen=chosen />
         <crate::releases::ComparePanel service=service.clone() picked=picked />
     };
-    let matrix = fetched(service, api::releases, move |answer: ReleasesAnswer| {
-        pages.track();
-        let ReleasesAnswer { releases, health } = answer;
-        view! {
+    let matrix = fetched(
+        service.clone(),
+        api::releases,
+        move |answer: ReleasesAnswer| {
+            pages.track();
+            let ReleasesAnswer { releases, health } = answer;
+            view! {
             <HealthNotice health=health now=now />
             <crate::releases::ReleasesTab releases=releases now=now access=access chosen=chosen pages=pages picked=picked />
         }
         .into_any()
-    });
-    view! { {panel}{matrix} }
+        },
+    );
+    let records = view! { <crate::records::RecordsPanel service=service.clone() /> };
+    view! { {panel}{matrix}{records} }
 }

@@ -2072,3 +2072,179 @@ async fn press(c: &fantoccini::Client, css: &str) -> anyhow::Result<()> {
     anyhow::ensure!(found == true, "nothing to press at {css}");
     Ok(())
 }
+
+#[tokio::test]
+async fn a_release_record_is_proposed_merged_written_up_by_people_and_downloaded() {
+    use hangar_sim::stories::fleet::AWAITING_PROMOTION as APP;
+    let tower = crate::support::Live::start(0.0).await.unwrap();
+    let recorder = tower.record_releases();
+    let image = crate::promotions::live_in_prod(&tower).await;
+    let release = tower_shared::hangar::release_name(&image)
+        .unwrap()
+        .to_owned();
+    let repo = format!("acme/gitops-{APP}");
+    let github = format!("http://{}", tower.world.served.github);
+    // The open pull requests on the app's GitOps repo whose branch starts with `prefix`.
+    let open = |prefix: String| {
+        let url = format!("{github}/repos/{repo}/pulls?state=open&per_page=100");
+        async move {
+            let pulls: Vec<serde_json::Value> = reqwest::get(url).await?.json().await?;
+            anyhow::Ok(
+                pulls
+                    .into_iter()
+                    .filter(|p| {
+                        p["head"]["ref"]
+                            .as_str()
+                            .is_some_and(|b| b.starts_with(&prefix))
+                    })
+                    .filter_map(|p| p["number"].as_u64())
+                    .collect::<Vec<u64>>(),
+            )
+        }
+    };
+    let branch = tower_shared::hangar::record_branch(&release);
+    let browser = Browser::start().await.unwrap();
+    browser
+        .checked("release-record", async {
+            let c = &browser.client;
+            until(
+                Duration::from_secs(30),
+                "the record's pull request",
+                || async { Ok(!open(branch.clone()).await?.is_empty()) },
+            )
+            .await?;
+            let record_pr = open(branch.clone()).await?;
+            anyhow::ensure!(record_pr.len() == 1, "one record PR: {record_pr:?}");
+
+            // From the matrix: the prod cell links its record, proposed and not yet merged.
+            c.goto(&tower.url(&format!("/tower?view=releases&service={APP}")))
+                .await?;
+            let link = format!("tr[data-release='{release}'] td[data-env='prod'] a.record-link");
+            until(Duration::from_secs(20), "the record link", || async {
+                Ok(!c.find_all(Locator::Css(&link)).await?.is_empty())
+            })
+            .await?;
+            until(
+                Duration::from_secs(20),
+                "the record listed as proposed",
+                || async {
+                    Ok(text_of(c, &format!("tr[data-record='{release}']"))
+                        .await?
+                        .is_some_and(|t| t.contains(&format!("proposed in PR #{}", record_pr[0]))))
+                },
+            )
+            .await?;
+            browser.screenshot("release-records-list").await?;
+            press(c, &link).await?;
+            until(Duration::from_secs(20), "the record's page", || async {
+                Ok(text_of(c, "article.record .state")
+                    .await?
+                    .is_some_and(|t| t.starts_with("Not merged yet")))
+            })
+            .await?;
+
+            // Merged on GitHub: the form appears; the shared rules refuse an empty summary.
+            crate::promotions::merge(&tower, &repo, record_pr[0]).await;
+            until(
+                Duration::from_secs(30),
+                "the form for the human part",
+                || async {
+                    c.refresh().await?;
+                    for _ in 0..20 {
+                        if !c.find_all(Locator::Css("form.notes")).await?.is_empty() {
+                            return Ok(true);
+                        }
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
+                    Ok(false)
+                },
+            )
+            .await?;
+            press(c, "button.propose-notes").await?;
+            until(Duration::from_secs(10), "the summary's error", || async {
+                Ok(text_of(c, "form.notes .field-error")
+                    .await?
+                    .is_some_and(|t| t == "write a plain summary"))
+            })
+            .await?;
+            anyhow::ensure!(
+                open(format!("{branch}-notes-")).await?.is_empty(),
+                "nothing sent"
+            );
+            c.find(Locator::Css("#notes-summary"))
+                .await?
+                .send_keys("Checkout is faster.")
+                .await?;
+            c.find(Locator::Css("#notes-checked"))
+                .await?
+                .send_keys("Canary analysis and the dashboards.")
+                .await?;
+            c.find(Locator::Css("#notes-sign")).await?.click().await?;
+            browser.check_page("release-record").await?;
+            press(c, "button.propose-notes").await?;
+            until(
+                Duration::from_secs(20),
+                "the second pull request",
+                || async {
+                    Ok(text_of(c, "form.notes .notes-sent")
+                        .await?
+                        .is_some_and(|t| t.contains("Review PR #")))
+                },
+            )
+            .await?;
+            let notes = open(format!("{branch}-notes-")).await?;
+            anyhow::ensure!(notes.len() == 1, "one human-part PR: {notes:?}");
+            browser.screenshot("release-record-notes-proposed").await?;
+
+            // Merged too: the record says it; both downloads arrive in the browser.
+            crate::promotions::merge(&tower, &repo, notes[0]).await;
+            until(
+                Duration::from_secs(30),
+                "the human part in the record",
+                || async {
+                    c.refresh().await?;
+                    for _ in 0..20 {
+                        if let Some(t) = text_of(c, "dl.human").await? {
+                            return Ok(t.contains("Checkout is faster.")
+                                && t.contains("low")
+                                && t.contains("by "));
+                        }
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
+                    Ok(false)
+                },
+            )
+            .await?;
+            press(c, "button.download-html").await?;
+            press(c, "button.download-pdf").await?;
+            until(Duration::from_secs(20), "both downloads", || async {
+                Ok(c.find_all(Locator::Css("a.saved")).await?.len() == 2)
+            })
+            .await?;
+            // Both files arrived in the browser (their bytes are checked in
+            // records::a_release_tower_takes_to_prod_…, from the same route).
+            let saved = c
+                .execute(
+                    "return Array.from(document.querySelectorAll('a.saved')).map(a =>
+                       [a.download, a.href.startsWith('blob:'), Number(a.dataset.bytes)]);",
+                    vec![],
+                )
+                .await?;
+            let saved: Vec<(String, bool, u64)> = serde_json::from_value(saved)?;
+            for format in ["html", "pdf"] {
+                let name = format!("{APP}-{release}.{format}");
+                anyhow::ensure!(
+                    saved
+                        .iter()
+                        .any(|(n, blob, bytes)| *n == name && *blob && *bytes > 1_000),
+                    "{name} not saved: {saved:?}"
+                );
+            }
+            browser.screenshot("release-record").await?;
+            Ok(())
+        })
+        .await
+        .unwrap();
+    recorder.abort();
+    browser.close().await.unwrap();
+}

@@ -575,7 +575,10 @@ fn record_sample() -> tower_shared::records::Record {
         version: Some("1.2.0".to_owned()),
         commit: Some("b".repeat(40)),
         digest: Some(format!("sha256:{}", "c".repeat(64))),
-        build: Some(("shop-build-2".to_owned(), tower_shared::pipelines::Outcome::Succeeded)),
+        build: Some((
+            "shop-build-2".to_owned(),
+            tower_shared::pipelines::Outcome::Succeeded,
+        )),
         pulls: Some(vec![tower_shared::releases::ComparedPull {
             number: 2,
             title: "Change 2".to_owned(),
@@ -620,7 +623,10 @@ fn record_page() -> tower_shared::records::RecordsPage {
         "shop",
         vec![tower_shared::records::RecordRow::of(
             &record,
-            Some(tower_shared::releases::PullRef { number: 4, url: None }),
+            Some(tower_shared::releases::PullRef {
+                number: 4,
+                url: None,
+            }),
         )],
         tower_shared::records::RecordFilter {
             risk: Some(tower_shared::records::Risk::Low),
@@ -637,7 +643,10 @@ fn record_answer() -> tower_shared::api::RecordAnswer {
         path: "glidepath/releases/1.2.0-bbbbbbb.yaml".to_owned(),
         seen: Some("abcdef0".to_owned()),
         proposed: None,
-        notes: vec![tower_shared::releases::PullRef { number: 9, url: None }],
+        notes: vec![tower_shared::releases::PullRef {
+            number: 9,
+            url: None,
+        }],
         access: tower_shared::api::Access {
             service: "shop".to_owned(),
             subject: "user:default/ana".to_owned(),

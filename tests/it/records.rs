@@ -7,8 +7,8 @@ use std::time::Duration as Wait;
 
 use chrono::Duration;
 use hangar_sim::stories::fleet::{Role, SteadyFleet, AWAITING_PROMOTION as APP};
-use serde_json::{json, Value};
 use hangar_sim::stories::Story as _;
+use serde_json::{json, Value};
 use tower_shared::records::{draft, limit_of, SCHEMA};
 use tower_shared::snapshot::Snapshot;
 
@@ -123,15 +123,21 @@ fn a_release_live_in_prod_is_drafted_with_its_journey_gates_evidence_and_score()
 /// The open pull requests of `repo` on the simulated GitHub whose branch starts with `prefix`.
 async fn open_pulls(tower: &Live, repo: &str, prefix: &str) -> Vec<Value> {
     let github = format!("http://{}", tower.world.served.github);
-    let pulls: Vec<Value> = reqwest::get(format!("{github}/repos/{repo}/pulls?state=open&per_page=100"))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let pulls: Vec<Value> = reqwest::get(format!(
+        "{github}/repos/{repo}/pulls?state=open&per_page=100"
+    ))
+    .await
+    .unwrap()
+    .json()
+    .await
+    .unwrap();
     pulls
         .into_iter()
-        .filter(|p| p["head"]["ref"].as_str().is_some_and(|b| b.starts_with(prefix)))
+        .filter(|p| {
+            p["head"]["ref"]
+                .as_str()
+                .is_some_and(|b| b.starts_with(prefix))
+        })
         .collect()
 }
 
@@ -169,7 +175,11 @@ pub(crate) fn pdf_text(pdf: &[u8]) -> String {
         .arg("-")
         .output()
         .expect("pdftotext (poppler-utils; `cargo xtask test` installs it)");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8_lossy(&out.stdout)
         .split_whitespace()
         .collect::<Vec<_>>()
@@ -194,12 +204,15 @@ pub(crate) fn pdf_page_one(pdf: &[u8], name: &str) {
 }
 
 #[tokio::test]
-async fn a_release_tower_takes_to_prod_is_written_up_once_and_people_add_their_part_by_pull_request() {
+async fn a_release_tower_takes_to_prod_is_written_up_once_and_people_add_their_part_by_pull_request(
+) {
     let tower = Live::start(0.0).await.unwrap();
     // Three replicas' recorders, all looking at once.
     let recorders: Vec<_> = (0..3).map(|_| tower.record_releases()).collect();
     let image = crate::promotions::live_in_prod(&tower).await;
-    let release = tower_shared::hangar::release_name(&image).unwrap().to_owned();
+    let release = tower_shared::hangar::release_name(&image)
+        .unwrap()
+        .to_owned();
     let repo = format!("acme/gitops-{APP}");
     let branch = tower_shared::hangar::record_branch(&release);
 
@@ -237,17 +250,23 @@ async fn a_release_tower_takes_to_prod_is_written_up_once_and_people_add_their_p
     assert_eq!(record["image"], image.as_str());
     assert_eq!(answer["seen"], Value::Null);
     // The promotion that took it to prod is one of its gates, with who opened it.
-    assert!(record["gates"]
-        .as_array()
+    assert!(record["gates"].as_array().unwrap().iter().any(|g| g["name"]
+        .as_str()
         .unwrap()
-        .iter()
-        .any(|g| g["name"].as_str().unwrap().starts_with("promotion to prod: pull request #")
-            && g["passed"] == true));
+        .starts_with("promotion to prod: pull request #")
+        && g["passed"] == true));
     // Compared with the release before it in prod: the pull requests that went in, each
     // with its author and reviewers.
-    let pulls = record["pulls"].as_array().expect("compared with the previous prod release");
+    let pulls = record["pulls"]
+        .as_array()
+        .expect("compared with the previous prod release");
     assert!(!pulls.is_empty(), "{record}");
-    assert!(pulls.iter().all(|p| p["author"].is_string() && p["reviewers"].is_array()), "{pulls:?}");
+    assert!(
+        pulls
+            .iter()
+            .all(|p| p["author"].is_string() && p["reviewers"].is_array()),
+        "{pulls:?}"
+    );
 
     let human = json!({"summary": "Checkout is faster.", "risk": "medium",
                        "checked": "Canary analysis and a look at the dashboards.",
@@ -257,8 +276,15 @@ async fn a_release_tower_takes_to_prod_is_written_up_once_and_people_add_their_p
         &json!({"service": APP, "release": release, "human": human, "seen": "0123456789abcdef"}),
     )
     .await;
-    assert_eq!((status, &refused["field"]), (409, &json!("release")), "{refused}");
-    assert!(refused["error"].as_str().unwrap().contains(&format!("merge pull request #{number} first")));
+    assert_eq!(
+        (status, &refused["field"]),
+        (409, &json!("release")),
+        "{refused}"
+    );
+    assert!(refused["error"]
+        .as_str()
+        .unwrap()
+        .contains(&format!("merge pull request #{number} first")));
 
     crate::promotions::merge(&tower, &repo, number).await;
     let seen = eventually(Wait::from_secs(30), "the record merged", || async {
@@ -283,7 +309,11 @@ async fn a_release_tower_takes_to_prod_is_written_up_once_and_people_add_their_p
         &json!({"service": APP, "release": release, "human": empty, "seen": seen}),
     )
     .await;
-    assert_eq!((status, &bad["field"]), (400, &json!("human.summary")), "{bad}");
+    assert_eq!(
+        (status, &bad["field"]),
+        (400, &json!("human.summary")),
+        "{bad}"
+    );
     assert_eq!(bad["error"], "write a plain summary");
     let mut future = human.clone();
     future["signedOff"]["at"] = json!(tower.world_now() + Duration::hours(1));
@@ -292,19 +322,31 @@ async fn a_release_tower_takes_to_prod_is_written_up_once_and_people_add_their_p
         &json!({"service": APP, "release": release, "human": future, "seen": seen}),
     )
     .await;
-    assert_eq!((status, &bad["field"]), (400, &json!("human.signedOff.at")), "{bad}");
+    assert_eq!(
+        (status, &bad["field"]),
+        (400, &json!("human.signedOff.at")),
+        "{bad}"
+    );
 
     // Proposed by pull request, once however often it is sent.
     let body = json!({"service": APP, "release": release, "human": human, "seen": seen});
     let (status, first) = post_notes(&tower, &body).await;
-    assert_eq!((status, &first["outcome"]), (200, &json!("pull-request-opened")), "{first}");
+    assert_eq!(
+        (status, &first["outcome"]),
+        (200, &json!("pull-request-opened")),
+        "{first}"
+    );
     let (_, again) = post_notes(&tower, &body).await;
     assert_eq!(again["outcome"], "pull-request-existing");
     assert_eq!(again["pull"], first["pull"]);
     let notes = first["pull"]["number"].as_u64().unwrap();
     let (_, answer) = tower.get(&path).await.unwrap();
     assert_eq!(answer["notes"][0]["number"], notes);
-    assert_eq!(answer["record"]["human"], Value::Null, "not before the merge");
+    assert_eq!(
+        answer["record"]["human"],
+        Value::Null,
+        "not before the merge"
+    );
 
     crate::promotions::merge(&tower, &repo, notes).await;
     eventually(Wait::from_secs(30), "the human part merged", || async {
@@ -317,40 +359,67 @@ async fn a_release_tower_takes_to_prod_is_written_up_once_and_people_add_their_p
         let tower = &tower;
         let release = release.clone();
         async move {
-            let (status, page) = tower.get(&format!("/api/records?service={APP}{query}")).await.unwrap();
+            let (status, page) = tower
+                .get(&format!("/api/records?service={APP}{query}"))
+                .await
+                .unwrap();
             assert_eq!(status, 200, "{page}");
-            page["rows"].as_array().unwrap().iter().filter(|r| r["release"] == release.as_str()).count()
+            page["rows"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|r| r["release"] == release.as_str())
+                .count()
         }
     };
     assert_eq!(count("&risk=medium").await, 1);
     assert_eq!(count("&risk=high").await, 0);
     assert_eq!(count("&signedOff=true").await, 1);
     assert_eq!(count("&signedOff=false").await, 0);
-    let (status, bad) = tower.get(&format!("/api/records?service={APP}&risk=severe")).await.unwrap();
+    let (status, bad) = tower
+        .get(&format!("/api/records?service={APP}&risk=severe"))
+        .await
+        .unwrap();
     assert_eq!((status.as_u16(), &bad["field"]), (400, &json!("risk")));
 
     // Exported: a self-contained page and a PDF whose text says it all.
-    let export = |format: &str| format!("/api/records/export?service={APP}&release={release}&format={format}");
+    let export = |format: &str| {
+        format!("/api/records/export?service={APP}&release={release}&format={format}")
+    };
     let (status, kind, html) = get_bytes(&tower, &export("html")).await;
     assert_eq!((status, kind.as_str()), (200, "text/html; charset=utf-8"));
     let html = String::from_utf8(html).unwrap();
     assert!(html.contains(&image) && html.contains("Checkout is faster."));
-    assert!(!html.contains("src=") && !html.contains("<link"), "no external assets");
+    assert!(
+        !html.contains("src=") && !html.contains("<link"),
+        "no external assets"
+    );
     let (status, kind, pdf) = get_bytes(&tower, &export("pdf")).await;
     assert_eq!((status, kind.as_str()), (200, "application/pdf"));
     assert!(pdf.starts_with(b"%PDF-"));
     let text = pdf_text(&pdf);
     let (_, answer) = tower.get(&path).await.unwrap();
-    let record: tower_shared::records::Record = serde_json::from_value(answer["record"].clone()).unwrap();
+    let record: tower_shared::records::Record =
+        serde_json::from_value(answer["record"].clone()).unwrap();
     assert!(text.contains(record.version.as_deref().unwrap()), "{text}");
     for pull in record.pulls.as_ref().unwrap() {
         assert!(text.contains(&pull.title), "{} not in {text}", pull.title);
     }
-    assert!(text.contains(&format!("Confidence score: {:.1} of 100", record.confidence.score)), "{text}");
+    assert!(
+        text.contains(&format!(
+            "Confidence score: {:.1} of 100",
+            record.confidence.score
+        )),
+        "{text}"
+    );
     for factor in &record.confidence.factors {
         assert!(
-            text.contains(&format!("{} {} {:.2} {} {:.1}", factor.name, factor.read, factor.value, factor.weight, factor.points)),
-            "factor {} not in {text}", factor.name
+            text.contains(&format!(
+                "{} {} {:.2} {} {:.1}",
+                factor.name, factor.read, factor.value, factor.weight, factor.points
+            )),
+            "factor {} not in {text}",
+            factor.name
         );
     }
     pdf_page_one(&pdf, "release-record-pdf");
@@ -383,20 +452,36 @@ fn the_documented_table_recomputes_a_drafted_records_score_and_the_cli_prints_it
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("snapshot.json");
     std::fs::write(&file, serde_json::to_string(&snapshot).unwrap()).unwrap();
-    let release = tower_shared::hangar::release_name(&app.prod_image(at)).unwrap().to_owned();
+    let release = tower_shared::hangar::release_name(&app.prod_image(at))
+        .unwrap()
+        .to_owned();
     let run = |format: &str, release: &str| {
         std::process::Command::new(crate::support::tower_bin())
             .args(["release-record", "--snapshot"])
             .arg(&file)
-            .args(["--service", &app.name, "--release", release, "--format", format])
+            .args([
+                "--service",
+                &app.name,
+                "--release",
+                release,
+                "--format",
+                format,
+            ])
             .output()
             .unwrap()
     };
     let out = run("json", &release);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let record: tower_shared::records::Record = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(record.release, release);
-    assert_eq!(record.pulls, None, "offline nothing is compared: unknown, said");
+    assert_eq!(
+        record.pulls, None,
+        "offline nothing is compared: unknown, said"
+    );
 
     // By hand from the documented table and the record's own facts: its build passed
     // (runs 1), no analysis (0), two hours in staging (2 / 24), four pieces of evidence (1),
@@ -404,10 +489,14 @@ fn the_documented_table_recomputes_a_drafted_records_score_and_the_cli_prints_it
     let weights = documented_weights();
     assert_eq!(
         weights.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(),
-        tower_shared::records::WEIGHTS.iter().map(|(n, _)| *n).collect::<Vec<_>>()
+        tower_shared::records::WEIGHTS
+            .iter()
+            .map(|(n, _)| *n)
+            .collect::<Vec<_>>()
     );
     let weight = |name: &str| weights.iter().find(|(n, _)| n == name).unwrap().1;
-    let soak = record.transitions[2].arrived_at.unwrap() - record.transitions[1].arrived_at.unwrap();
+    let soak =
+        record.transitions[2].arrived_at.unwrap() - record.transitions[1].arrived_at.unwrap();
     let by_hand = weight("runs") * 1.0
         + weight("analysis") * 0.0
         + weight("soak") * (soak.num_seconds() as f64 / 3_600.0 / 24.0).min(1.0)
@@ -419,15 +508,27 @@ fn the_documented_table_recomputes_a_drafted_records_score_and_the_cli_prints_it
     let pdf = run("pdf", record.version.as_deref().unwrap());
     assert!(pdf.status.success());
     let text = pdf_text(&pdf.stdout);
-    assert!(text.contains(&format!("Confidence score: {:.1} of 100", record.confidence.score)), "{text}");
-    assert!(text.contains("Not known: Tower could not compare"), "{text}");
+    assert!(
+        text.contains(&format!(
+            "Confidence score: {:.1} of 100",
+            record.confidence.score
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains("Not known: Tower could not compare"),
+        "{text}"
+    );
     let html = run("html", &release);
     assert!(String::from_utf8_lossy(&html.stdout).starts_with("<!doctype html>"));
 
     let missing = run("json", "9.9.9");
     assert_eq!(missing.status.code(), Some(2));
     let said = String::from_utf8_lossy(&missing.stderr);
-    assert!(said.contains("has no release 9.9.9 in the snapshot") && said.contains(&release), "{said}");
+    assert!(
+        said.contains("has no release 9.9.9 in the snapshot") && said.contains(&release),
+        "{said}"
+    );
     let bad = run("docx", &release);
     assert_eq!(bad.status.code(), Some(2));
 }

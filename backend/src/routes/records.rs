@@ -69,7 +69,7 @@ fn service_of<'q>(state: &AppState, query: &'q Query) -> Result<&'q str, ApiErro
     Ok(service)
 }
 
-fn release_param<'q>(query: &'q Query) -> Result<&'q str, ApiError> {
+fn release_param(query: &Query) -> Result<&str, ApiError> {
     let release = params::required(query, "release")?;
     check_release(release)?;
     Ok(release)
@@ -93,7 +93,9 @@ fn from_github(err: crate::live::github::GitHubError) -> ApiError {
 /// A record file read, or why not (a file Tower cannot read is not a record it shows).
 fn parsed(repo: &str, path: &str, text: &str) -> Option<Record> {
     read_file(text)
-        .inspect_err(|err| tracing::warn!(repo, path, error = %err, "a release record Tower cannot read"))
+        .inspect_err(
+            |err| tracing::warn!(repo, path, error = %err, "a release record Tower cannot read"),
+        )
         .ok()
 }
 
@@ -111,7 +113,11 @@ async fn all_records(github: &GitHub, service: &str) -> Result<Vec<Found>, ApiEr
             continue;
         };
         let path = hangar::record_path(release);
-        if let Some((sha, text)) = github.file_at(&repo, &path, None).await.map_err(from_github)? {
+        if let Some((sha, text)) = github
+            .file_at(&repo, &path, None)
+            .await
+            .map_err(from_github)?
+        {
             if let Some(record) = parsed(&repo, &path, &text) {
                 found.push(Found {
                     record,
@@ -152,7 +158,11 @@ async fn all_records(github: &GitHub, service: &str) -> Result<Vec<Found>, ApiEr
 async fn one_record(github: &GitHub, service: &str, release: &str) -> Result<Found, ApiError> {
     let repo = repo_of(github, service);
     let path = hangar::record_path(release);
-    if let Some((sha, text)) = github.file_at(&repo, &path, None).await.map_err(from_github)? {
+    if let Some((sha, text)) = github
+        .file_at(&repo, &path, None)
+        .await
+        .map_err(from_github)?
+    {
         let record = read_file(&text).map_err(|err| ApiError::Conflict {
             field: "release",
             message: format!("{path} in {repo} is not a record Tower can read: {err}"),
@@ -164,7 +174,10 @@ async fn one_record(github: &GitHub, service: &str, release: &str) -> Result<Fou
         });
     }
     let pulls = github.pull_requests(&repo).await.map_err(from_github)?;
-    if let Some(pr) = pulls.iter().find(|pr| proposed_release(pr) == Some(release)) {
+    if let Some(pr) = pulls
+        .iter()
+        .find(|pr| proposed_release(pr) == Some(release))
+    {
         if let Some((_, text)) = github
             .file_at(&repo, &path, Some(branch_of(pr)))
             .await
@@ -202,15 +215,21 @@ pub async fn list(
     };
     let risk = match query.get("risk") {
         None => None,
-        Some(word) => Some(Risk::parse(word).ok_or_else(|| {
-            ApiError::bad("risk", "risk must be low, medium or high")
-        })?),
+        Some(word) => Some(
+            Risk::parse(word)
+                .ok_or_else(|| ApiError::bad("risk", "risk must be low, medium or high"))?,
+        ),
     };
     let signed_off = match query.get("signedOff").map(String::as_str) {
         None => None,
         Some("true") => Some(true),
         Some("false") => Some(false),
-        Some(_) => return Err(ApiError::bad("signedOff", "signedOff must be true or false")),
+        Some(_) => {
+            return Err(ApiError::bad(
+                "signedOff",
+                "signedOff must be true or false",
+            ))
+        }
     };
     let github = super::github::github(&state)?;
     super::github::spend_read(&state, caller.as_ref())?;
@@ -249,7 +268,8 @@ pub async fn record(
         .filter(|pr| pr.state == "open" && branch_of(pr).starts_with(&prefix))
         .map(pull_ref)
         .collect();
-    let access = crate::access::may(&state, caller.as_deref(), &headers, service, NOTES.route).await?;
+    let access =
+        crate::access::may(&state, caller.as_deref(), &headers, service, NOTES.route).await?;
     Ok(Json(RecordAnswer {
         record: found.record,
         path: hangar::record_path(release),
@@ -326,7 +346,8 @@ pub async fn notes(
     if !state.source.derived().knows(service) {
         return Err(ApiError::no_service("service", service));
     }
-    let access = crate::access::required(&state, caller.as_deref(), &headers, service, NOTES).await?;
+    let access =
+        crate::access::required(&state, caller.as_deref(), &headers, service, NOTES).await?;
     let github = super::github::github(&state)?;
     let writer = Writer::new(github);
     let repo = repo_of(github, service);
@@ -407,9 +428,12 @@ pub async fn notes(
         Proposed::Opened { number, url } => {
             (PromoteOutcome::PullRequestOpened, number, url, "Opened")
         }
-        Proposed::Existing { number, url } => {
-            (PromoteOutcome::PullRequestExisting, number, url, "Already open:")
-        }
+        Proposed::Existing { number, url } => (
+            PromoteOutcome::PullRequestExisting,
+            number,
+            url,
+            "Already open:",
+        ),
     };
     Ok(Json(NotesAnswer {
         outcome,

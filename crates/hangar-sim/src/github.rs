@@ -1013,9 +1013,7 @@ fn folder_at(
         written
             .files
             .keys()
-            .filter(|(r, b, p)| {
-                r == repo && (b == branch || (forked && b == "main")) && inside(p)
-            })
+            .filter(|(r, b, p)| r == repo && (b == branch || (forked && b == "main")) && inside(p))
             .map(|(_, _, p)| p.clone()),
     );
     paths
