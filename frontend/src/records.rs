@@ -104,6 +104,7 @@ fn list_view(service: &str, list: RecordsPage, page: RwSignal<usize>) -> impl In
         })
         .collect_view();
     let (at, pages) = (list.page, list.pages);
+    let (first, last) = (at <= 1, at >= pages);
     view! {
         <p class="headline">{sentence}</p>
         <table class="records-list">
@@ -114,9 +115,9 @@ fn list_view(service: &str, list: RecordsPage, page: RwSignal<usize>) -> impl In
             <tbody>{rows}</tbody>
         </table>
         <p class="pager">
-            <button type="button" disabled=at <= 1 on:click=move |_| page.update(|p| *p = p.saturating_sub(1).max(1))>"Newer"</button>
+            <button type="button" disabled=first on:click=move |_| page.update(|p| *p = p.saturating_sub(1).max(1))>"Newer"</button>
             {format!(" Page {at} of {pages} ")}
-            <button type="button" disabled=at >= pages on:click=move |_| page.update(|p| *p += 1)>"Older"</button>
+            <button type="button" disabled=last on:click=move |_| page.update(|p| *p += 1)>"Older"</button>
         </p>
     }
 }
