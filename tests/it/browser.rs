@@ -2135,7 +2135,10 @@ async fn a_release_record_is_proposed_merged_written_up_by_people_and_downloaded
             )
             .await?;
             let pager = text_of(c, "section.records .pager").await?;
-            anyhow::ensure!(pager.as_deref() == Some("Newer Page 1 of 1 Older"), "{pager:?}");
+            anyhow::ensure!(
+                pager.as_deref() == Some("Newer Page 1 of 1 Older"),
+                "{pager:?}"
+            );
             browser.screenshot("release-records-list").await?;
             press(c, &link).await?;
             until(Duration::from_secs(20), "the record's page", || async {
