@@ -105,7 +105,8 @@ pub fn previous_in_prod(
     })
 }
 
-/// The pull requests, builds and configuration between `older` and `newer` of `service`,
+/// The pull requests, builds and configuration between `older` and `newer` of `service` (for
+/// `GET /api/releases/compare` and the recorder),
 /// from GitHub's comparison of their commits.
 pub async fn compared(
     state: &AppState,

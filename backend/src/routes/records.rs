@@ -24,7 +24,7 @@ use tower_shared::releases::PullRef;
 use super::params::{self, JsonBody, Query};
 use super::ApiError;
 use crate::auth::Caller;
-use crate::gitops::{FileChange, Person, Proposal, Proposed, WriteError, Writer};
+use crate::gitops::{FileChange, Person, Proposal, Proposed, Writer};
 use crate::live::github::GitHub;
 use crate::records::{file_text, read_file, repo_of};
 use crate::state::AppState;
@@ -352,15 +352,7 @@ pub async fn notes(
     let writer = Writer::new(github);
     let repo = repo_of(github, service);
     let path = hangar::record_path(release);
-    let upstream = |err: WriteError| match err {
-        WriteError::Stale { .. } => ApiError::Conflict {
-            field: "seen",
-            message: err.to_string(),
-        },
-        other => ApiError::Upstream {
-            message: other.to_string(),
-        },
-    };
+    let upstream = super::releases::upstream;
     let Some((sha, text)) = writer
         .read_file(&repo, "main", &path)
         .await

@@ -66,7 +66,7 @@ struct Plan {
     already: bool,
 }
 
-fn upstream(err: WriteError) -> ApiError {
+pub(super) fn upstream(err: WriteError) -> ApiError {
     match err {
         WriteError::Stale { .. } => ApiError::Conflict {
             field: "seen",
@@ -316,31 +316,15 @@ pub async fn compare(
                 message: format!("Tower knows no commit of {}", release.image),
             })
     };
-    let (base, head) = (commit(older, "from")?, commit(newer, "to")?);
+    commit(older, "from")?;
+    commit(newer, "to")?;
     let github = super::github::github(&state)?;
     super::github::spend_read(&state, caller.as_ref())?;
-    let repo = format!("{}/{}", github.owner(), hangar::source_repo(service));
-    let compared = github
-        .compare(&repo, &base, &head)
+    crate::records::compared(&state, github, service, (older, newer))
         .await
-        .map_err(|err| super::github::from_github(err, "from"))?;
-    let pulls = state
-        .source
-        .service_pulls(service)
-        .map(|p| p.pulls.clone())
-        .unwrap_or_default();
-    let pipelines = state
-        .source
-        .service_pipelines(service)
-        .ok_or_else(|| ApiError::no_service("service", service))?;
-    Ok(Json(releases::compare(
-        service,
-        (older, newer),
-        &repo,
-        compared,
-        &pulls,
-        &pipelines,
-    )))
+        .map_err(|err| super::github::from_github(err, "from"))?
+        .map(Json)
+        .ok_or_else(|| ApiError::no_service("service", service))
 }
 
 /// The pull request body: what the release brings and where it was built.
