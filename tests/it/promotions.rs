@@ -524,14 +524,25 @@ async fn two_releases_compare_by_commits_pull_requests_runs_and_config() {
     )
     .await
     .unwrap();
-    let (_, matrix) = tower.get(&releases_path()).await.unwrap();
-    let built: Vec<&Value> = matrix["releases"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|r| !r["run"].is_null())
-        .collect();
-    assert!(built.len() >= 3, "{matrix}");
+    // Each build's image is read from its TaskRuns, which Tower's watchers may land a
+    // derivation after the PipelineRuns: wait until the matrix names three builds' runs.
+    let built: Vec<Value> = eventually(
+        Duration::from_secs(30),
+        "three builds' runs in the matrix",
+        || async {
+            let (_, matrix) = tower.get(&releases_path()).await.ok()?;
+            let built: Vec<Value> = matrix["releases"]
+                .as_array()?
+                .iter()
+                .filter(|r| !r["run"].is_null())
+                .cloned()
+                .collect();
+            (built.len() >= 3).then_some(built)
+        },
+    )
+    .await
+    .unwrap();
+    let built: Vec<&Value> = built.iter().collect();
     let (newest, oldest) = (built[0], built[2]);
     let path = |from: &Value, to: &Value| {
         format!(
