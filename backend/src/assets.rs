@@ -1,4 +1,5 @@
-//! The built frontend (Trunk's `dist/` folder).
+//! The built frontend (Trunk's `dist/` folder), read from a folder or compiled into the
+//! binary (`--features embed-dist`, which `cargo xtask image` builds: one file to ship).
 //!
 //! - Content types come from the file extension (`.wasm` → `application/wasm`).
 //! - `name.br` / `name.gz` beside a file (written by `cargo xtask`) are served to clients
@@ -7,13 +8,18 @@
 //!   everything else, `index.html` included, is revalidated on every load.
 //! - A path without a file extension is a page of the app: it gets `index.html`, so deep
 //!   links such as `/tower?view=provisioning&service=x` work on first load and on reload.
+//!
+//! Both sources answer alike: a folder through tower-http's `ServeDir`, the files in memory
+//! through [`serve_memory`] (with an `ETag` per variant and `304` on a match).
 
+use std::borrow::Cow;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::Context;
 use axum::extract::{Request, State};
-use axum::http::{header, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{Html, IntoResponse, Response};
 use axum::Router;
@@ -22,16 +28,49 @@ use tower_http::services::ServeDir;
 const IMMUTABLE: &str = "public, max-age=31536000, immutable";
 const REVALIDATE: &str = "no-cache";
 
-/// Where `tower` looks for the frontend when `--dist` is not given: the workspace's `dist/`.
+/// Where `tower` looks for the frontend when `--dist` is not given and none is compiled in:
+/// the workspace's `dist/`.
 pub fn default_dist() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../dist")
 }
 
-/// A built frontend folder that has been checked to contain `index.html`.
+/// A built frontend that has been checked to contain `index.html`.
 #[derive(Clone, Debug)]
 pub struct Dist {
-    root: PathBuf,
+    files: Files,
     index_html: Arc<str>,
+}
+
+/// Where a [`Dist`]'s files are.
+#[derive(Clone, Debug)]
+enum Files {
+    Folder(PathBuf),
+    Memory(Arc<InMemory>),
+}
+
+/// Files held in memory by name.
+type InMemory = BTreeMap<String, Stored>;
+
+/// One file held in memory, with its validator.
+#[derive(Clone, Debug)]
+struct Stored {
+    bytes: bytes::Bytes,
+    etag: HeaderValue,
+}
+
+impl Stored {
+    fn new(bytes: bytes::Bytes) -> Self {
+        let digest = ring::digest::digest(&ring::digest::SHA256, &bytes);
+        let hex: String = digest.as_ref()[..16]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        Self {
+            bytes,
+            etag: HeaderValue::from_str(&format!("\"{hex}\""))
+                .unwrap_or(HeaderValue::from_static("\"\"")),
+        }
+    }
 }
 
 impl Dist {
@@ -46,9 +85,65 @@ impl Dist {
             )
         })?;
         Ok(Self {
-            root: root.to_owned(),
+            files: Files::Folder(root.to_owned()),
             index_html: index_html.into(),
         })
+    }
+
+    /// A frontend held in memory: file names (as `dist/` names them, `/`-separated) and
+    /// their bytes.
+    pub fn in_memory(
+        files: impl IntoIterator<Item = (String, Cow<'static, [u8]>)>,
+    ) -> anyhow::Result<Self> {
+        let files: InMemory = files
+            .into_iter()
+            .map(|(name, bytes)| {
+                let bytes = match bytes {
+                    Cow::Borrowed(compiled_in) => bytes::Bytes::from_static(compiled_in),
+                    Cow::Owned(read) => bytes::Bytes::from(read),
+                };
+                (name, Stored::new(bytes))
+            })
+            .collect();
+        let index_html = files
+            .get("index.html")
+            .map(|index| String::from_utf8_lossy(&index.bytes).into_owned())
+            .context("the frontend compiled in has no index.html")?;
+        Ok(Self {
+            files: Files::Memory(Arc::new(files)),
+            index_html: index_html.into(),
+        })
+    }
+
+    /// The frontend compiled into this binary (`--features embed-dist`), if any.
+    pub fn embedded() -> Option<Self> {
+        #[cfg(feature = "embed-dist")]
+        {
+            let files = Embedded::iter().filter_map(|name| {
+                let file = Embedded::get(&name)?;
+                Some((name.into_owned(), file.data))
+            });
+            Self::in_memory(files).ok()
+        }
+        #[cfg(not(feature = "embed-dist"))]
+        None
+    }
+
+    /// The frontend `tower` serves: the folder `dist` when given, else the one compiled in,
+    /// else the workspace's `dist/`.
+    pub fn chosen(dist: Option<&Path>) -> anyhow::Result<Self> {
+        match dist {
+            Some(folder) => Self::open(folder),
+            None => Self::embedded().map_or_else(|| Self::open(&default_dist()), Ok),
+        }
+    }
+
+    /// Where the files come from, for the log.
+    pub fn source(&self) -> String {
+        match &self.files {
+            Files::Folder(root) => root.display().to_string(),
+            Files::Memory(files) => format!("compiled in ({} files)", files.len()),
+        }
     }
 
     /// CSP sources for the page's own inline scripts (the module loader Trunk writes into
@@ -67,19 +162,115 @@ impl Dist {
             .collect()
     }
 
-    /// Routes serving the folder, with the cache policy and page fallback described above.
+    /// Routes serving the files, with the cache policy and page fallback described above.
     pub fn router(&self) -> Router {
-        let pages = Router::new()
-            .fallback(page_or_not_found)
-            .with_state(Arc::clone(&self.index_html));
-        let files = ServeDir::new(&self.root)
-            .precompressed_br()
-            .precompressed_gzip()
-            .fallback(pages);
-        Router::new()
-            .fallback_service(files)
-            .layer(middleware::from_fn(cache_control))
+        let files = match &self.files {
+            Files::Folder(root) => {
+                let pages = Router::new()
+                    .fallback(page_or_not_found)
+                    .with_state(Arc::clone(&self.index_html));
+                let files = ServeDir::new(root)
+                    .precompressed_br()
+                    .precompressed_gzip()
+                    .fallback(pages);
+                Router::new().fallback_service(files)
+            }
+            Files::Memory(files) => Router::new()
+                .fallback(serve_memory)
+                .with_state((Arc::clone(files), Arc::clone(&self.index_html))),
+        };
+        files.layer(middleware::from_fn(cache_control))
     }
+}
+
+/// The frontend compiled in: the workspace's `dist/` when the binary was built.
+#[cfg(feature = "embed-dist")]
+#[derive(rust_embed::Embed)]
+#[folder = "../dist/"]
+struct Embedded;
+
+/// A file of the frontend held in memory, as `ServeDir` would answer for it from a folder:
+/// its `.br` or `.gz` twin to a client that takes it, `304` when the client's copy is
+/// current, the page for a path without an extension, `404` for a missing file.
+async fn serve_memory(
+    State((files, index_html)): State<(Arc<InMemory>, Arc<str>)>,
+    request: Request,
+) -> Response {
+    if request.method() != Method::GET && request.method() != Method::HEAD {
+        return (
+            StatusCode::METHOD_NOT_ALLOWED,
+            [(header::ALLOW, "GET, HEAD")],
+        )
+            .into_response();
+    }
+    let path = request.uri().path().trim_start_matches('/');
+    let name = if path.is_empty() || path.ends_with('/') {
+        format!("{path}index.html")
+    } else {
+        path.to_owned()
+    };
+    let Some(plain) = files.get(&name) else {
+        return page_or_not_found(State(index_html), request).await;
+    };
+    let headers = request.headers();
+    let (stored, encoding) = [("br", ".br"), ("gzip", ".gz")]
+        .into_iter()
+        .filter(|(coding, _)| accepts(headers, coding))
+        .find_map(|(coding, ext)| {
+            files
+                .get(&format!("{name}{ext}"))
+                .map(|f| (f, Some(coding)))
+        })
+        .unwrap_or((plain, None));
+    let kind = mime_guess::from_path(&name).first_or_octet_stream();
+    let mut response = if headers
+        .get(header::IF_NONE_MATCH)
+        .is_some_and(|tags| matches_etag(tags, &stored.etag))
+    {
+        StatusCode::NOT_MODIFIED.into_response()
+    } else {
+        stored.bytes.clone().into_response()
+    };
+    let out = response.headers_mut();
+    if let Ok(kind) = HeaderValue::from_str(kind.as_ref()) {
+        out.insert(header::CONTENT_TYPE, kind);
+    }
+    out.insert(header::ETAG, stored.etag.clone());
+    out.insert(header::VARY, HeaderValue::from_static("accept-encoding"));
+    if let Some(coding) = encoding {
+        out.insert(header::CONTENT_ENCODING, HeaderValue::from_static(coding));
+    }
+    response
+}
+
+/// Whether `Accept-Encoding` in `headers` takes `coding` (named, or `*`, with a q above 0).
+fn accepts(headers: &HeaderMap, coding: &str) -> bool {
+    headers
+        .get_all(header::ACCEPT_ENCODING)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|item| {
+            let mut parts = item.split(';').map(str::trim);
+            let name = parts.next().unwrap_or_default();
+            let refused = parts.any(|p| {
+                p.strip_prefix("q=")
+                    .and_then(|q| q.parse::<f32>().ok())
+                    .is_some_and(|q| q <= 0.0)
+            });
+            (name.eq_ignore_ascii_case(coding) || name == "*") && !refused
+        })
+}
+
+/// Whether `If-None-Match` names `etag` (or is `*`).
+fn matches_etag(tags: &HeaderValue, etag: &HeaderValue) -> bool {
+    let Ok(tags) = tags.to_str() else {
+        return false;
+    };
+    let etag = etag.to_str().unwrap_or_default();
+    tags.split(',')
+        .map(|t| t.trim().trim_start_matches("W/"))
+        .any(|t| t == "*" || t == etag)
 }
 
 /// The text of every `<script>` without a `src` in `html`, exactly as the browser hashes it.
@@ -154,13 +345,23 @@ mod tests {
         ));
     }
 
-    fn built_dist() -> (tempfile::TempDir, Dist) {
+    const FILES: [(&str, &[u8]); 3] = [
+        ("index.html", b"<html>tower</html>"),
+        ("app-0123456789abcdef_bg.wasm", b"\0asm"),
+        ("app-0123456789abcdef_bg.wasm.br", b"br!"),
+    ];
+
+    /// The same files in a folder and in memory: both must answer alike.
+    fn built_dists() -> (tempfile::TempDir, [Dist; 2]) {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("index.html"), "<html>tower</html>").unwrap();
-        std::fs::write(dir.path().join("app-0123456789abcdef_bg.wasm"), b"\0asm").unwrap();
-        std::fs::write(dir.path().join("app-0123456789abcdef_bg.wasm.br"), b"br!").unwrap();
-        let dist = Dist::open(dir.path()).unwrap();
-        (dir, dist)
+        for (name, bytes) in FILES {
+            std::fs::write(dir.path().join(name), bytes).unwrap();
+        }
+        let folder = Dist::open(dir.path()).unwrap();
+        let memory =
+            Dist::in_memory(FILES.map(|(name, bytes)| (name.to_owned(), Cow::Borrowed(bytes))))
+                .unwrap();
+        (dir, [folder, memory])
     }
 
     async fn get(dist: &Dist, path: &str, encoding: Option<&str>) -> Response {
@@ -176,32 +377,100 @@ mod tests {
 
     #[tokio::test]
     async fn wasm_is_typed_compressed_and_cached_forever() {
-        let (_dir, dist) = built_dist();
-        let plain = get(&dist, "/app-0123456789abcdef_bg.wasm", None).await;
-        assert_eq!(plain.status(), StatusCode::OK);
-        assert_eq!(plain.headers()[header::CONTENT_TYPE], "application/wasm");
-        assert_eq!(plain.headers()[header::CACHE_CONTROL], IMMUTABLE);
+        let (_dir, dists) = built_dists();
+        for dist in &dists {
+            let source = dist.source();
+            let plain = get(dist, "/app-0123456789abcdef_bg.wasm", None).await;
+            assert_eq!(plain.status(), StatusCode::OK, "{source}");
+            assert_eq!(plain.headers()[header::CONTENT_TYPE], "application/wasm");
+            assert_eq!(plain.headers()[header::CACHE_CONTROL], IMMUTABLE);
+            assert!(plain.headers().get(header::CONTENT_ENCODING).is_none());
 
-        let br = get(&dist, "/app-0123456789abcdef_bg.wasm", Some("br, gzip")).await;
-        assert_eq!(br.headers()[header::CONTENT_ENCODING], "br");
-        assert_eq!(br.headers()[header::CONTENT_TYPE], "application/wasm");
+            let br = get(dist, "/app-0123456789abcdef_bg.wasm", Some("gzip, br")).await;
+            assert_eq!(br.headers()[header::CONTENT_ENCODING], "br", "{source}");
+            assert_eq!(br.headers()[header::CONTENT_TYPE], "application/wasm");
+            let body = axum::body::to_bytes(br.into_body(), 1024).await.unwrap();
+            assert_eq!(&body[..], b"br!", "{source}");
+
+            // Refused by q=0: the plain file.
+            let refused = get(dist, "/app-0123456789abcdef_bg.wasm", Some("br;q=0")).await;
+            assert!(
+                refused.headers().get(header::CONTENT_ENCODING).is_none(),
+                "{source}"
+            );
+        }
     }
 
     #[tokio::test]
     async fn pages_get_index_html_and_missing_files_get_404() {
-        let (_dir, dist) = built_dist();
-        for path in ["/", "/tower", "/tower?view=provisioning&service=x"] {
-            let response = get(&dist, path, None).await;
-            assert_eq!(response.status(), StatusCode::OK, "{path}");
-            assert_eq!(
-                response.headers()[header::CACHE_CONTROL],
-                REVALIDATE,
-                "{path}"
-            );
+        let (_dir, dists) = built_dists();
+        for dist in &dists {
+            for path in ["/", "/tower", "/tower?view=provisioning&service=x"] {
+                let response = get(dist, path, None).await;
+                assert_eq!(response.status(), StatusCode::OK, "{path}");
+                assert_eq!(
+                    response.headers()[header::CACHE_CONTROL],
+                    REVALIDATE,
+                    "{path}"
+                );
+                let body = axum::body::to_bytes(response.into_body(), 1024)
+                    .await
+                    .unwrap();
+                assert_eq!(
+                    &body[..],
+                    b"<html>tower</html>",
+                    "{path} from {}",
+                    dist.source()
+                );
+            }
+            let missing = get(dist, "/missing-0123456789abcdef.js", None).await;
+            assert_eq!(missing.status(), StatusCode::NOT_FOUND);
+            assert!(missing.headers().get(header::CACHE_CONTROL).is_none());
         }
-        let missing = get(&dist, "/missing-0123456789abcdef.js", None).await;
-        assert_eq!(missing.status(), StatusCode::NOT_FOUND);
-        assert!(missing.headers().get(header::CACHE_CONTROL).is_none());
+    }
+
+    #[tokio::test]
+    async fn files_in_memory_revalidate_by_etag_and_refuse_writes() {
+        let (_dir, [_, memory]) = built_dists();
+        let first = get(&memory, "/index.html", None).await;
+        let etag = first.headers()[header::ETAG].clone();
+        let again = memory
+            .router()
+            .oneshot(
+                Request::builder()
+                    .uri("/index.html")
+                    .header(header::IF_NONE_MATCH, etag.clone())
+                    .body(Body::empty())
+                    .unwrap(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(again.status(), StatusCode::NOT_MODIFIED);
+        assert_eq!(again.headers()[header::ETAG], etag);
+        assert_eq!(again.headers()[header::CACHE_CONTROL], REVALIDATE);
+        // The compressed twin has its own validator.
+        let br = get(&memory, "/app-0123456789abcdef_bg.wasm", Some("br")).await;
+        let plain = get(&memory, "/app-0123456789abcdef_bg.wasm", None).await;
+        assert_ne!(br.headers()[header::ETAG], plain.headers()[header::ETAG]);
+        let post = memory
+            .router()
+            .oneshot(
+                Request::builder()
+                    .method(Method::POST)
+                    .uri("/index.html")
+                    .body(Body::empty())
+                    .unwrap(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(post.status(), StatusCode::METHOD_NOT_ALLOWED);
+    }
+
+    #[test]
+    fn nothing_is_compiled_in_unless_the_feature_says_so() {
+        assert_eq!(Dist::embedded().is_some(), cfg!(feature = "embed-dist"));
+        let missing = Dist::in_memory([("app.js".to_owned(), Cow::Borrowed(&b""[..]))]);
+        assert!(missing.unwrap_err().to_string().contains("index.html"));
     }
 
     #[test]

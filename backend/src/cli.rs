@@ -147,9 +147,10 @@ fn service_name(value: &str) -> Result<String, String> {
 
 #[derive(Debug, Args)]
 pub struct FrontendArgs {
-    /// The built frontend (Trunk's output folder).
-    #[arg(long, env = "TOWER_DIST", default_value_os_t = assets::default_dist())]
-    pub dist: PathBuf,
+    /// The built frontend (Trunk's output folder); default: the one compiled into this
+    /// binary (`cargo xtask image` builds it so), else the workspace's `dist/`.
+    #[arg(long, env = "TOWER_DIST")]
+    pub dist: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -200,7 +201,7 @@ pub struct ServeArgs {
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Demo(args) => {
-            let dist = assets::Dist::open(&args.frontend.dist)?;
+            let dist = assets::Dist::chosen(args.frontend.dist.as_deref())?;
             let world = match &args.scenario {
                 Some(path) => demo::World::Scenario(demo::read_scenario(path)?),
                 None => demo::World::Stories {
@@ -230,7 +231,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             })
         }
         Command::Serve(args) => {
-            let dist = assets::Dist::open(&args.frontend.dist)?;
+            let dist = assets::Dist::chosen(args.frontend.dist.as_deref())?;
             let env = |var: &str| std::env::var(var).ok();
             let config = match &args.config {
                 Some(path) => Config::load(path, env)?,

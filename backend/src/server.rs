@@ -31,6 +31,7 @@ pub async fn serve(
     writeln!(out, "Tower is running at http://{local}/").context("writing to stdout")?;
     out.flush().context("writing to stdout")?;
     drop(out);
+    tracing::info!(frontend = %dist.source(), "serving the frontend");
 
     // Where anyone who reaches Tower is a caller (loopback only, see `Config::check_listen`),
     // "anyone" must not include a web page that re-pointed its own name at 127.0.0.1.

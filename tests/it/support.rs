@@ -167,9 +167,26 @@ impl Demo {
     }
 
     async fn spawn(mut command: Command, kubeconfig: PathBuf) -> anyhow::Result<Self> {
+        command.arg("--dist").arg(dist()?);
+        Self::spawn_as_built(command, kubeconfig).await
+    }
+
+    /// `binary demo --port 0 --speed 0` serving the frontend compiled into it (no `--dist`,
+    /// no `TOWER_DIST`): the image's binary, run outside the image.
+    pub async fn start_binary(binary: &Path) -> anyhow::Result<Self> {
+        let profile = tempfile::tempdir()?;
+        let kubeconfig = profile.keep().join("kubeconfig");
+        let mut command = Command::new(binary);
+        command
+            .args(["demo", "--port", "0", "--speed", "0", "--kubeconfig"])
+            .arg(&kubeconfig)
+            .env("RUST_LOG", "info")
+            .env_remove("TOWER_DIST");
+        Self::spawn_as_built(command, kubeconfig).await
+    }
+
+    async fn spawn_as_built(mut command: Command, kubeconfig: PathBuf) -> anyhow::Result<Self> {
         let mut child = command
-            .arg("--dist")
-            .arg(dist()?)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true)
@@ -263,6 +280,14 @@ impl Demo {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone();
         Ok(logs)
+    }
+
+    /// Kills the process at once (SIGKILL: no shutdown of its own, as when its node dies)
+    /// and waits for it to be gone.
+    pub async fn kill(mut self) -> anyhow::Result<()> {
+        self.check_no_writes()?;
+        self.child.kill().await?;
+        Ok(())
     }
 
     /// Sends SIGINT (what Ctrl-C sends) and waits up to 10 s for the process to exit.

@@ -6,14 +6,16 @@
 //!   (native, and wasm32 for `shared` and `frontend`), the frontend release build with its
 //!   size report, and all Rust tests including the browser tests.
 //!
-//! Also: `cargo xtask setup` (install tools only) and `cargo xtask frontend` (build only).
+//! Also: `cargo xtask setup` (install tools only), `cargo xtask frontend` (build only) and
+//! `cargo xtask image` (the OCI image: [`image`]; `cargo xtask test` builds and checks it too).
 //!
 //! Module map: [`tools`] finds or installs the toolchain pieces; [`frontend`] runs Trunk and
-//! measures the bundle; [`steps`] runs a command as a named step.
+//! measures the bundle; [`image`] writes the OCI image; [`steps`] runs a command as a named step.
 
 #![allow(clippy::print_stdout)]
 
 mod frontend;
+mod image;
 mod steps;
 mod tools;
 
@@ -22,7 +24,8 @@ use std::process::Command;
 
 use anyhow::{bail, Context};
 
-const USAGE: &str = "usage: cargo xtask <demo [-- TOWER-DEMO-ARGS] | test | setup | frontend>";
+const USAGE: &str =
+    "usage: cargo xtask <demo [-- TOWER-DEMO-ARGS] | test | setup | frontend | image>";
 
 fn main() -> std::process::ExitCode {
     match run() {
@@ -47,6 +50,12 @@ fn run() -> anyhow::Result<()> {
         Some("frontend") => {
             let toolchain = tools::Toolchain::ensure(&root, tools::Need::Build)?;
             frontend::build(&root, &toolchain)?;
+            Ok(())
+        }
+        Some("image") => {
+            let toolchain = tools::Toolchain::ensure(&root, tools::Need::Build)?;
+            frontend::build(&root, &toolchain)?;
+            image::build(&root)?;
             Ok(())
         }
         Some(other) => bail!("unknown command `{other}`\n{USAGE}"),
@@ -135,6 +144,7 @@ fn test(root: &Path) -> anyhow::Result<()> {
     )?;
     let bundle = frontend::build(root, &toolchain)?;
     bundle.check_budget()?;
+    let image = image::build(root)?;
     let postgres = tools::ensure_postgres()?;
     let (partner_scripts, partner_install) = tools::ensure_backstage_partner(root)?;
     let contract = tools::ensure_contract_tools()?;
@@ -149,6 +159,7 @@ fn test(root: &Path) -> anyhow::Result<()> {
             .env("PATH", &toolchain.path)
             .env("KUBECTL", kubectl)
             .env("TOWER_DIST", root.join("dist"))
+            .env("TOWER_IMAGE", &image.layout)
             .env("CHROMEDRIVER", &browser.chromedriver)
             .env("CHROMIUM", &browser.chromium)
             .env("TOWER_AXE", &browser.axe)

@@ -188,18 +188,39 @@ fn which(path: &OsString, program: &str) -> Option<PathBuf> {
 }
 
 fn ensure_wasm_target() -> anyhow::Result<()> {
+    ensure_rust_target("wasm32-unknown-unknown")
+}
+
+/// `rustup target add target` unless it is installed.
+fn ensure_rust_target(target: &str) -> anyhow::Result<()> {
     let installed = steps::output(Command::new("rustup").args(["target", "list", "--installed"]))
         .unwrap_or_default();
-    if installed
-        .lines()
-        .any(|l| l.trim() == "wasm32-unknown-unknown")
-    {
+    if installed.lines().any(|l| l.trim() == target) {
         return Ok(());
     }
     steps::run(
-        "install the wasm32 target",
-        Command::new("rustup").args(["target", "add", "wasm32-unknown-unknown"]),
+        &format!("install the {target} target"),
+        Command::new("rustup").args(["target", "add", target]),
     )
+}
+
+/// What `cargo xtask image` needs: the musl target, Debian's `musl-tools` (`musl-gcc`, for
+/// the C in ring and SQLite), `umoci` (writes the OCI image) and `ca-certificates` (the
+/// image's trust roots).
+pub fn ensure_image_tools(target: &str) -> anyhow::Result<()> {
+    ensure_rust_target(target)?;
+    let system = std::env::var_os("PATH").unwrap_or_default();
+    let missing = which(&system, "musl-gcc").is_none()
+        || which(&system, "umoci").is_none()
+        || !Path::new(crate::image::CA_BUNDLE).is_file();
+    if missing {
+        apt_install(&["musl-tools", "umoci", "ca-certificates"])?;
+    }
+    for program in ["musl-gcc", "umoci"] {
+        which(&system, program)
+            .with_context(|| format!("{program} is still missing after apt-get install"))?;
+    }
+    Ok(())
 }
 
 /// Installs `krate@version` with cargo unless `program --version` already names `version`.
