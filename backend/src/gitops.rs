@@ -21,6 +21,7 @@ use http::{Method, StatusCode};
 use octocrab::Octocrab;
 use serde_json::{json, Value};
 
+use crate::history::{History, Lease};
 use crate::live::github::GitHub;
 
 /// Who asked for a change: the caller's subject (`user:default/ana`, `tool:release-bot`).
@@ -132,13 +133,45 @@ impl Answer {
 pub struct Writer {
     octocrab: Octocrab,
     owner: String,
+    /// Where replicas take turns ([`Writer::coordinated`]).
+    turns: Option<History>,
 }
+
+/// How long a write waits for another replica's write of the same file or branch before
+/// going ahead anyway (Git's own checks still make the pair one change).
+const TURN_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 impl Writer {
     pub fn new(github: &GitHub) -> Self {
         Self {
             octocrab: github.octocrab().clone(),
             owner: github.owner().to_owned(),
+            turns: None,
+        }
+    }
+
+    /// This writer, taking turns with other replicas through `history`'s database: two
+    /// writes of one file, or two pull requests from one branch, run one after the other.
+    pub fn coordinated(self, history: &History) -> Self {
+        Self {
+            turns: Some(history.clone()),
+            ..self
+        }
+    }
+
+    /// Waits for this replica's turn at `what` (see [`Writer::coordinated`]).
+    async fn turn(&self, what: &str) -> Option<Lease> {
+        let history = self.turns.as_ref()?;
+        match history.exclusive(what, TURN_WAIT).await {
+            Ok(Some(lease)) => Some(lease),
+            Ok(None) => {
+                tracing::warn!(what, "another replica's write took too long; going ahead");
+                None
+            }
+            Err(err) => {
+                tracing::warn!(what, error = %err, "taking turns through the database");
+                None
+            }
         }
     }
 
@@ -209,6 +242,12 @@ impl Writer {
         change: &FileChange<'_>,
         by: &Person,
     ) -> Result<Committed, WriteError> {
+        let _turn = self
+            .turn(&format!(
+                "commit {}/{} {}",
+                change.repo, change.branch, change.path
+            ))
+            .await;
         let outcome = self.commit_once(change, by).await;
         audit("commit", change, by, &outcome);
         outcome
@@ -308,6 +347,12 @@ impl Writer {
         proposal: &Proposal<'_>,
         by: &Person,
     ) -> Result<Proposed, WriteError> {
+        let _turn = self
+            .turn(&format!(
+                "pull request {} {}",
+                proposal.file.repo, proposal.file.branch
+            ))
+            .await;
         let outcome = self.propose_once(proposal, by).await;
         audit("pull request", &proposal.file, by, &outcome);
         outcome

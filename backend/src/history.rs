@@ -12,7 +12,10 @@ use chrono::{DateTime, TimeZone as _, Utc};
 use sqlx::any::{AnyPoolOptions, AnyRow};
 use sqlx::{AnyPool, Executor as _, Row as _};
 use tower_shared::provisioning::NEWEST_RUNS;
-use tower_shared::snapshot::RecordedRun;
+use tower_shared::snapshot::{Observation, RecordedRun};
+
+/// The observer's memory: by service, by step, when it was first seen running and done.
+pub type Sights = BTreeMap<String, BTreeMap<String, Observation>>;
 
 /// The history database.
 #[derive(Clone, Debug)]
@@ -76,7 +79,11 @@ impl History {
             options
         };
         let pool = options.connect(url).await?;
-        sqlx::migrate!("./migrations").run(&pool).await?;
+        // An older Tower (a rollback) starts on a database a newer one migrated: the
+        // migrations only add, so the ones it does not know are left alone.
+        let mut migrator = sqlx::migrate!("./migrations");
+        migrator.set_ignore_missing(true);
+        migrator.run(&pool).await?;
         Ok(Self { pool, backend })
     }
 
@@ -203,6 +210,114 @@ impl History {
     pub async fn ping(&self) -> bool {
         sqlx::query("SELECT 1").execute(&self.pool).await.is_ok()
     }
+
+    /// Adds `seen` to the first sights every replica shares (a sight already stored is
+    /// kept: the first one wins) and answers them all.
+    pub async fn share_sights(&self, seen: &Sights) -> Result<Sights, HistoryError> {
+        let millis = |at: Option<DateTime<Utc>>| at.map(|t| t.timestamp_millis());
+        let mut tx = self.pool.begin().await?;
+        for (service, steps) in seen {
+            for (step, sight) in steps {
+                sqlx::query(
+                    "INSERT INTO first_sights (service, step, running_since, done_at) \
+                     VALUES ($1, $2, $3, $4) ON CONFLICT (service, step) DO UPDATE SET \
+                     running_since = COALESCE(first_sights.running_since, excluded.running_since), \
+                     done_at = COALESCE(first_sights.done_at, excluded.done_at)",
+                )
+                .bind(service.as_str())
+                .bind(step.as_str())
+                .bind(millis(sight.running_since))
+                .bind(millis(sight.done_at))
+                .execute(&mut *tx)
+                .await?;
+            }
+        }
+        tx.commit().await?;
+        self.sights().await
+    }
+
+    /// The first sights every replica shares ([`History::share_sights`]).
+    pub async fn sights(&self) -> Result<Sights, HistoryError> {
+        let rows = sqlx::query("SELECT service, step, running_since, done_at FROM first_sights")
+            .fetch_all(&self.pool)
+            .await?;
+        let mut sights = Sights::new();
+        for row in rows {
+            let at = |column: &str| -> Result<Option<DateTime<Utc>>, HistoryError> {
+                row.try_get::<Option<i64>, _>(column)?.map(time).transpose()
+            };
+            sights
+                .entry(row.try_get::<String, _>("service")?)
+                .or_default()
+                .insert(
+                    row.try_get::<String, _>("step")?,
+                    Observation {
+                        running_since: at("running_since")?,
+                        done_at: at("done_at")?,
+                    },
+                );
+        }
+        Ok(sights)
+    }
+
+    /// Takes the lock called `name` if no other replica holds it: singleton work (the
+    /// release recorder, a pull request being opened) runs while the [`Lease`] lives.
+    ///
+    /// On PostgreSQL it is a session advisory lock on a connection of its own, closed when
+    /// the lease is dropped — so the lock ends with the lease, or with the process if it
+    /// dies. SQLite has one replica by construction (a file beside it): the lease is free.
+    pub async fn try_exclusive(&self, name: &str) -> Result<Option<Lease>, HistoryError> {
+        if self.backend == Backend::Sqlite {
+            return Ok(Some(Lease { _held: None }));
+        }
+        let mut connection = self.pool.acquire().await?;
+        let taken: bool = sqlx::query_scalar("SELECT pg_try_advisory_lock($1)")
+            .bind(lock_key(name))
+            .fetch_one(&mut *connection)
+            .await?;
+        if !taken {
+            return Ok(None);
+        }
+        // Never handed back to the pool still holding the lock.
+        connection.close_on_drop();
+        Ok(Some(Lease {
+            _held: Some(connection),
+        }))
+    }
+
+    /// [`History::try_exclusive`], trying again every 50 ms for up to `within`; `None` if
+    /// another replica held it all that time.
+    pub async fn exclusive(
+        &self,
+        name: &str,
+        within: Duration,
+    ) -> Result<Option<Lease>, HistoryError> {
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            if let Some(lease) = self.try_exclusive(name).await? {
+                return Ok(Some(lease));
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Ok(None);
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+/// A lock one replica holds ([`History::try_exclusive`]); released when dropped.
+#[derive(Debug)]
+pub struct Lease {
+    _held: Option<sqlx::pool::PoolConnection<sqlx::Any>>,
+}
+
+/// The advisory lock number of `name`: the first 8 bytes of its SHA-256, so every replica
+/// (and every version) agrees on it.
+fn lock_key(name: &str) -> i64 {
+    let digest = ring::digest::digest(&ring::digest::SHA256, name.as_bytes());
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&digest.as_ref()[..8]);
+    i64::from_be_bytes(first)
 }
 
 fn time(millis: i64) -> Result<DateTime<Utc>, HistoryError> {

@@ -312,6 +312,16 @@ impl Recorder {
     /// One look over the fleet: the apps whose prod cell is synced and healthy with a tag
     /// not yet recorded are read closely, one at a time.
     pub async fn look(&mut self) {
+        // One replica records at a time; the others look again at the next derivation.
+        let _lease = match self.state.history.try_exclusive(RECORDER).await {
+            Ok(Some(lease)) => Some(lease),
+            Ok(None) => return,
+            // Without the database, Git's checks alone keep a record to one pull request.
+            Err(err) => {
+                tracing::warn!(error = %err, "taking the recorder's lock");
+                None
+            }
+        };
         let derived = self.state.source.derived();
         let candidates: Vec<(String, String)> = derived
             .fleet
@@ -359,7 +369,8 @@ impl Recorder {
             return Ok(());
         }
         let repo = repo_of(&self.github, service);
-        let written = propose(&Writer::new(&self.github), &repo, &record).await?;
+        let writer = Writer::new(&self.github).coordinated(&self.state.history);
+        let written = propose(&writer, &repo, &record).await?;
         if let (Written::Proposed(_), Some(live)) = (written, &self.state.live) {
             live.github_changed(&repo);
         }

@@ -103,3 +103,59 @@ async fn a_thousand_concurrent_posts_leave_one_row_in_sqlite() {
 async fn a_thousand_concurrent_posts_leave_one_row_in_postgres() {
     thousand_concurrent_posts(Some(postgres_database().await.unwrap())).await;
 }
+
+/// Singleton work takes turns through PostgreSQL: one replica holds a lock at a time, the
+/// others are told no (or wait), and the lock ends with its holder.
+#[tokio::test]
+async fn replicas_take_turns_through_postgres_advisory_locks() {
+    use std::time::Duration;
+    use tower_backend::history::History;
+    let url = postgres_database().await.unwrap();
+    let (one, two) = (
+        History::connect(&url).await.unwrap(),
+        History::connect(&url).await.unwrap(),
+    );
+    let held = one
+        .try_exclusive("tower:release-recorder")
+        .await
+        .unwrap()
+        .expect("nobody holds it yet");
+    assert!(two
+        .try_exclusive("tower:release-recorder")
+        .await
+        .unwrap()
+        .is_none());
+    // Not even the same replica twice: the lock is its holder's alone.
+    assert!(one
+        .try_exclusive("tower:release-recorder")
+        .await
+        .unwrap()
+        .is_none());
+    // Another name is another lock.
+    assert!(two
+        .try_exclusive("pull request acme/x b")
+        .await
+        .unwrap()
+        .is_some());
+    // A waiter gets it once the holder lets go (its connection closed).
+    let waiter = tokio::spawn(async move {
+        two.exclusive("tower:release-recorder", Duration::from_secs(10))
+            .await
+            .unwrap()
+            .is_some()
+    });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!waiter.is_finished(), "it waits while the lock is held");
+    drop(held);
+    assert!(waiter.await.unwrap(), "taken once the holder let go");
+    // In SQLite (one replica) the lease is always free.
+    let dir = tempfile::tempdir().unwrap();
+    let sqlite = History::connect(&format!(
+        "sqlite://{}?mode=rwc",
+        dir.path().join("h.db").display()
+    ))
+    .await
+    .unwrap();
+    let _a = sqlite.try_exclusive("x").await.unwrap().expect("free");
+    assert!(sqlite.try_exclusive("x").await.unwrap().is_some());
+}

@@ -14,12 +14,13 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use tokio::sync::mpsc;
 use tower_shared::api::{Change, ClusterFreshness, GitHubState, Health};
-use tower_shared::provisioning::{derive, record_of, remember, World};
+use tower_shared::provisioning::{adopt, derive, record_of, remember, World};
 use tower_shared::snapshot::{Observation, RecordedRun, Snapshot};
 
 use super::{Live, LiveEvent, RECORDED_BY_BACKEND};
 use crate::derived::{Derived, Inputs};
 use crate::filed::Filing;
+use crate::history::Sights;
 
 /// How long a burst of changes may settle into one rebuild.
 const SETTLE: Duration = Duration::from_millis(100);
@@ -32,15 +33,26 @@ const REBUILD_SHARE: u32 = 5;
 /// However long rebuilds take, a change waits no longer than this.
 const LONGEST_GAP: Duration = Duration::from_secs(5);
 
-/// Starts the deriver thread; returns where finished provisions arrive for recording.
-pub(super) fn start(live: &Live, pokes: Receiver<()>) -> mpsc::UnboundedReceiver<RecordedRun> {
+/// How often the first sights other replicas shared are read again.
+const SIGHTS_EVERY: Duration = Duration::from_secs(10);
+
+/// Starts the deriver thread; returns where finished provisions arrive for recording and
+/// where its new sights arrive for sharing.
+pub(super) fn start(
+    live: &Live,
+    pokes: Receiver<()>,
+) -> (
+    mpsc::UnboundedReceiver<RecordedRun>,
+    mpsc::UnboundedReceiver<Sights>,
+) {
     let (records, recorder) = mpsc::unbounded_channel();
+    let (sights, sharer) = mpsc::unbounded_channel();
     let deriver = live.clone();
     std::thread::Builder::new()
         .name("tower-deriver".to_owned())
-        .spawn(move || deriver.derive_forever(&pokes, &records))
+        .spawn(move || deriver.derive_forever(&pokes, &records, &sights))
         .ok();
-    recorder
+    (recorder, sharer)
 }
 
 impl Live {
@@ -101,7 +113,12 @@ impl Live {
         )
     }
 
-    fn derive_forever(&self, pokes: &Receiver<()>, records: &mpsc::UnboundedSender<RecordedRun>) {
+    fn derive_forever(
+        &self,
+        pokes: &Receiver<()>,
+        records: &mpsc::UnboundedSender<RecordedRun>,
+        sights: &mpsc::UnboundedSender<Sights>,
+    ) {
         let mut observed = BTreeMap::new();
         let mut recorded: HashSet<(String, DateTime<Utc>)> = HashSet::new();
         let mut filing = Filing::new(
@@ -138,7 +155,12 @@ impl Live {
                         return;
                     }
                 }
-                let next = remember(&observed, &provisioning, now);
+                let mut next = remember(&observed, &provisioning, now);
+                let own_changed = next != observed;
+                if let Some(first) = self.first_sights() {
+                    let tracked = provisioning.services.iter().map(|s| &*s.name);
+                    next = adopt(&first, next, tracked);
+                }
                 let health = self.health();
                 let previous = self.derived();
                 let derived = Derived::next(
@@ -171,6 +193,9 @@ impl Live {
                     let _ = self.inner.events.send(event);
                 }
                 let memory_changed = next != observed;
+                if own_changed && sights.send(next.clone()).is_err() {
+                    return;
+                }
                 observed = next;
                 if memory_changed {
                     break;
@@ -184,7 +209,11 @@ impl Live {
                         // nothing new) needs no new snapshot unless the caches moved.
                         let moved = *self.inner.clusters.generation().borrow() != generation
                             || self.remote().github_answered != github_answered;
-                        if moved || !self.peek_changes_empty() {
+                        let sights_moved = self
+                            .inner
+                            .sights_moved
+                            .swap(false, std::sync::atomic::Ordering::Relaxed);
+                        if moved || sights_moved || !self.peek_changes_empty() {
                             break;
                         }
                     }
@@ -201,6 +230,52 @@ impl Live {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .is_empty()
+    }
+
+    /// The first sights the database last answered.
+    fn first_sights(&self) -> Option<Arc<Sights>> {
+        self.inner
+            .first_sights
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Shares the deriver's sights through the database and reads the other replicas'
+    /// back — after each of its own, and every [`SIGHTS_EVERY`] — waking the deriver when
+    /// they changed. Without the database, each replica keeps its own.
+    pub(super) async fn share_sights(self, mut seen: mpsc::UnboundedReceiver<Sights>) {
+        let mut ticker = tokio::time::interval(SIGHTS_EVERY);
+        loop {
+            let answer = tokio::select! {
+                mine = seen.recv() => match mine {
+                    Some(mine) => self.inner.history.share_sights(&mine).await,
+                    None => return,
+                },
+                _ = ticker.tick() => self.inner.history.sights().await,
+            };
+            match answer {
+                Ok(first) => {
+                    let first = Arc::new(first);
+                    let changed = {
+                        let mut held = self
+                            .inner
+                            .first_sights
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner);
+                        let changed = held.as_deref() != Some(&*first);
+                        *held = Some(first);
+                        changed
+                    };
+                    if changed {
+                        use std::sync::atomic::Ordering::Relaxed;
+                        self.inner.sights_moved.store(true, Relaxed);
+                        self.poke();
+                    }
+                }
+                Err(err) => tracing::warn!(error = %err, "sharing first sights"),
+            }
+        }
     }
 
     /// Records every finished provision the deriver hands over (idempotent on service +

@@ -71,6 +71,11 @@ struct Inner {
     rebuilds: std::sync::atomic::AtomicU64,
     events: broadcast::Sender<LiveEvent>,
     poke: std::sync::mpsc::Sender<()>,
+    /// The first sights every replica shares, as the database last answered them (the
+    /// deriver adopts them: [`tower_shared::provisioning::adopt`]); `None` until it answered.
+    first_sights: Mutex<Option<Arc<crate::history::Sights>>>,
+    /// Set when `first_sights` changed since the deriver last looked.
+    sights_moved: std::sync::atomic::AtomicBool,
     /// Wakes the GitHub poller (a webhook said a repo changed).
     github_due: Notify,
     /// The step logs being streamed.
@@ -153,14 +158,17 @@ impl Live {
                 rebuilds: std::sync::atomic::AtomicU64::new(0),
                 events: broadcast::channel(4096).0,
                 poke,
+                first_sights: Mutex::default(),
+                sights_moved: std::sync::atomic::AtomicBool::new(false),
                 github_due: Notify::new(),
                 logs: logs::Open::default(),
             }),
         };
         live.reload_history(None).await;
         tokio::spawn(live.clone().forward_cluster_changes());
-        let recorder = deriver::start(&live, pokes);
+        let (recorder, sights) = deriver::start(&live, pokes);
         tokio::spawn(live.clone().record_finished(recorder));
+        tokio::spawn(live.clone().share_sights(sights));
         if live.inner.github.is_some() {
             tokio::spawn(live.clone().poll_github());
         }

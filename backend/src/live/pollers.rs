@@ -11,7 +11,7 @@ use tokio_stream::wrappers::BroadcastStream;
 use tokio_stream::StreamExt as _;
 use tower_shared::api::{Change, ChangeSource};
 use tower_shared::hangar;
-use tower_shared::provisioning::{Group, StepId, StepStatus};
+use tower_shared::provisioning::{StepId, StepStatus};
 use tower_shared::snapshot::{CatalogEntity, PullRequest, RecordedRun};
 
 use super::{backstage, Live};
@@ -136,15 +136,17 @@ impl Live {
                 if !self.remote().cicd.contains_key(&*service.name) {
                     cicd_wanted.push(service.name.to_string());
                 }
-                if service.group == Group::Finished {
-                    continue;
-                }
                 let Some(kind) = service.kind else { continue };
-                let onboarding_done = service
-                    .steps
-                    .iter()
-                    .any(|s| s.id == StepId::OnboardingPrs && s.status == StepStatus::Done);
-                if !kind.is_infra() && !onboarding_done {
+                // Until its onboarding PRs are read done — also when the step is done by
+                // other signs, and after the service finished: a replica started after they
+                // merged then shows them as the others do. (A service is listed here for
+                // 15 minutes after it finished, so this stays a handful of repos.)
+                let onboarding_read = service.steps.iter().any(|s| {
+                    s.id == StepId::OnboardingPrs
+                        && s.status == StepStatus::Done
+                        && s.started_at.is_some()
+                });
+                if !kind.is_infra() && !onboarding_read {
                     repos.extend(
                         hangar::repos(&service.name, Some(kind))
                             .into_iter()

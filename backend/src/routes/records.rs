@@ -24,7 +24,7 @@ use tower_shared::releases::PullRef;
 use super::params::{self, JsonBody, Query};
 use super::ApiError;
 use crate::auth::Caller;
-use crate::gitops::{FileChange, Person, Proposal, Proposed, Writer};
+use crate::gitops::{FileChange, Person, Proposal, Proposed};
 use crate::live::github::GitHub;
 use crate::records::{file_text, read_file, repo_of};
 use crate::state::AppState;
@@ -349,7 +349,7 @@ pub async fn notes(
     let access =
         crate::access::required(&state, caller.as_deref(), &headers, service, NOTES).await?;
     let github = super::github::github(&state)?;
-    let writer = Writer::new(github);
+    let writer = super::releases::writer(&state)?;
     let repo = repo_of(github, service);
     let path = hangar::record_path(release);
     let upstream = super::releases::upstream;

@@ -78,8 +78,9 @@ pub(super) fn upstream(err: WriteError) -> ApiError {
     }
 }
 
-fn writer(state: &AppState) -> Result<Writer, ApiError> {
-    super::github::github(state).map(Writer::new)
+/// The GitHub writer of `state`, taking turns with other replicas through its database.
+pub(super) fn writer(state: &AppState) -> Result<Writer, ApiError> {
+    super::github::github(state).map(|github| Writer::new(github).coordinated(&state.history))
 }
 
 /// The service's matrix, or 404 naming `service`.

@@ -137,6 +137,28 @@ pub fn remember(
     next
 }
 
+/// `memory` with what `first` (the sights every replica shares, the first of each kept)
+/// says of the services `tracked`: a time `first` has wins over this replica's own, so
+/// every replica shows the same; what it lacks stays as this replica saw it.
+pub fn adopt<'a>(
+    first: &BTreeMap<String, BTreeMap<String, Observation>>,
+    mut memory: BTreeMap<String, BTreeMap<String, Observation>>,
+    tracked: impl IntoIterator<Item = &'a str>,
+) -> BTreeMap<String, BTreeMap<String, Observation>> {
+    for service in tracked {
+        let Some(steps) = first.get(service) else {
+            continue;
+        };
+        let mine = memory.entry(service.to_owned()).or_default();
+        for (step, sight) in steps {
+            let seen = mine.entry(step.clone()).or_default();
+            seen.running_since = sight.running_since.or(seen.running_since);
+            seen.done_at = sight.done_at.or(seen.done_at);
+        }
+    }
+    memory
+}
+
 /// The history record of a finished provision: its first known start, last known end and
 /// the seconds of every step whose duration is known (unknown ones are left out, never 0).
 pub fn record_of(service: &ServiceProgress) -> Option<RecordedRun> {
@@ -243,4 +265,54 @@ pub fn summary_remaining_sec(
             .and_then(|at| u64::try_from((now - at).num_seconds()).ok());
         (s.status, s.typical_sec, spent)
     }))
+}
+
+#[cfg(test)]
+mod sight_tests {
+    use super::*;
+
+    fn at(minute: u32) -> DateTime<Utc> {
+        chrono::TimeZone::with_ymd_and_hms(&Utc, 2026, 12, 1, 9, minute, 0).unwrap()
+    }
+
+    fn sights(
+        entries: &[(&str, &str, Option<u32>, Option<u32>)],
+    ) -> BTreeMap<String, BTreeMap<String, Observation>> {
+        let mut out: BTreeMap<String, BTreeMap<String, Observation>> = BTreeMap::new();
+        for (service, step, running, done) in entries {
+            out.entry((*service).to_owned()).or_default().insert(
+                (*step).to_owned(),
+                Observation {
+                    running_since: running.map(at),
+                    done_at: done.map(at),
+                },
+            );
+        }
+        out
+    }
+
+    #[test]
+    fn the_first_sight_wins_and_untracked_services_stay_out() {
+        let first = sights(&[
+            ("shop", "catalog", Some(1), Some(5)),
+            ("ledger", "catalog", Some(2), None),
+            ("gone", "catalog", Some(0), Some(1)),
+        ]);
+        // This replica started late: it saw shop's catalog entry done later and never
+        // running; it saw ledger's running later and its healthy rollout on its own.
+        let mine = sights(&[
+            ("shop", "catalog", None, Some(9)),
+            ("ledger", "catalog", Some(7), None),
+            ("ledger", "running-healthy", Some(8), None),
+        ]);
+        let adopted = adopt(&first, mine, ["shop", "ledger", "new"]);
+        assert_eq!(
+            adopted,
+            sights(&[
+                ("shop", "catalog", Some(1), Some(5)),
+                ("ledger", "catalog", Some(2), None),
+                ("ledger", "running-healthy", Some(8), None),
+            ])
+        );
+    }
 }
