@@ -156,7 +156,7 @@ impl Live {
                     }
                 }
                 let mut next = remember(&observed, &provisioning, now);
-                let own_changed = next != observed;
+                let seen = newly_seen(&observed, &next);
                 if let Some(first) = self.first_sights() {
                     let tracked = provisioning.services.iter().map(|s| &*s.name);
                     next = adopt(&first, next, tracked);
@@ -193,7 +193,7 @@ impl Live {
                     let _ = self.inner.events.send(event);
                 }
                 let memory_changed = next != observed;
-                if own_changed && sights.send(next.clone()).is_err() {
+                if !seen.is_empty() && sights.send(seen).is_err() {
                     return;
                 }
                 observed = next;
@@ -301,6 +301,23 @@ impl Live {
     }
 }
 
+/// The sights in `next` that `old` does not hold as they are: what this replica has to
+/// share (sharing only these keeps a busy platform's writes to what changed).
+fn newly_seen(old: &Sights, next: &Sights) -> Sights {
+    let mut seen = Sights::new();
+    for (service, steps) in next {
+        let before = old.get(service);
+        for (step, sight) in steps {
+            if before.and_then(|b| b.get(step)) != Some(sight) {
+                seen.entry(service.clone())
+                    .or_default()
+                    .insert(step.clone(), sight.clone());
+            }
+        }
+    }
+    seen
+}
+
 /// What changed between two healths, as events: clusters going stale or fresh, GitHub's
 /// trouble starting, changing or ending.
 fn health_events(before: &Health, after: &Health) -> Vec<LiveEvent> {
@@ -333,6 +350,43 @@ fn health_events(before: &Health, after: &Health) -> Vec<LiveEvent> {
 mod tests {
     use super::*;
     use tower_shared::api::{GitHubTrouble, StaleCluster};
+
+    #[test]
+    fn only_new_or_changed_sights_are_shared() {
+        let at = |minute: i64| {
+            Some(chrono::DateTime::<Utc>::UNIX_EPOCH + chrono::Duration::minutes(minute))
+        };
+        let sight = |running: i64, done: Option<i64>| Observation {
+            running_since: at(running),
+            done_at: done.and_then(at),
+        };
+        let memory = |entries: &[(&str, &str, Observation)]| {
+            let mut out = Sights::new();
+            for (service, step, seen) in entries {
+                out.entry((*service).to_owned())
+                    .or_default()
+                    .insert((*step).to_owned(), seen.clone());
+            }
+            out
+        };
+        let old = memory(&[
+            ("shop", "catalog", sight(1, None)),
+            ("ledger", "catalog", sight(2, None)),
+        ]);
+        let next = memory(&[
+            ("shop", "catalog", sight(1, Some(5))),
+            ("ledger", "catalog", sight(2, None)),
+            ("ledger", "running-healthy", sight(3, None)),
+        ]);
+        assert_eq!(
+            newly_seen(&old, &next),
+            memory(&[
+                ("shop", "catalog", sight(1, Some(5))),
+                ("ledger", "running-healthy", sight(3, None)),
+            ])
+        );
+        assert!(newly_seen(&next, &next).is_empty());
+    }
 
     #[test]
     fn health_changes_become_events() {
