@@ -10,7 +10,8 @@
 //!   links such as `/tower?view=provisioning&service=x` work on first load and on reload.
 //!
 //! Both sources answer alike: a folder through tower-http's `ServeDir`, the files in memory
-//! through [`serve_memory`] (with an `ETag` per variant and `304` on a match).
+//! through [`serve_memory`] (with an `ETag` per variant and `304` on a match, by the same
+//! rules as the API's views: [`crate::views`]).
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -19,11 +20,13 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use axum::extract::{Request, State};
-use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
+use axum::http::{header, HeaderValue, Method, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{Html, IntoResponse, Response};
 use axum::Router;
 use tower_http::services::ServeDir;
+
+use crate::views::{self, Encoding};
 
 const IMMUTABLE: &str = "public, max-age=31536000, immutable";
 const REVALIDATE: &str = "no-cache";
@@ -60,15 +63,9 @@ struct Stored {
 
 impl Stored {
     fn new(bytes: bytes::Bytes) -> Self {
-        let digest = ring::digest::digest(&ring::digest::SHA256, &bytes);
-        let hex: String = digest.as_ref()[..16]
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
         Self {
+            etag: views::strong_etag(&bytes),
             bytes,
-            etag: HeaderValue::from_str(&format!("\"{hex}\""))
-                .unwrap_or(HeaderValue::from_static("\"\"")),
         }
     }
 }
@@ -213,20 +210,21 @@ async fn serve_memory(
         return page_or_not_found(State(index_html), request).await;
     };
     let headers = request.headers();
-    let (stored, encoding) = [("br", ".br"), ("gzip", ".gz")]
+    // The best encoding the client accepts that has a twin beside the file.
+    let (stored, encoding) = views::accepted_encodings(headers)
         .into_iter()
-        .filter(|(coding, _)| accepts(headers, coding))
-        .find_map(|(coding, ext)| {
-            files
-                .get(&format!("{name}{ext}"))
-                .map(|f| (f, Some(coding)))
+        .find_map(|encoding| {
+            let twin = match encoding {
+                Encoding::Brotli => "br",
+                Encoding::Gzip => "gz",
+                Encoding::Identity => return None,
+            };
+            let stored = files.get(&format!("{name}.{twin}"))?;
+            Some((stored, encoding.content_coding()))
         })
         .unwrap_or((plain, None));
     let kind = mime_guess::from_path(&name).first_or_octet_stream();
-    let mut response = if headers
-        .get(header::IF_NONE_MATCH)
-        .is_some_and(|tags| matches_etag(tags, &stored.etag))
-    {
+    let mut response = if views::matches_etag(headers, &stored.etag) {
         StatusCode::NOT_MODIFIED.into_response()
     } else {
         stored.bytes.clone().into_response()
@@ -241,36 +239,6 @@ async fn serve_memory(
         out.insert(header::CONTENT_ENCODING, HeaderValue::from_static(coding));
     }
     response
-}
-
-/// Whether `Accept-Encoding` in `headers` takes `coding` (named, or `*`, with a q above 0).
-fn accepts(headers: &HeaderMap, coding: &str) -> bool {
-    headers
-        .get_all(header::ACCEPT_ENCODING)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .any(|item| {
-            let mut parts = item.split(';').map(str::trim);
-            let name = parts.next().unwrap_or_default();
-            let refused = parts.any(|p| {
-                p.strip_prefix("q=")
-                    .and_then(|q| q.parse::<f32>().ok())
-                    .is_some_and(|q| q <= 0.0)
-            });
-            (name.eq_ignore_ascii_case(coding) || name == "*") && !refused
-        })
-}
-
-/// Whether `If-None-Match` names `etag` (or is `*`).
-fn matches_etag(tags: &HeaderValue, etag: &HeaderValue) -> bool {
-    let Ok(tags) = tags.to_str() else {
-        return false;
-    };
-    let etag = etag.to_str().unwrap_or_default();
-    tags.split(',')
-        .map(|t| t.trim().trim_start_matches("W/"))
-        .any(|t| t == "*" || t == etag)
 }
 
 /// The text of every `<script>` without a `src` in `html`, exactly as the browser hashes it.

@@ -73,15 +73,8 @@ impl View {
     }
 
     fn from_json(json: Vec<u8>) -> Self {
-        let digest = ring::digest::digest(&ring::digest::SHA256, &json);
-        let hex: String = digest.as_ref()[..16]
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
-        let etag = HeaderValue::from_str(&format!("\"{hex}\""))
-            .unwrap_or(HeaderValue::from_static("\"0\""));
         Self {
-            etag,
+            etag: strong_etag(&json),
             json: tokio::sync::OnceCell::new_with(Some(Bytes::from(json))),
             make_json: std::sync::Mutex::new(None),
             br: tokio::sync::OnceCell::new(),
@@ -157,14 +150,8 @@ impl View {
             HeaderValue::from_static("application/json"),
         );
         let encoding = preferred_encoding(request);
-        match encoding {
-            Encoding::Brotli => {
-                headers.insert(header::CONTENT_ENCODING, HeaderValue::from_static("br"));
-            }
-            Encoding::Gzip => {
-                headers.insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
-            }
-            Encoding::Identity => {}
+        if let Some(coding) = encoding.content_coding() {
+            headers.insert(header::CONTENT_ENCODING, HeaderValue::from_static(coding));
         }
         (StatusCode::OK, headers, self.encoded(encoding).await).into_response()
     }
@@ -197,9 +184,20 @@ fn gzip(json: &[u8]) -> Bytes {
     Bytes::from(encoder.finish().unwrap_or_default())
 }
 
+/// The strong ETag (quoted) of `bytes`: the first 16 bytes of their SHA-256 in hex, equal
+/// for equal bytes.
+pub(crate) fn strong_etag(bytes: &[u8]) -> HeaderValue {
+    let digest = ring::digest::digest(&ring::digest::SHA256, bytes);
+    let hex: String = digest.as_ref()[..16]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    HeaderValue::from_str(&format!("\"{hex}\"")).unwrap_or(HeaderValue::from_static("\"0\""))
+}
+
 /// Whether `If-None-Match` lists `etag` (or is `*`); weak forms match too, as RFC 9110 has
 /// it for `If-None-Match`.
-fn matches_etag(request: &HeaderMap, etag: &HeaderValue) -> bool {
+pub(crate) fn matches_etag(request: &HeaderMap, etag: &HeaderValue) -> bool {
     let Ok(etag) = etag.to_str() else {
         return false;
     };
@@ -213,14 +211,34 @@ fn matches_etag(request: &HeaderMap, etag: &HeaderValue) -> bool {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Encoding {
+pub(crate) enum Encoding {
     Brotli,
     Gzip,
     Identity,
 }
 
+impl Encoding {
+    /// Its `Content-Encoding` (none for identity).
+    pub(crate) fn content_coding(self) -> Option<&'static str> {
+        match self {
+            Self::Brotli => Some("br"),
+            Self::Gzip => Some("gzip"),
+            Self::Identity => None,
+        }
+    }
+}
+
 /// Brotli when accepted, else gzip, else none (a `q=0` refuses an encoding).
 fn preferred_encoding(request: &HeaderMap) -> Encoding {
+    accepted_encodings(request)
+        .first()
+        .copied()
+        .unwrap_or(Encoding::Identity)
+}
+
+/// The compressed encodings `request` accepts, in the order Tower prefers them (brotli,
+/// then gzip; a `q=0` refuses one).
+pub(crate) fn accepted_encodings(request: &HeaderMap) -> Vec<Encoding> {
     let mut brotli = false;
     let mut gzip = false;
     for item in request
@@ -246,13 +264,10 @@ fn preferred_encoding(request: &HeaderMap) -> Encoding {
             _ => {}
         }
     }
-    if brotli {
-        Encoding::Brotli
-    } else if gzip {
-        Encoding::Gzip
-    } else {
-        Encoding::Identity
-    }
+    [(brotli, Encoding::Brotli), (gzip, Encoding::Gzip)]
+        .into_iter()
+        .filter_map(|(accepted, encoding)| accepted.then_some(encoding))
+        .collect()
 }
 
 #[cfg(test)]
