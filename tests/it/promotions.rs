@@ -13,7 +13,7 @@ use crate::support::{eventually, Live};
 
 const STAGING: &str = "glidepath/envs/staging.yaml";
 
-fn releases_path() -> String {
+pub(crate) fn releases_path() -> String {
     format!("/api/releases?service={APP}")
 }
 
@@ -26,10 +26,17 @@ fn row<'a>(matrix: &'a Value, image: &str) -> Option<&'a Value> {
 }
 
 /// The state (and weight) of `image` in the matrix's environment `env`.
-fn cell(matrix: &Value, image: &str, env: &str) -> Option<(String, Option<u64>)> {
+pub(crate) fn cell(matrix: &Value, image: &str, env: &str) -> Option<(String, Option<u64>)> {
     let cells = row(matrix, image)?["cells"].as_array()?;
     let cell = cells.iter().find(|c| c["environment"] == env)?;
     Some((cell["state"].as_str()?.to_owned(), cell["weight"].as_u64()))
+}
+
+/// The image of the matrix's release whose next step is `env`.
+pub(crate) fn going_to(matrix: &Value, env: &str) -> Option<String> {
+    matrix["releases"].as_array()?.iter().find_map(|r| {
+        (r["next"]["environment"] == env).then(|| r["image"].as_str().map(str::to_owned))?
+    })
 }
 
 /// Waits for a release of the held app whose next step is `env`; its image.
@@ -39,9 +46,7 @@ async fn waiting_for(tower: &Live, env: &str) -> String {
         &format!("a release going to {env} next"),
         || async {
             let (_, matrix) = tower.get(&releases_path()).await.ok()?;
-            matrix["releases"].as_array()?.iter().find_map(|r| {
-                (r["next"]["environment"] == env).then(|| r["image"].as_str().map(str::to_owned))?
-            })
+            going_to(&matrix, env)
         },
     )
     .await
@@ -143,7 +148,12 @@ pub(crate) async fn live_in_prod(tower: &Live) -> String {
 
 /// Merges pull request `number` of `repo` on the simulated GitHub, as a person would.
 pub(crate) async fn merge(tower: &Live, repo: &str, number: u64) {
-    let github = format!("http://{}", tower.world.served.github);
+    merge_at(&tower.world.served, repo, number).await;
+}
+
+/// [`merge`] on the simulated GitHub of `served`.
+pub(crate) async fn merge_at(served: &hangar_sim::platform::Served, repo: &str, number: u64) {
+    let github = format!("http://{}", served.github);
     let merged = reqwest::Client::new()
         .put(format!("{github}/repos/{repo}/pulls/{number}/merge"))
         .json(&json!({}))

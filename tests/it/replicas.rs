@@ -11,6 +11,7 @@ use hangar_sim::stories::fleet::AWAITING_PROMOTION as APP;
 use serde_json::{json, Value};
 use tower_backend::demo;
 
+use crate::promotions::{cell, going_to, merge_at, releases_path};
 use crate::support::{eventually, postgres_database, Demo};
 
 /// One `tower serve` of the test's world on the shared database, its data dir its own.
@@ -48,28 +49,14 @@ async fn get(client: &reqwest::Client, tower: &Demo, path: &str) -> Option<Value
     response.json().await.ok()
 }
 
-/// The cell of `image` in `env` of the matrix: its state.
-fn state_in(matrix: &Value, image: &str, env: &str) -> Option<String> {
-    let row = matrix["releases"]
-        .as_array()?
-        .iter()
-        .find(|r| r["image"] == image)?;
-    let cell = row["cells"]
-        .as_array()?
-        .iter()
-        .find(|c| c["environment"] == env)?;
-    cell["state"].as_str().map(str::to_owned)
-}
-
 /// Waits until `tower`'s matrix shows `image` in `env` as `state`.
 async fn until(client: &reqwest::Client, tower: &Demo, image: &str, env: &str, state: &str) {
-    let path = format!("/api/releases?service={APP}");
     eventually(
         Wait::from_secs(30),
         &format!("{image} {state} in {env}"),
         || async {
-            let matrix = get(client, tower, &path).await?;
-            (state_in(&matrix, image, env)? == state).then_some(())
+            let matrix = get(client, tower, &releases_path()).await?;
+            (cell(&matrix, image, env)?.0 == state).then_some(())
         },
     )
     .await
@@ -151,17 +138,10 @@ async fn two_replicas_on_one_postgres_write_once_and_answer_alike_when_one_is_ki
 
     // Staging by a commit through the first replica, prod by a pull request through the
     // second: each press lands once whichever replica takes it.
-    let matrix_path = format!("/api/releases?service={APP}");
     let image = eventually(
         Wait::from_secs(30),
         "a release waiting for staging",
-        || async {
-            let matrix = get(&client, &first, &matrix_path).await?;
-            matrix["releases"].as_array()?.iter().find_map(|r| {
-                (r["next"]["environment"] == "staging")
-                    .then(|| r["image"].as_str().map(str::to_owned))?
-            })
-        },
+        || async { going_to(&get(&client, &first, &releases_path()).await?, "staging") },
     )
     .await
     .unwrap();
@@ -178,16 +158,7 @@ async fn two_replicas_on_one_postgres_write_once_and_answer_alike_when_one_is_ki
         "{again}"
     );
     let number = proposed["pull"]["number"].as_u64().unwrap();
-    let github = format!("http://{}", world.served.github);
-    let merged = reqwest::Client::new()
-        .put(format!(
-            "{github}/repos/acme/gitops-{APP}/pulls/{number}/merge"
-        ))
-        .json(&json!({}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(merged.status(), 200);
+    merge_at(&world.served, &format!("acme/gitops-{APP}"), number).await;
     until(&client, &second, &image, "prod", "canary").await;
 
     // One replica dies mid-rollout, as a node going away takes it; the other carries on.
@@ -200,6 +171,7 @@ async fn two_replicas_on_one_postgres_write_once_and_answer_alike_when_one_is_ki
         .unwrap()
         .to_owned();
     let branch = tower_shared::hangar::record_branch(&release);
+    let github = format!("http://{}", world.served.github);
     // The recorder writes up every app's release new in prod since an hour before it
     // started, one after another: this one's may come after a few dozen others.
     let records = eventually(
