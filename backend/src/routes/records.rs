@@ -135,23 +135,32 @@ async fn all_records(github: &GitHub, service: &str) -> Result<Vec<Found>, ApiEr
         if found.iter().any(|f| f.record.release == release) {
             continue;
         }
-        let path = hangar::record_path(release);
-        let branch = branch_of(pr);
-        if let Some((_, text)) = github
-            .file_at(&repo, &path, Some(branch))
-            .await
-            .map_err(from_github)?
-        {
-            if let Some(record) = parsed(&repo, &path, &text) {
-                found.push(Found {
-                    record,
-                    seen: None,
-                    proposed: Some(pull_ref(pr)),
-                });
-            }
-        }
+        found.extend(proposed_record(github, &repo, pr, release).await?);
     }
     Ok(found)
+}
+
+/// The record of `release` that `pr` proposes, read from its branch (`None`: none there
+/// that Tower can read).
+async fn proposed_record(
+    github: &GitHub,
+    repo: &str,
+    pr: &tower_shared::snapshot::PullRequest,
+    release: &str,
+) -> Result<Option<Found>, ApiError> {
+    let path = hangar::record_path(release);
+    let Some((_, text)) = github
+        .file_at(repo, &path, Some(branch_of(pr)))
+        .await
+        .map_err(from_github)?
+    else {
+        return Ok(None);
+    };
+    Ok(parsed(repo, &path, &text).map(|record| Found {
+        record,
+        seen: None,
+        proposed: Some(pull_ref(pr)),
+    }))
 }
 
 /// One record of `service`, merged or proposed; 404 naming `release` when there is none.
@@ -178,18 +187,8 @@ async fn one_record(github: &GitHub, service: &str, release: &str) -> Result<Fou
         .iter()
         .find(|pr| proposed_release(pr) == Some(release))
     {
-        if let Some((_, text)) = github
-            .file_at(&repo, &path, Some(branch_of(pr)))
-            .await
-            .map_err(from_github)?
-        {
-            if let Some(record) = parsed(&repo, &path, &text) {
-                return Ok(Found {
-                    record,
-                    seen: None,
-                    proposed: Some(pull_ref(pr)),
-                });
-            }
+        if let Some(found) = proposed_record(github, &repo, pr, release).await? {
+            return Ok(found);
         }
     }
     Err(ApiError::Unknown {
