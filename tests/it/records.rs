@@ -164,11 +164,17 @@ async fn get_bytes(tower: &Live, path: &str) -> (u16, String, Vec<u8>) {
     (status, kind, response.bytes().await.unwrap().to_vec())
 }
 
-/// `pdftotext -raw` of `pdf`, its whitespace folded: the PDF's searchable text.
-pub(crate) fn pdf_text(pdf: &[u8]) -> String {
+/// `pdf` written to a file of a new temporary folder (kept while the folder lives).
+fn pdf_file(pdf: &[u8]) -> (tempfile::TempDir, std::path::PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("record.pdf");
     std::fs::write(&file, pdf).unwrap();
+    (dir, file)
+}
+
+/// `pdftotext -raw` of `pdf`, its whitespace folded: the PDF's searchable text.
+pub(crate) fn pdf_text(pdf: &[u8]) -> String {
+    let (_dir, file) = pdf_file(pdf);
     let out = std::process::Command::new("pdftotext")
         .args(["-raw", "-enc", "UTF-8"])
         .arg(&file)
@@ -188,9 +194,7 @@ pub(crate) fn pdf_text(pdf: &[u8]) -> String {
 
 /// Page 1 of `pdf` as `target/screenshots/<name>.png` (pdftoppm).
 pub(crate) fn pdf_page_one(pdf: &[u8], name: &str) {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("record.pdf");
-    std::fs::write(&file, pdf).unwrap();
+    let (_dir, file) = pdf_file(pdf);
     let shots = crate::support::root().join("target/screenshots");
     std::fs::create_dir_all(&shots).unwrap();
     let status = std::process::Command::new("pdftoppm")
