@@ -279,7 +279,8 @@ impl Live {
     }
 
     /// Records every finished provision the deriver hands over (idempotent on service +
-    /// start, so several replicas record one).
+    /// start, so several replicas record one) and reads the history again, whichever
+    /// replica's record won.
     pub(super) async fn record_finished(self, mut runs: mpsc::UnboundedReceiver<RecordedRun>) {
         while let Some(run) = runs.recv().await {
             match self
@@ -288,11 +289,14 @@ impl Live {
                 .record(&run, RECORDED_BY_BACKEND, self.now())
                 .await
             {
-                Ok((_, crate::history::Recorded::Inserted)) => {
-                    tracing::info!(service = %run.service, kind = %run.kind, "recorded a finished provision");
+                Ok((_, recorded)) => {
+                    if recorded == crate::history::Recorded::Inserted {
+                        tracing::info!(service = %run.service, kind = %run.kind, "recorded a finished provision");
+                    }
+                    // Stored either way — by this replica or, first, by another: the typical
+                    // durations read from the history must count it on every replica.
                     self.reload_history(Some(&run.service)).await;
                 }
-                Ok(_) => {}
                 Err(err) => {
                     tracing::warn!(service = %run.service, error = %err, "recording a provision")
                 }
