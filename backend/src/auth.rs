@@ -494,6 +494,7 @@ fn refuse(status: http::StatusCode, message: String) -> axum::response::Response
         error: message,
         field: Some("authorization".to_owned()),
         path: None,
+        problems: Vec::new(),
     };
     (status, axum::Json(body)).into_response()
 }

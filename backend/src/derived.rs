@@ -293,6 +293,21 @@ impl PerService for tower_shared::api::ReleasesAnswer {
     }
 }
 
+/// The Config tab's read-only half: the app's environments, secrets and composed resources.
+impl PerService for tower_shared::api::ConfigAnswer {
+    fn make(derived: &Derived, service: &str) -> Option<Self> {
+        derived.knows(service).then(|| {
+            let snapshot = derived.service(service);
+            Self {
+                service: service.to_owned(),
+                environments: tower_shared::config::environments(&snapshot, service),
+                made: tower_shared::config::derive(&snapshot, service),
+                health: derived.health.clone(),
+            }
+        })
+    }
+}
+
 /// Views of one service (`GET /api/snapshot?service=`, `GET /api/deployments?service=`): each
 /// made once per [`Derived::version`] on first demand (a page asks for one service; nobody
 /// asks for all), keeping the previous version's bytes — and ETag — when the service's

@@ -93,6 +93,7 @@ async fn loopback_hosts_only(
                 ),
                 field: Some("host".to_owned()),
                 path: None,
+                problems: Vec::new(),
             };
             (http::StatusCode::MISDIRECTED_REQUEST, axum::Json(body)).into_response()
         }

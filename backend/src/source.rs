@@ -32,6 +32,9 @@ pub trait Source: Send + Sync + std::fmt::Debug {
     fn service_pulls(&self, service: &str) -> Option<Arc<Pulls>>;
     /// One service's release matrix; `None` for a service Tower does not know.
     fn service_releases(&self, service: &str) -> Option<Arc<View>>;
+    /// One service's Config tab (environments, secrets, composed resources); `None` for a
+    /// service Tower does not know.
+    fn service_config(&self, service: &str) -> Option<Arc<View>>;
 }
 
 /// A snapshot read once from a file, derived once; time stands still at its `now`.
@@ -44,6 +47,7 @@ pub struct Fixed {
     pipelines: ServiceViews<Pipelines>,
     pulls: ServiceViews<Pulls>,
     releases: ServiceViews<tower_shared::api::ReleasesAnswer>,
+    config: ServiceViews<tower_shared::api::ConfigAnswer>,
 }
 
 impl Fixed {
@@ -76,6 +80,7 @@ impl Fixed {
             pipelines: ServiceViews::default(),
             pulls: ServiceViews::default(),
             releases: ServiceViews::default(),
+            config: ServiceViews::default(),
         }
     }
 }
@@ -108,6 +113,10 @@ impl Source for Fixed {
     fn service_releases(&self, service: &str) -> Option<Arc<View>> {
         self.releases.get(&self.derived, service)
     }
+
+    fn service_config(&self, service: &str) -> Option<Arc<View>> {
+        self.config.get(&self.derived, service)
+    }
 }
 
 impl Source for crate::live::Live {
@@ -137,5 +146,9 @@ impl Source for crate::live::Live {
 
     fn service_releases(&self, service: &str) -> Option<Arc<View>> {
         crate::live::Live::service_releases(self, service)
+    }
+
+    fn service_config(&self, service: &str) -> Option<Arc<View>> {
+        crate::live::Live::service_config(self, service)
     }
 }

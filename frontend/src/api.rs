@@ -8,14 +8,12 @@ use std::collections::HashMap;
 
 use gloo_net::http::{Request, RequestBuilder, Response};
 use serde::de::DeserializeOwned;
+use serde_json::Value as Json;
 use tower_shared::api::{
-    Access, ArgoSyncAnswer, ArgoSyncRequest, AuthConfig, CatalogRefresh, ClockReading,
-    DeploymentsAnswer, ErrorBody, GuestToken, PipelineRunAnswer, PipelineRunsAnswer, PromoteAnswer,
-    PromoteRequest, PromotionPreview, PullsAnswer, RecordedRuns, ReleasesAnswer,
-    RolloutActionAnswer, RolloutActionRequest, RolloutActionsAnswer, ServiceProvisioningAnswer,
-    Summary, CLOCK_HEADER,
+    Access, ArgoSyncAnswer, ArgoSyncRequest, AuthConfig, CatalogRefresh, ClockReading, ConfigDraft,
+    ErrorBody, GuestToken, PipelineRunsAnswer, PromoteAnswer, PromoteRequest, PromotionPreview,
+    PullsAnswer, RolloutActionAnswer, RolloutActionRequest, RolloutActionsAnswer, CLOCK_HEADER,
 };
-use tower_shared::fleet::Fleet;
 use wasm_bindgen::JsCast as _;
 
 /// Why a request to the backend gave no data. Each variant reads differently on the page:
@@ -89,8 +87,38 @@ async fn refusal(response: Response) -> ApiError {
 /// `GET path` read as a `T`. The request itself is [`get_text`], not generic: one copy of it
 /// in the bundle, not one per answer type.
 async fn get_json<T: DeserializeOwned>(path: &str) -> Result<T, ApiError> {
-    let text = get_text(path).await?;
-    serde_json::from_str(&text).map_err(|e| ApiError::Decode(e.to_string()))
+    decode(&get_text(path).await?)
+}
+
+/// An answer's text read as a `T`.
+pub fn decode<T: DeserializeOwned>(text: &str) -> Result<T, ApiError> {
+    serde_json::from_str(text).map_err(|e| ApiError::Decode(e.to_string()))
+}
+
+/// A view's text, on its way: every page's resource waits on this one type, so the bundle
+/// carries one copy of the machinery that waits (each page then reads the text as its own
+/// answer type with [`decode`]).
+pub type TextFuture =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<String, ApiError>>>>;
+
+fn text_of(path: String) -> TextFuture {
+    Box::pin(async move { get_text(&path).await })
+}
+
+/// `GET /api/deployments?service=…`'s text ([`deployments`]).
+pub fn deployments_text(service: String) -> TextFuture {
+    text_of(format!("/api/deployments?service={}", encode(&service)))
+}
+
+/// `GET /api/releases?service=…`'s text ([`releases`]).
+pub fn releases_text(service: String) -> TextFuture {
+    text_of(format!("/api/releases?service={}", encode(&service)))
+}
+
+/// `GET /api/config?service=…`'s text: the app's environments, secrets and composed
+/// resources ([`tower_shared::api::ConfigAnswer`]).
+pub fn config_text(service: String) -> TextFuture {
+    text_of(format!("/api/config?service={}", encode(&service)))
 }
 
 /// `GET path`'s body (the last one kept, on a `304`), or why there is none.
@@ -141,33 +169,22 @@ pub async fn guest_token() -> Result<String, ApiError> {
 }
 
 /// `GET /api/fleet`.
-pub async fn fleet() -> Result<Fleet, ApiError> {
-    get_json("/api/fleet").await
+pub fn fleet() -> TextFuture {
+    text_of("/api/fleet".to_owned())
 }
 
 /// `GET /api/summary`: the strip, the badge and the health notices.
-pub async fn summary() -> Result<Summary, ApiError> {
-    get_json("/api/summary").await
+pub fn summary() -> TextFuture {
+    text_of("/api/summary".to_owned())
 }
 
 /// `GET /api/provisioning/service?service=…`: one service's Provisioning tab, derived by the
 /// backend (running steps' times tick on the page).
-pub async fn service_provisioning(service: String) -> Result<ServiceProvisioningAnswer, ApiError> {
-    get_json(&format!(
+pub fn service_provisioning(service: String) -> TextFuture {
+    text_of(format!(
         "/api/provisioning/service?service={}",
         encode(&service)
     ))
-    .await
-}
-
-/// `GET /api/deployments?service=…`: the Deployments tab, derived by the backend.
-pub async fn deployments(service: String) -> Result<DeploymentsAnswer, ApiError> {
-    get_json(&format!("/api/deployments?service={}", encode(&service))).await
-}
-
-/// `GET /api/releases?service=…`: the service's release matrix.
-pub async fn releases(service: String) -> Result<ReleasesAnswer, ApiError> {
-    get_json(&format!("/api/releases?service={}", encode(&service))).await
 }
 
 /// `GET /api/access?service=`: whether the signed-in caller may promote the service.
@@ -193,6 +210,30 @@ pub async fn promotion(
 /// `POST /api/releases/promote`: makes the promotion the preview showed.
 pub async fn promote(request: PromoteRequest) -> Result<PromoteAnswer, ApiError> {
     post_json("/api/releases/promote", &request).await
+}
+
+/// `GET /api/config/file?…`: one config file as read now, with its form
+/// ([`tower_shared::api::ConfigFile`]). The Config tab reads its answers as JSON trees: one
+/// reader for all of them keeps the bundle within budget.
+pub async fn config_file(service: String, file: String) -> Result<Json, ApiError> {
+    get_json(&format!(
+        "/api/config/file?service={}&file={}",
+        encode(&service),
+        encode(&file)
+    ))
+    .await
+}
+
+/// `POST /api/config/check`: the draft with its edits written in, its form and diff
+/// ([`tower_shared::api::ConfigChecked`]).
+pub async fn config_check(draft: &ConfigDraft) -> Result<Json, ApiError> {
+    post_json("/api/config/check", draft).await
+}
+
+/// `POST /api/config/save`: opens (or adds to) the pull request changing the file
+/// ([`tower_shared::api::ConfigSaved`]).
+pub async fn config_save(draft: &ConfigDraft) -> Result<Json, ApiError> {
+    post_json("/api/config/save", draft).await
 }
 
 /// `POST /api/argocd/sync`: asks Argo CD to sync (or force sync) one environment.
@@ -236,11 +277,11 @@ pub async fn rollout_action(
 }
 
 /// `GET /api/records?…`: a page of the service's release records.
-pub async fn records(
+pub fn records(
     service: String,
     page: usize,
     filter: tower_shared::records::RecordFilter,
-) -> Result<tower_shared::records::RecordsPage, ApiError> {
+) -> TextFuture {
     let mut path = format!("/api/records?service={}&page={page}", encode(&service));
     if let Some(risk) = filter.risk {
         path.push_str("&risk=");
@@ -253,7 +294,7 @@ pub async fn records(
             "&signedOff=false"
         });
     }
-    get_json(&path).await
+    text_of(path)
 }
 
 fn record_query(service: &str, release: &str) -> String {
@@ -261,15 +302,11 @@ fn record_query(service: &str, release: &str) -> String {
 }
 
 /// `GET /api/records/record?…`: one release record and where it is.
-pub async fn record(
-    service: String,
-    release: String,
-) -> Result<tower_shared::api::RecordAnswer, ApiError> {
-    get_json(&format!(
+pub fn record(service: String, release: String) -> TextFuture {
+    text_of(format!(
         "/api/records/record?{}",
         record_query(&service, &release)
     ))
-    .await
 }
 
 /// `POST /api/records/notes`: proposes a record's human part by pull request.
@@ -329,8 +366,7 @@ async fn post_json<B: serde::Serialize, T: DeserializeOwned>(
     body: &B,
 ) -> Result<T, ApiError> {
     let body = serde_json::to_string(body).map_err(|e| ApiError::Decode(e.to_string()))?;
-    let text = post_text(path, body).await?;
-    serde_json::from_str(&text).map_err(|e| ApiError::Decode(e.to_string()))
+    decode(&post_text(path, body).await?)
 }
 
 /// `POST path` with the JSON text `body`; the answer's text (not generic, as [`get_text`]).
@@ -349,19 +385,15 @@ async fn post_text(path: &str, body: String) -> Result<String, ApiError> {
         .map_err(|e| ApiError::Decode(e.to_string()))
 }
 
-/// An answer that comes in pages (`GET /api/pipelines`, `GET /api/pulls`): its route, the
-/// next page's cursor, and how a later page adds to the first.
+/// An answer that comes in pages (`GET /api/pipelines`, `GET /api/pulls`; each page names
+/// the next one's cursor as `next`): its route, and how a later page adds to the first.
 pub trait Paged: DeserializeOwned {
     const PATH: &'static str;
-    fn next(&self) -> Option<&str>;
     fn append(&mut self, later: Self);
 }
 
 impl Paged for PipelineRunsAnswer {
     const PATH: &'static str = "/api/pipelines";
-    fn next(&self) -> Option<&str> {
-        self.next.as_deref()
-    }
     fn append(&mut self, later: Self) {
         self.runs.extend(later.runs);
         self.next = later.next;
@@ -370,45 +402,60 @@ impl Paged for PipelineRunsAnswer {
 
 impl Paged for PullsAnswer {
     const PATH: &'static str = "/api/pulls";
-    fn next(&self) -> Option<&str> {
-        self.next.as_deref()
-    }
     fn append(&mut self, later: Self) {
         self.pulls.extend(later.pulls);
         self.next = later.next;
     }
 }
 
-/// The first `pages` pages of `T` for `service` as one answer: `query` holds the filters and
-/// the `limit`, and each page after the first `continue`s from the one before.
-pub async fn pages<T: Paged>(
-    service: &str,
-    query: &[(&str, &str)],
+/// The first `pages` pages of `T`'s route for `service`, as the text of a JSON array of the
+/// pages' answers (read back as one answer by [`joined`]): `query` holds the filters and the
+/// `limit`, and each page after the first `continue`s from the one before.
+pub fn pages<T: Paged>(
+    service: String,
+    query: Vec<(&'static str, String)>,
     pages: usize,
-) -> Result<T, ApiError> {
-    let mut path = format!("{}?service={}", T::PATH, encode(service));
-    for (key, value) in query {
+) -> TextFuture {
+    let mut path = format!("{}?service={}", T::PATH, encode(&service));
+    for (key, value) in &query {
         path.push_str(&format!("&{key}={}", encode(value)));
     }
-    let mut all: T = get_json(&path).await?;
-    for _ in 1..pages {
-        let Some(next) = all.next().map(encode) else {
-            break;
-        };
-        let later: T = get_json(&format!("{path}&continue={next}")).await?;
+    Box::pin(async move {
+        let cursor = |text: &str| decode::<Json>(text).ok()?["next"].as_str().map(encode);
+        let first = get_text(&path).await?;
+        let mut next = cursor(&first);
+        let mut all = vec![first];
+        for _ in 1..pages {
+            let Some(after) = next else {
+                break;
+            };
+            let later = get_text(&format!("{path}&continue={after}")).await?;
+            next = cursor(&later);
+            all.push(later);
+        }
+        Ok(format!("[{}]", all.join(",")))
+    })
+}
+
+/// [`pages`]' text read as one answer: the first page, each later one appended.
+pub fn joined<T: Paged>(text: &str) -> Result<T, ApiError> {
+    let mut pages = decode::<Vec<T>>(text)?.into_iter();
+    let mut all = pages
+        .next()
+        .ok_or_else(|| ApiError::Decode("no page".to_owned()))?;
+    for later in pages {
         all.append(later);
     }
     Ok(all)
 }
 
 /// `GET /api/pipelines/run?service=…&run=…`: one run and its graph of tasks.
-pub async fn pipeline_run(service: &str, run: &str) -> Result<PipelineRunAnswer, ApiError> {
-    get_json(&format!(
+pub fn pipeline_run(service: &str, run: &str) -> TextFuture {
+    text_of(format!(
         "/api/pipelines/run?service={}&run={}",
         encode(service),
         encode(run)
     ))
-    .await
 }
 
 fn encode(text: &str) -> String {
@@ -473,8 +520,8 @@ pub fn step_log_path(service: &str, run: &str, task: &str, step: &str, follow: b
 }
 
 /// `GET /provisioning-history/runs?limit=10`: the newest recorded provisions.
-pub async fn recent_runs() -> Result<RecordedRuns, ApiError> {
-    get_json("/provisioning-history/runs?limit=10").await
+pub fn recent_runs() -> TextFuture {
+    text_of("/provisioning-history/runs?limit=10".to_owned())
 }
 
 /// `POST /catalog/refresh`: Backstage's answer in words ("triggered", "already running"),

@@ -34,12 +34,12 @@ pub fn provide() -> Feed {
     let now = crate::clock::ticking_now();
     let signin = crate::signin::start();
     let refresh = crate::live::start(signin);
-    let fetched = LocalResource::new(move || {
+    let summary = decoded(text_resource(move || {
         refresh.any.track();
         signin.track();
         api::summary()
-    });
-    let summary = settled(fetched);
+    }));
+    let summary = Memo::new(move |_| summary());
     let feed = Feed {
         now,
         signin,
@@ -56,6 +56,29 @@ pub fn settled<T: Clone + PartialEq + Send + Sync + 'static>(
     resource: LocalResource<T>,
 ) -> Memo<Option<T>> {
     Memo::new(move |_| resource.get())
+}
+
+/// The text `fetch` answers, fetched again whenever what `fetch` reads changes; it moves
+/// only when the text differs. Every page's resource is this one: the fetcher is boxed, so
+/// the bundle carries one copy of the machinery that waits, whatever the page.
+pub fn text_resource(
+    fetch: impl Fn() -> api::TextFuture + 'static,
+) -> Memo<Option<Result<String, ApiError>>> {
+    let fetch: Box<dyn Fn() -> api::TextFuture> = Box::new(fetch);
+    settled(LocalResource::new(fetch))
+}
+
+/// An answer's text (a [`text_resource`]) read as a `T` when asked: a page reads it where it
+/// draws, which runs again only when the text changed.
+pub fn decoded<T: serde::de::DeserializeOwned>(
+    text: Memo<Option<Result<String, ApiError>>>,
+) -> impl Fn() -> Option<Result<T, ApiError>> + Copy + Send + Sync + 'static {
+    move || {
+        text.with(|t| {
+            t.as_ref()
+                .map(|answer| answer.clone().and_then(|text| api::decode::<T>(&text)))
+        })
+    }
 }
 
 /// The page's [`Feed`].

@@ -28,10 +28,11 @@ struct Filters {
 pub fn FleetOverview() -> impl IntoView {
     let feed = crate::feed::feed();
     let now = feed.now;
-    let fleet = crate::feed::settled(LocalResource::new(move || {
-        feed.refresh.fleet.track();
-        api::fleet()
-    }));
+    let fleet =
+        crate::feed::decoded::<tower_shared::fleet::Fleet>(crate::feed::text_resource(move || {
+            feed.refresh.fleet.track();
+            api::fleet()
+        }));
     let filters = Filters {
         query: RwSignal::new(String::new()),
         only_trouble: RwSignal::new(false),
@@ -41,7 +42,7 @@ pub fn FleetOverview() -> impl IntoView {
             <h2 id="fleet-title">"Fleet"</h2>
             // The clusters' freshness comes with the summary every page shares.
             <crate::ui::SharedHealthNotice />
-            {move || match fleet.get() {
+            {move || match fleet() {
                 None => view! { <p class="state loading">"Loading the fleet…"</p> }.into_any(),
                 Some(Ok(fleet)) => view! { <FleetMatrix fleet=fleet now=now filters=filters /> }.into_any(),
                 Some(Err(err)) => crate::ui::error_alert(&err),
@@ -218,13 +219,20 @@ fn FleetRow(app: FleetApp, environments: Vec<String>, index: usize) -> impl Into
             view! { <FleetCellView service=app.name.clone() cell=cell /> }
         })
         .collect_view();
+    // What the platform made for it, failing: amber beside its kind, linking to its Config.
+    let platform = (!app.platform.is_empty()).then(|| {
+        let href = crate::nav::tab_href(crate::nav::Tab::Config, &app.name, None);
+        let all = app.platform.join("; ");
+        let title = all.clone();
+        view! { " · " <a class="platform-issue" href=href title=title>"⚠ " {all}</a> }
+    });
     view! {
         <tr aria-rowindex=index + 2>
             <th scope="row" class="app">
                 <a class="app-name" href=crate::nav::tab_href(crate::nav::Tab::Deployments, &app.name, None)>
                     {app.name.clone()}
                 </a>
-                <span class="app-kind">{app.kind.clone()}</span>
+                <span class="app-kind">{app.kind.clone()}{platform}</span>
             </th>
             {cells}
         </tr>

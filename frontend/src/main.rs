@@ -20,6 +20,7 @@
 
 mod api;
 mod clock;
+mod config;
 mod deployments;
 mod feed;
 mod fleet;

@@ -10,16 +10,19 @@ pub enum Tab {
     Pipelines,
     Deployments,
     Releases,
+    Config,
 }
 
 impl Tab {
-    /// In the order a change lives: pull request, pipeline, deployment, release.
-    pub const ALL: [Tab; 5] = [
+    /// In the order a change lives: pull request, pipeline, deployment, release; then the
+    /// app's config.
+    pub const ALL: [Tab; 6] = [
         Tab::Provisioning,
         Tab::PullRequests,
         Tab::Pipelines,
         Tab::Deployments,
         Tab::Releases,
+        Tab::Config,
     ];
 
     /// The tab a service link without `view` opens.
@@ -33,6 +36,7 @@ impl Tab {
             Tab::Pipelines => "pipelines",
             Tab::Deployments => "deployments",
             Tab::Releases => "releases",
+            Tab::Config => "config",
         }
     }
 
@@ -43,6 +47,7 @@ impl Tab {
             Tab::Pipelines => "Pipelines",
             Tab::Deployments => "Deployments",
             Tab::Releases => "Releases",
+            Tab::Config => "Config",
         }
     }
 

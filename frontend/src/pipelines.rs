@@ -99,21 +99,26 @@ fn RunList(service: String, now: ReadSignal<DateTime<Utc>>) -> impl IntoView {
     let status = RwSignal::new(String::new());
     let pages = RwSignal::new(1_usize);
     let name = service.clone();
-    let fetched = crate::feed::settled(LocalResource::new(move || {
+    let text = crate::feed::text_resource(move || {
         changed.track();
         let (pipeline, status, pages) = (pipeline.get(), status.get(), pages.get());
-        let service = name.clone();
-        async move {
-            let mut query = vec![("limit", PAGE)];
-            if !pipeline.is_empty() {
-                query.push(("pipeline", pipeline.as_str()));
-            }
-            if !status.is_empty() {
-                query.push(("status", status.as_str()));
-            }
-            api::pages::<PipelineRunsAnswer>(&service, &query, pages).await
+        let mut query = vec![("limit", PAGE.to_owned())];
+        if !pipeline.is_empty() {
+            query.push(("pipeline", pipeline));
         }
-    }));
+        if !status.is_empty() {
+            query.push(("status", status));
+        }
+        api::pages::<PipelineRunsAnswer>(name.clone(), query, pages)
+    });
+    let fetched = move || {
+        text.with(|t| {
+            t.as_ref().map(|t| {
+                t.clone()
+                    .and_then(|t| api::joined::<PipelineRunsAnswer>(&t))
+            })
+        })
+    };
     let service = StoredValue::new(service);
     let choices = move |answer: &PipelineRunsAnswer| {
         answer
@@ -131,7 +136,7 @@ fn RunList(service: String, now: ReadSignal<DateTime<Utc>>) -> impl IntoView {
             })
             .collect_view()
     };
-    move || match fetched.get() {
+    move || match fetched() {
         None => view! { <p class="state loading">"Loading runs…"</p> }.into_any(),
         Some(Err(err)) => error_alert(&err),
         Some(Ok(answer)) => {
@@ -210,17 +215,17 @@ fn RunView(service: String, run: String, task: Memo<Option<String>>) -> impl Int
     let now = feed.now;
     let changed = feed.refresh.service(service.clone());
     let (s, r) = (service.clone(), run.clone());
-    let fetched = crate::feed::settled(LocalResource::new(move || {
-        changed.track();
-        let (s, r) = (s.clone(), r.clone());
-        async move { api::pipeline_run(&s, &r).await }
-    }));
+    let fetched =
+        crate::feed::decoded::<PipelineRunAnswer>(crate::feed::text_resource(move || {
+            changed.track();
+            api::pipeline_run(&s, &r)
+        }));
     let open = RwSignal::new(None::<LogTarget>);
     // Choosing a task opens the log of its failed or running step; a newer answer updates
     // whether the open one is still running.
     Effect::new(move || {
         let chosen = task.get();
-        let Some(Ok(answer)) = fetched.get() else {
+        let Some(Ok(answer)) = fetched() else {
             return;
         };
         let node = chosen.and_then(|c| answer.graph.tasks.into_iter().find(|t| t.name == c));
@@ -247,7 +252,7 @@ fn RunView(service: String, run: String, task: Memo<Option<String>>) -> impl Int
             .map(|target| view! { <LogConsole service=s.clone() run=r.clone() target=target /> })
     };
     let graph = move || {
-        match fetched.get() {
+        match fetched() {
         None => view! { <p class="state loading">"Loading the run…"</p> }.into_any(),
         Some(Err(ApiError::Status { status: 404, .. })) => view! {
             <p class="state empty">

@@ -240,14 +240,18 @@ pub fn ProvisioningTab(service: String) -> impl IntoView {
     let feed = crate::feed::feed();
     let now = feed.now;
     let changed = feed.refresh.service(service.clone());
-    let provisioning = LocalResource::new(move || {
-        changed.track();
-        api::service_provisioning(service.clone())
-    });
-    let recent = LocalResource::new(move || {
-        feed.refresh.history.track();
-        api::recent_runs()
-    });
+    let provisioning = crate::feed::decoded::<tower_shared::api::ServiceProvisioningAnswer>(
+        crate::feed::text_resource(move || {
+            changed.track();
+            api::service_provisioning(service.clone())
+        }),
+    );
+    let recent = crate::feed::decoded::<tower_shared::api::RecordedRuns>(
+        crate::feed::text_resource(move || {
+            feed.refresh.history.track();
+            api::recent_runs()
+        }),
+    );
     let (refresh_answer, set_refresh_answer) = signal(None::<Result<String, ApiError>>);
     let refresh_catalog = move |_| {
         leptos::task::spawn_local(async move {
@@ -256,12 +260,10 @@ pub fn ProvisioningTab(service: String) -> impl IntoView {
     };
 
     let progress = Memo::new(move |_| {
-        provisioning
-            .get()
-            .map(|result| result.map(|answer| (answer.progress, answer.health)))
+        provisioning().map(|result| result.map(|answer| (answer.progress, answer.health)))
     });
     let history = move || {
-        recent.get().map(|result| match result {
+        recent().map(|result| match result {
             Ok(runs) if runs.runs.is_empty() => view! {
                 <p class="state empty">"No provision recorded yet."</p>
             }

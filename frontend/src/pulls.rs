@@ -69,14 +69,15 @@ pub fn PullsTab(service: String) -> impl IntoView {
     let changed = feed.refresh.service(service.clone());
     let pages = RwSignal::new(1_usize);
     let name = service.clone();
-    let fetched = crate::feed::settled(LocalResource::new(move || {
+    let text = crate::feed::text_resource(move || {
         changed.track();
-        let pages = pages.get();
-        let service = name.clone();
-        async move { api::pages::<PullsAnswer>(&service, &[("limit", PAGE)], pages).await }
-    }));
+        api::pages::<PullsAnswer>(name.clone(), vec![("limit", PAGE.to_owned())], pages.get())
+    });
     let service = StoredValue::new(service);
-    move || match fetched.get() {
+    move || match text.with(|t| {
+        t.as_ref()
+            .map(|t| t.clone().and_then(|t| api::joined::<PullsAnswer>(&t)))
+    }) {
         None => view! { <p class="state loading">"Loading pull requests…"</p> }.into_any(),
         Some(Err(err)) => error_alert(&err),
         Some(Ok(answer)) => {

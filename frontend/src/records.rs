@@ -24,13 +24,15 @@ pub fn RecordsPanel(service: String) -> impl IntoView {
     let risk = RwSignal::new(None::<Risk>);
     let signed = RwSignal::new(None::<bool>);
     let svc = service.clone();
-    let answer = LocalResource::new(move || {
-        let filter = RecordFilter {
-            risk: risk.get(),
-            signed_off: signed.get(),
-        };
-        api::records(svc.clone(), page.get(), filter)
-    });
+    let answer = crate::feed::decoded::<tower_shared::records::RecordsPage>(
+        crate::feed::text_resource(move || {
+            let filter = RecordFilter {
+                risk: risk.get(),
+                signed_off: signed.get(),
+            };
+            api::records(svc.clone(), page.get(), filter)
+        }),
+    );
     let on_risk = move |ev| {
         risk.set(Risk::parse(&event_target_value(&ev)));
         page.set(1);
@@ -43,7 +45,7 @@ pub fn RecordsPanel(service: String) -> impl IntoView {
         });
         page.set(1);
     };
-    let body = move || match answer.get() {
+    let body = move || match answer() {
         None => view! { <p class="state loading">"Reading the records in Git…"</p> }.into_any(),
         Some(Err(err)) => crate::ui::error_alert(&err),
         Some(Ok(list)) => list_view(&service, list, page).into_any(),
@@ -127,13 +129,15 @@ fn list_view(service: &str, list: RecordsPage, page: RwSignal<usize>) -> impl In
 pub fn RecordPage(service: String, release: String) -> impl IntoView {
     let (svc, rel) = (service.clone(), release.clone());
     let refetch = RwSignal::new(0u32);
-    let answer = LocalResource::new(move || {
-        refetch.track();
-        api::record(svc.clone(), rel.clone())
-    });
+    let answer = crate::feed::decoded::<tower_shared::api::RecordAnswer>(
+        crate::feed::text_resource(move || {
+            refetch.track();
+            api::record(svc.clone(), rel.clone())
+        }),
+    );
     view! {
         <p><a href=crate::nav::tab_href(crate::nav::Tab::Releases, &service, None)>"← All releases"</a></p>
-        {move || match answer.get() {
+        {move || match answer() {
             None => view! { <p class="state loading">"Reading the record in Git…"</p> }.into_any(),
             Some(Err(err)) => crate::ui::error_alert(&err),
             Some(Ok(answer)) => record_view(answer).into_any(),

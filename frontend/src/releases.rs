@@ -466,7 +466,7 @@ pub fn ComparePanel(service: String, picked: Picked) -> impl IntoView {
 }
 
 /// A unified diff's lines, each marked and coloured as removed, added or the same.
-fn diff_view(lines: Vec<(LineChange, String)>) -> impl IntoView {
+pub(crate) fn diff_view(lines: Vec<(LineChange, String)>) -> impl IntoView {
     let lines = lines
         .into_iter()
         .map(|(change, text)| {

@@ -5,7 +5,7 @@ use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
 use tower_shared::api::{DeploymentsAnswer, ReleasesAnswer};
 
-use crate::api::{self, ApiError};
+use crate::api;
 use crate::nav::{tab_href, Page, Tab};
 use crate::ui::HealthNotice;
 use crate::{deployments, fleet, pipelines, provisioning, pulls};
@@ -73,6 +73,9 @@ pub fn ServicePage() -> impl IntoView {
                     .into_any(),
                     None => view! { <ReleasesPage service=service.clone() /> }.into_any(),
                 },
+                Ok(Tab::Config) => {
+                    view! { <crate::config::ConfigTab service=service.clone() /> }.into_any()
+                }
                 Err(view) => view! {
                     <p class="state error" role="alert">
                         {format!("✖ No such tab: {view:?}. Tower has {}.",
@@ -87,24 +90,28 @@ pub fn ServicePage() -> impl IntoView {
 }
 
 /// A tab's answer, fetched again whenever an event names the service; `body` draws it.
-fn fetched<T, Fut>(
+/// The text is what is fetched and kept (one resource type for every tab); each tab reads
+/// it as its own answer type.
+pub(crate) fn fetched<T>(
     service: String,
-    fetch: impl Fn(String) -> Fut + 'static,
+    fetch: impl Fn(String) -> api::TextFuture + 'static,
     body: impl Fn(T) -> AnyView + Send + Sync + 'static,
 ) -> impl IntoView
 where
-    T: Clone + PartialEq + Send + Sync + 'static,
-    Fut: std::future::Future<Output = Result<T, ApiError>> + 'static,
+    T: serde::de::DeserializeOwned,
 {
     let feed = crate::feed::feed();
     let changed = feed.refresh.service(service.clone());
-    let answer = crate::feed::settled(LocalResource::new(move || {
+    let answer = crate::feed::text_resource(move || {
         changed.track();
         fetch(service.clone())
-    }));
+    });
     move || match answer.get() {
         None => view! { <p class="state loading">"Loading…"</p> }.into_any(),
-        Some(Ok(answer)) => body(answer),
+        Some(Ok(text)) => match api::decode::<T>(&text) {
+            Ok(answer) => body(answer),
+            Err(err) => crate::ui::error_alert(&err),
+        },
         Some(Err(err)) => crate::ui::error_alert(&err),
     }
 }
@@ -122,7 +129,7 @@ fn DeploymentsPage(service: String) -> impl IntoView {
     let actions = crate::rollout::ArgoActions::new(access_of(&service));
     fetched(
         service,
-        api::deployments,
+        api::deployments_text,
         move |answer: DeploymentsAnswer| {
             let DeploymentsAnswer {
                 deployments,
@@ -139,7 +146,7 @@ fn DeploymentsPage(service: String) -> impl IntoView {
 
 /// Whether the caller may act on `service` (`GET /api/access`), read once per page: the
 /// caller's own answer, not part of the shared view.
-fn access_of(service: &str) -> Signal<Option<tower_shared::api::Access>> {
+pub(crate) fn access_of(service: &str) -> Signal<Option<tower_shared::api::Access>> {
     let access = RwSignal::new(None);
     let service = service.to_owned();
     leptos::task::spawn_local(async move {
@@ -164,7 +171,7 @@ fn ReleasesPage(service: String) -> impl IntoView {
     };
     let matrix = fetched(
         service.clone(),
-        api::releases,
+        api::releases_text,
         move |answer: ReleasesAnswer| {
             pages.track();
             let ReleasesAnswer { releases, health } = answer;

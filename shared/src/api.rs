@@ -62,6 +62,10 @@ pub struct ErrorBody {
     /// The path asked for, when no route answers it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
+    /// What a schema found wrong with a config file, each with its field (`field` names the
+    /// first).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub problems: Vec<crate::values::Problem>,
 }
 
 /// A cluster whose objects are the last known, because it cannot be reached now.
@@ -319,6 +323,108 @@ pub struct PromoteAnswer {
     pub commit: Option<String>,
     pub pull: Option<crate::releases::PullRef>,
     /// What happened, in a sentence.
+    pub message: String,
+}
+
+/// One config file of an app the Config tab edits: `env:<name>` for an environment's
+/// values, `cicd` for the pipeline's `cicd.yaml`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConfigFileRef {
+    /// How routes name it: `env:prod`, `cicd`.
+    pub id: String,
+    pub kind: crate::values::FileKind,
+    pub label: String,
+    /// The repository (`owner/name`) and the file in it.
+    pub repo: String,
+    pub path: String,
+}
+
+/// `GET /api/config?service=NAME`: the app's environments (whose values files the tab
+/// edits), and what the platform made for it (secrets, composed resources), derived once
+/// per change.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConfigAnswer {
+    pub service: String,
+    /// The app's environments in promotion order: each has its values file (`env:<name>`),
+    /// besides the app's `cicd.yaml` (`cicd`).
+    pub environments: Vec<String>,
+    #[serde(flatten)]
+    pub made: crate::config::Made,
+    #[serde(flatten)]
+    pub health: Health,
+}
+
+/// A pull request Tower opened to change a config file, still open.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConfigPull {
+    pub number: u64,
+    pub url: Option<String>,
+    pub title: String,
+    pub branch: String,
+}
+
+/// `GET /api/config/file?service=&file=`: one file as read from GitHub now — from the
+/// branch of Tower's open pull request for it when there is one (a second save adds to
+/// it), else from `main` — and its form.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConfigFile {
+    pub service: String,
+    pub file: ConfigFileRef,
+    /// Where the text was read: `main`, or the open pull request's branch.
+    pub branch: String,
+    /// The blob sha read (send it back to save); `None`: the file does not exist yet and
+    /// `text` is a starter.
+    pub seen: Option<String>,
+    pub text: String,
+    pub form: crate::values::Form,
+    /// Tower's open pull request for this file, which a save updates.
+    pub pull: Option<ConfigPull>,
+    /// Every open config pull request Tower opened on the app's repositories.
+    pub pulls: Vec<ConfigPull>,
+    /// Whether the caller may save (open or update the pull request), and why not.
+    pub access: Access,
+}
+
+/// `POST /api/config/check` and `POST /api/config/save`: the text as loaded (`base`), the
+/// text as edited in the YAML view (`text`), the form's edits on top; a save also sends the
+/// `seen` it was loaded at.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ConfigDraft {
+    pub service: String,
+    pub file: String,
+    pub base: String,
+    pub text: String,
+    #[serde(default)]
+    pub edits: Vec<crate::values::Edit>,
+    #[serde(default)]
+    pub seen: Option<String>,
+}
+
+/// `POST /api/config/check`'s answer: the text with the edits written in, its form and
+/// problems, and its diff against `base`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConfigChecked {
+    pub text: String,
+    pub form: crate::values::Form,
+    pub diff: Vec<DiffLine>,
+    /// Nothing differs from `base`.
+    pub unchanged: bool,
+}
+
+/// `POST /api/config/save`'s answer.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConfigSaved {
+    /// `opened` (this save opened it), `updated` (it added a commit to Tower's open pull
+    /// request), `unchanged` (the pull request already says this).
+    pub outcome: String,
+    pub pull: ConfigPull,
     pub message: String,
 }
 

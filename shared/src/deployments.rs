@@ -833,6 +833,7 @@ fn attention(
             .and_then(|s| fleet::word(s, &["health", "status"]))
             .unwrap_or(HealthStatus::Unknown),
         image_tag: None,
+        platform: Vec::new(),
         rollout: rollout.map(|r| RolloutState {
             phase: r.phase,
             // A canary's share while it has one; none once aborted back to stable.

@@ -28,6 +28,10 @@ pub struct FleetApp {
     /// One cell per environment the app is deployed to; an environment with no cell is
     /// one the app does not deploy to.
     pub cells: Vec<FleetCell>,
+    /// What is wrong with what the platform made for the app as a whole (a composed
+    /// resource failing), in plain words ([`crate::config::composed_attention`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub platform: Vec<String>,
 }
 
 /// One app in one environment.
@@ -43,6 +47,10 @@ pub struct FleetCell {
     pub image_tag: Option<String>,
     /// The app's Argo Rollout in that environment, if it has one.
     pub rollout: Option<RolloutState>,
+    /// What is wrong with the platform's objects for the app in this environment (a secret
+    /// not synced, or stale), in plain words ([`crate::config::secret_attention`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub platform: Vec<String>,
 }
 
 /// Argo CD sync status codes.
@@ -162,6 +170,10 @@ pub fn attention(cell: &FleetCell) -> Option<Attention> {
         }
     }
 
+    for reason in &cell.platform {
+        note(Severity::Attention, reason.clone());
+    }
+
     let severity = found.iter().map(|a| a.severity).max()?;
     let reason = found
         .iter()
@@ -173,9 +185,11 @@ pub fn attention(cell: &FleetCell) -> Option<Attention> {
 
 /// The loudest attention among an app's cells, if any.
 pub fn app_attention(app: &FleetApp) -> Option<Severity> {
+    let platform = (!app.platform.is_empty()).then_some(Severity::Attention);
     app.cells
         .iter()
         .filter_map(|c| attention(c).map(|a| a.severity))
+        .chain(platform)
         .max()
 }
 
@@ -223,6 +237,27 @@ pub fn fleet_apps(snapshot: &crate::snapshot::Snapshot) -> Vec<FleetApp> {
         .filter(|o| hangar::is_xr(o))
         .map(|o| (o.name(), o.kind.as_str()))
         .collect();
+    // What the platform made, read once for every app: secrets per (app, environment),
+    // failing composed resources per app.
+    let mut secrets: BTreeMap<(&str, String), Vec<String>> = BTreeMap::new();
+    for (service, secret) in crate::config::secret_syncs(snapshot) {
+        if let (Some(env), Some(why)) = (
+            secret.environment.clone(),
+            crate::config::secret_attention(&secret),
+        ) {
+            secrets.entry((service, env)).or_default().push(why);
+        }
+    }
+    let composites = crate::config::Composites::of(snapshot);
+    let mut platform: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    for xr in composites.xrs() {
+        if let Some(composed) = composites.composed(xr, snapshot.github_host.as_deref()) {
+            let reasons = crate::config::composed_attention(&composed);
+            if !reasons.is_empty() {
+                platform.insert(xr.name(), reasons);
+            }
+        }
+    }
 
     let mut cells: BTreeMap<&str, Vec<FleetCell>> = BTreeMap::new();
     let applications = objects(control_plane).filter(|o| {
@@ -253,6 +288,9 @@ pub fn fleet_apps(snapshot: &crate::snapshot::Snapshot) -> Vec<FleetApp> {
             health: word(status, &["health", "status"]).unwrap_or(HealthStatus::Unknown),
             image_tag,
             rollout: rollout.map(|r| rollout_state(r)),
+            platform: secrets
+                .remove(&(app, environment.to_owned()))
+                .unwrap_or_default(),
         });
     }
 
@@ -262,6 +300,7 @@ pub fn fleet_apps(snapshot: &crate::snapshot::Snapshot) -> Vec<FleetApp> {
             name: name.to_owned(),
             kind: kinds.get(name).copied().unwrap_or("unknown").to_owned(),
             cells,
+            platform: platform.remove(name).unwrap_or_default(),
         })
         .collect()
 }
@@ -327,6 +366,7 @@ mod tests {
             health,
             image_tag: None,
             rollout,
+            platform: Vec::new(),
         }
     }
 
@@ -417,6 +457,7 @@ mod tests {
             name: name.to_owned(),
             kind: "Go".to_owned(),
             cells: vec![c],
+            platform: Vec::new(),
         };
         let mut apps = vec![
             app(

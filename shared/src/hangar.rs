@@ -163,10 +163,15 @@ const PROMOTION_ORDER: [&str; 6] = ["dev", "test", "qa", "staging", "preprod", "
 /// Sorts environment names in promotion order (dev, test, qa, staging, preprod, prod, then
 /// any others alphabetically) and drops repeats.
 pub fn sort_environments(environments: &mut Vec<String>) {
-    let rank = |env: &str| PROMOTION_ORDER.iter().position(|e| *e == env);
-    environments
-        .sort_by(|a, b| (rank(a).is_none(), rank(a), a).cmp(&(rank(b).is_none(), rank(b), b)));
+    environments.sort_by(|a, b| (promotion_rank(a), a).cmp(&(promotion_rank(b), b)));
     environments.dedup();
+}
+
+/// Where `env` sorts in promotion order: the platform's known names in order, then the
+/// rest (by name, at the caller).
+pub fn promotion_rank(env: &str) -> (bool, Option<usize>) {
+    let rank = PROMOTION_ORDER.iter().position(|e| *e == env);
+    (rank.is_none(), rank)
 }
 
 /// Whether `env` is the production environment, which a release reaches only through a
@@ -187,6 +192,29 @@ pub fn promotion_branch(env: &str, image: &str) -> String {
 
 /// The label on every pull request Tower opens for a promotion.
 pub const PROMOTION_LABEL: &str = "tower-promotion";
+/// The label on pull requests Tower opens to change an app's config files.
+pub const CONFIG_LABEL: &str = "tower-config";
+/// What every config branch Tower opens starts with.
+pub const CONFIG_BRANCH_PREFIX: &str = "tower/config-";
+
+/// The branch Tower proposes a change of config file `file` (`env:prod`, `cicd`) on, from
+/// the file as it was at blob `seen` (`tower/config-env-prod-3a8423b1`): a second save of
+/// the same edit finds its pull request again, and a change after that one merged starts a
+/// branch of its own.
+pub fn config_branch(file: &str, seen: Option<&str>) -> String {
+    let file = file.replace(':', "-");
+    let seen = seen.map_or("new", |s| &s[..s.len().min(8)]);
+    format!("{CONFIG_BRANCH_PREFIX}{file}-{seen}")
+}
+
+/// Whether `branch` is one [`config_branch`] names for `file`.
+pub fn is_config_branch(branch: &str, file: &str) -> bool {
+    branch
+        .strip_prefix(CONFIG_BRANCH_PREFIX)
+        .and_then(|rest| rest.strip_prefix(&file.replace(':', "-")))
+        .and_then(|rest| rest.strip_prefix('-'))
+        .is_some_and(|seen| !seen.contains('-'))
+}
 
 /// Where release records live in an app's GitOps repository (`gitops-<app>`): one file per
 /// prod release, `glidepath/releases/<release>.yaml` ([`record_path`]).
@@ -564,6 +592,19 @@ pub const WATCHED_KINDS: &[WatchedKind] = &[
         "RepositoryFile",
         "repositoryfiles",
     ),
+    // What keeps the app's secrets in step (their names and keys; never a Secret).
+    watched(
+        "external-secrets.io",
+        "v1",
+        "ExternalSecret",
+        "externalsecrets",
+    ),
+    watched(
+        "secrets.infisical.com",
+        "v1alpha1",
+        "InfisicalSecret",
+        "infisicalsecrets",
+    ),
     watched("tekton.dev", "v1", "PipelineRun", "pipelineruns"),
     watched("tekton.dev", "v1", "TaskRun", "taskruns"),
     watched("argoproj.io", "v1alpha1", "Rollout", "rollouts"),
@@ -684,6 +725,12 @@ mod tests {
         assert_eq!(service_of_repo("shop"), Some("shop"));
         assert_eq!(service_of_repo("Hangar_Tenants"), None);
         assert_eq!(env_file("staging"), "glidepath/envs/staging.yaml");
+        let branch = config_branch("env:prod", Some("3a8423b1ffee"));
+        assert_eq!(branch, "tower/config-env-prod-3a8423b1");
+        assert!(is_config_branch(&branch, "env:prod"));
+        assert!(!is_config_branch(&branch, "env:pro"));
+        assert!(!is_config_branch("tower/config-env-prod-x-y", "env:prod"));
+        assert!(is_config_branch(&config_branch("cicd", None), "cicd"));
         assert_eq!(
             promotion_branch("prod", "ghcr.io/acme/shop:1.4.0-3a8423b@sha256:00"),
             "tower/promote-prod-1.4.0-3a8423b"

@@ -10,6 +10,8 @@
 //! - [`ansi`] — a log line's ANSI colours as runs of text with classes.
 //! - [`api`] — every JSON answer of Tower's HTTP API and the events of `/api/events`.
 //! - [`cloud`] — cloud deploys (ECS, Lambda, Container Apps) from Tekton deploy runs.
+//! - [`config`] — the Config tab's read-only half: an app's synchronised secrets (stale or
+//!   not) and the resources its Crossplane XR composes.
 //! - [`deployments`] — the Deployments tab: cloud deploys, or each environment's Argo CD
 //!   Application and Argo Rollout (phase, steps, ReplicaSets, analysis) in plain words.
 //! - [`evidence`] — supply-chain evidence for a deployed image: its build, Tekton Chains'
@@ -28,10 +30,12 @@
 //! - [`snapshot`] — the derivations' input: cluster objects, pull requests, catalog, history, memory.
 //! - [`tekton`] — PipelineRuns and TaskRuns: status, times, results, params.
 //! - [`time`] — human wording for ages and durations, given `now`.
+//! - [`values`] — config files as forms: their schemas, fields, lossless edits and problems.
 
 pub mod ansi;
 pub mod api;
 pub mod cloud;
+pub mod config;
 pub mod deployments;
 pub mod evidence;
 pub mod fleet;
@@ -47,3 +51,4 @@ pub mod rollout_actions;
 pub mod snapshot;
 pub mod tekton;
 pub mod time;
+pub mod values;

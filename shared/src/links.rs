@@ -88,6 +88,16 @@ pub fn under(base: &str, segments: &[&str]) -> Option<Checked> {
     Some(Checked(url))
 }
 
+/// A page of Tower itself (`/tower?key=value&…`), each value encoded with [`segment`]:
+/// a link that stays on the page's own origin.
+pub fn tower_page(query: &[(&str, &str)]) -> Checked {
+    let query: Vec<String> = query
+        .iter()
+        .map(|(key, value)| format!("{key}={}", segment(value)))
+        .collect();
+    Checked(format!("/tower?{}", query.join("&")))
+}
+
 /// `text` as one path segment (or query value, or fragment piece): everything but RFC 3986's
 /// unreserved characters percent-encoded, so it cannot add a segment, a query or a fragment.
 pub fn segment(text: &str) -> String {

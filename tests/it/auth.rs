@@ -271,7 +271,8 @@ fn protected_requests() -> Vec<(http::Method, String, Option<Value>)> {
                 continue;
             }
             let query = match path.as_str() {
-                "/api/snapshot" | "/api/deployments" | "/api/releases" | "/api/pipelines" => {
+                "/api/snapshot" | "/api/deployments" | "/api/releases" | "/api/pipelines"
+                | "/api/config" => {
                     "?service=svc"
                 }
                 "/api/pipelines/run" => "?service=svc&run=svc-build-1",
@@ -281,6 +282,7 @@ fn protected_requests() -> Vec<(http::Method, String, Option<Value>)> {
                 "/provisioning-history/typical" => "?kind=Go",
                 "/catalog/entity" => "?name=svc",
                 "/api/access" => "?service=svc",
+                "/api/config/file" => "?service=svc&file=env:prod",
                 "/api/argocd/rollout-actions" => "?service=svc&environment=prod",
                 "/api/records" => "?service=svc",
                 "/api/records/record" => "?service=svc&release=1.0.0-aaaaaaa",

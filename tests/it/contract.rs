@@ -276,6 +276,10 @@ fn samples() -> Vec<(&'static str, Value)> {
                 error: "e".to_owned(),
                 field: Some("f".to_owned()),
                 path: Some("/p".to_owned()),
+                problems: vec![tower_shared::values::Problem {
+                    path: "/replicas".to_owned(),
+                    message: "0 is less than the minimum of 1".to_owned(),
+                }],
             }),
         ),
         (
@@ -333,7 +337,9 @@ fn samples() -> Vec<(&'static str, Value)> {
                             message: Some("CanaryPauseStep".to_owned()),
                             blue_green: true,
                         }),
+                        platform: vec!["Secret pay-secrets stale".to_owned()],
                     }],
+                    platform: vec!["Project pay-secrets failing: quota".to_owned()],
                 }],
             }),
         ),
@@ -554,6 +560,84 @@ fn samples() -> Vec<(&'static str, Value)> {
             }),
         ),
         (
+            "ConfigAnswer",
+            json_of(tower_shared::api::ConfigAnswer {
+                service: "shop".to_owned(),
+                environments: vec!["dev".to_owned(), "prod".to_owned()],
+                made: tower_shared::config::Made {
+                    secrets: vec![tower_shared::config::SecretSync {
+                        kind: "ExternalSecret".to_owned(),
+                        name: "shop-secrets".to_owned(),
+                        namespace: "app-shop-prod".to_owned(),
+                        cluster: "prod".to_owned(),
+                        environment: Some("prod".to_owned()),
+                        store: Some("infisical".to_owned()),
+                        target: Some("shop-env".to_owned()),
+                        keys: vec!["DATABASE_URL".to_owned()],
+                        ready: Some(false),
+                        reason: Some("SecretSyncedError".to_owned()),
+                        message: Some("could not get secret data from provider".to_owned()),
+                        last_refresh: Some(time),
+                        refresh_interval_sec: Some(3600),
+                        stale: true,
+                    }],
+                    composed: Some(tower_shared::config::Composed {
+                        kind: "Go".to_owned(),
+                        name: "shop".to_owned(),
+                        ready: Some(false),
+                        synced: Some(true),
+                        error: Some("Unready resources: project".to_owned()),
+                        resources: vec![tower_shared::config::ComposedResource {
+                            api_version: "repo.github.m.upbound.io/v1alpha1".to_owned(),
+                            kind: "Repository".to_owned(),
+                            name: "shop-gitops".to_owned(),
+                            ready: Some(true),
+                            synced: Some(false),
+                            error: Some("403 Forbidden".to_owned()),
+                            external_name: Some("gitops-shop".to_owned()),
+                            link: Some("https://github.com/acme/gitops-shop".to_owned()),
+                        }],
+                    }),
+                },
+                health: Health::default(),
+            }),
+        ),
+        ("ConfigFile", json_of(config_file())),
+        (
+            "ConfigDraft",
+            json_of(tower_shared::api::ConfigDraft {
+                service: "shop".to_owned(),
+                file: "env:prod".to_owned(),
+                base: "replicas: 3\n".to_owned(),
+                text: "replicas: 3\n".to_owned(),
+                edits: vec![tower_shared::values::Edit {
+                    path: "/replicas".to_owned(),
+                    value: Some("4".to_owned()),
+                }],
+                seen: Some("0123abcd".to_owned()),
+            }),
+        ),
+        (
+            "ConfigChecked",
+            json_of(tower_shared::api::ConfigChecked {
+                text: "replicas: 4\n".to_owned(),
+                form: config_file().form,
+                diff: vec![DiffLine {
+                    change: LineChange::Added,
+                    text: "replicas: 4".to_owned(),
+                }],
+                unchanged: false,
+            }),
+        ),
+        (
+            "ConfigSaved",
+            json_of(tower_shared::api::ConfigSaved {
+                outcome: "opened".to_owned(),
+                pull: config_file().pull.unwrap(),
+                message: "Opened pull request #8".to_owned(),
+            }),
+        ),
+        (
             "Readiness",
             json_of(Readiness {
                 ready: false,
@@ -561,6 +645,41 @@ fn samples() -> Vec<(&'static str, Value)> {
             }),
         ),
     ]
+}
+
+/// A config file whose form has every kind of field, an unknown key and a problem.
+fn config_file() -> tower_shared::api::ConfigFile {
+    use tower_shared::values::{self, FileKind};
+    let text = "image: ghcr.io/acme/shop:1.2.0-bbbbbbb\nreplicas: 0\nlogLevel: info\nenv:\n  A: b\nnote: kept\n";
+    let pull = tower_shared::api::ConfigPull {
+        number: 8,
+        url: Some("https://github.com/acme/gitops-shop/pull/8".to_owned()),
+        title: "Change shop's prod values".to_owned(),
+        branch: "tower/config-env-prod-0123abcd".to_owned(),
+    };
+    tower_shared::api::ConfigFile {
+        service: "shop".to_owned(),
+        file: tower_shared::api::ConfigFileRef {
+            id: "env:prod".to_owned(),
+            kind: FileKind::EnvValues,
+            label: "prod values".to_owned(),
+            repo: "acme/gitops-shop".to_owned(),
+            path: "glidepath/envs/prod.yaml".to_owned(),
+        },
+        branch: pull.branch.clone(),
+        seen: Some("0123abcd".to_owned()),
+        text: text.to_owned(),
+        form: values::form(FileKind::EnvValues, text),
+        pulls: vec![pull.clone()],
+        pull: Some(pull),
+        access: tower_shared::api::Access {
+            service: "shop".to_owned(),
+            subject: "user:default/ana".to_owned(),
+            owner: Some("group:default/team-a".to_owned()),
+            may_promote: true,
+            why_not: None,
+        },
+    }
 }
 
 /// A record with every part filled: the human part, a sign-off, pulls, evidence.

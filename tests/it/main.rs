@@ -31,6 +31,7 @@ mod canary_actions;
 mod change_to_screen;
 mod cli;
 mod cloud_deploys;
+mod config;
 mod contract;
 mod deploy;
 mod deployments;

@@ -121,7 +121,7 @@ fn a_release_live_in_prod_is_drafted_with_its_journey_gates_evidence_and_score()
 }
 
 /// The open pull requests of `repo` on the simulated GitHub whose branch starts with `prefix`.
-async fn open_pulls(tower: &Live, repo: &str, prefix: &str) -> Vec<Value> {
+pub(crate) async fn open_pulls(tower: &Live, repo: &str, prefix: &str) -> Vec<Value> {
     let github = format!("http://{}", tower.world.served.github);
     let pulls: Vec<Value> = reqwest::get(format!(
         "{github}/repos/{repo}/pulls?state=open&per_page=100"

@@ -64,6 +64,7 @@ struct Inner {
     pipelines: ServiceViews<tower_shared::pipelines::Pipelines>,
     pulls: ServiceViews<tower_shared::pulls::Pulls>,
     releases: ServiceViews<tower_shared::api::ReleasesAnswer>,
+    config_tab: ServiceViews<tower_shared::api::ConfigAnswer>,
     /// Changes noted since the deriver last took them.
     pending: Mutex<BTreeSet<Change>>,
     /// How long the deriver's last rebuild took (snapshot, index, derivation, views), µs.
@@ -153,6 +154,7 @@ impl Live {
                 pipelines: ServiceViews::default(),
                 pulls: ServiceViews::default(),
                 releases: ServiceViews::default(),
+                config_tab: ServiceViews::default(),
                 pending: Mutex::default(),
                 last_rebuild_micros: std::sync::atomic::AtomicU64::new(0),
                 rebuilds: std::sync::atomic::AtomicU64::new(0),
@@ -252,6 +254,12 @@ impl Live {
     /// service Tower does not know.
     pub fn service_releases(&self, service: &str) -> Option<Arc<View>> {
         self.inner.releases.get(&self.derived(), service)
+    }
+
+    /// `service`'s Config tab, made once per change of the snapshot; `None` for a service
+    /// Tower does not know.
+    pub fn service_config(&self, service: &str) -> Option<Arc<View>> {
+        self.inner.config_tab.get(&self.derived(), service)
     }
 
     /// `service`'s pull requests, stitched, made once per change of the snapshot; `None`

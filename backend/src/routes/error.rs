@@ -79,6 +79,33 @@ pub enum ApiError {
     /// A service Tower called answered something it cannot use.
     #[error("{message}")]
     Upstream { message: String },
+    /// A config file its schema refuses: 422 naming the first problem's field, with all
+    /// of them.
+    #[error("{}", invalid_message(.problems))]
+    Invalid {
+        problems: Vec<tower_shared::values::Problem>,
+    },
+}
+
+fn invalid_message(problems: &[tower_shared::values::Problem]) -> String {
+    match problems {
+        [one] => format!("{}: {}", field_name(&one.path), one.message),
+        [first, rest @ ..] => format!(
+            "{}: {} (and {} more)",
+            field_name(&first.path),
+            first.message,
+            rest.len()
+        ),
+        [] => "the file is not valid".to_owned(),
+    }
+}
+
+fn field_name(path: &str) -> &str {
+    if path.is_empty() {
+        "the file"
+    } else {
+        path
+    }
 }
 
 impl ApiError {
@@ -150,8 +177,26 @@ impl IntoResponse for ApiError {
             ),
             ApiError::Unavailable { .. } => (StatusCode::SERVICE_UNAVAILABLE, None, None),
             ApiError::Upstream { .. } => (StatusCode::BAD_GATEWAY, None, None),
+            ApiError::Invalid { problems } => (
+                StatusCode::UNPROCESSABLE_ENTITY,
+                problems.first().map(|p| p.path.clone()),
+                None,
+            ),
         };
-        let mut response = (status, Json(ErrorBody { error, field, path })).into_response();
+        let problems = match self {
+            ApiError::Invalid { ref problems } => problems.clone(),
+            _ => Vec::new(),
+        };
+        let mut response = (
+            status,
+            Json(ErrorBody {
+                error,
+                field,
+                path,
+                problems,
+            }),
+        )
+            .into_response();
         if let ApiError::Unavailable {
             retry_after_secs: Some(secs),
             ..

@@ -3,6 +3,7 @@
 
 mod argocd;
 mod catalog;
+mod config;
 mod error;
 mod events;
 mod fleet;
@@ -34,6 +35,8 @@ const SYNC_ROUTE: &str = "/api/argocd/sync";
 const ROLLOUT_ACTION: &str = "/api/argocd/rollout-action";
 /// The route a tool's token must be granted to propose a release record's human part.
 const RECORD_NOTES: &str = "/api/records/notes";
+/// The route a tool's token must be granted to propose config changes.
+const CONFIG_SAVE: &str = "/api/config/save";
 
 /// Every JSON route. An unknown `/api/…` path gets a JSON 404, not the frontend's page.
 pub fn api() -> Router<AppState> {
@@ -53,6 +56,10 @@ pub fn api() -> Router<AppState> {
         .route("/api/records/record", get(records::record))
         .route("/api/records/export", get(records::export))
         .route(RECORD_NOTES, post(records::notes))
+        .route("/api/config", get(config::get))
+        .route("/api/config/file", get(config::file))
+        .route("/api/config/check", post(config::check))
+        .route(CONFIG_SAVE, post(config::save))
         .route("/api/pipelines", get(pipelines::runs))
         .route("/api/pipelines/run", get(pipelines::run))
         .route("/api/pipelines/log", get(pipelines::log))

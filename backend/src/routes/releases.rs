@@ -17,9 +17,7 @@
 use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::{Extension, Json};
-use tower_shared::api::{
-    Access, DiffLine, LineChange, PromoteAnswer, PromoteOutcome, PromoteRequest, PromotionPreview,
-};
+use tower_shared::api::{Access, PromoteAnswer, PromoteOutcome, PromoteRequest, PromotionPreview};
 use tower_shared::hangar;
 use tower_shared::releases::{self, Promotion, PullRef, Release, Releases};
 
@@ -188,20 +186,6 @@ async fn plan(
     })
 }
 
-fn diff(before: &str, after: &str) -> Vec<DiffLine> {
-    similar::TextDiff::from_lines(before, after)
-        .iter_all_changes()
-        .map(|change| DiffLine {
-            change: match change.tag() {
-                similar::ChangeTag::Equal => LineChange::Same,
-                similar::ChangeTag::Delete => LineChange::Removed,
-                similar::ChangeTag::Insert => LineChange::Added,
-            },
-            text: change.value().trim_end_matches(['\r', '\n']).to_owned(),
-        })
-        .collect()
-}
-
 /// An image reference (`registry/name:tag`, optionally `@digest`): 1 to 300 of
 /// `A-Z a-z 0-9 . _ / : @ + -` (the document's `ImageRef`).
 fn check_image(value: &str, field: &'static str) -> Result<(), ApiError> {
@@ -265,7 +249,7 @@ pub async fn preview(
         image: plan.release.image.clone(),
         environment: environment.to_owned(),
         how: plan.how,
-        diff: diff(&plan.text, &plan.changed),
+        diff: tower_shared::values::diff(&plan.text, &plan.changed),
         repo: plan.repo,
         path: plan.path,
         branch: plan.branch,

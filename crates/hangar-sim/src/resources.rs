@@ -52,6 +52,22 @@ pub const RESOURCES: &[ResourceType] = &[
     rt("", "v1", "Namespace", "namespaces", false, &["ns"]),
     rt("", "v1", "Pod", "pods", true, &["po"]),
     rt(
+        "external-secrets.io",
+        "v1",
+        "ExternalSecret",
+        "externalsecrets",
+        true,
+        &["es"],
+    ),
+    rt(
+        "secrets.infisical.com",
+        "v1alpha1",
+        "InfisicalSecret",
+        "infisicalsecrets",
+        true,
+        &[],
+    ),
+    rt(
         "catalog.hangar.io",
         "v1alpha1",
         "NodeJS",

@@ -16,7 +16,7 @@
 mod cicd;
 mod index;
 pub mod model;
-mod records;
+pub(crate) mod records;
 mod steps;
 mod typical;
 

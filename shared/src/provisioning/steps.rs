@@ -966,6 +966,12 @@ fn first_environment_up(
         return Draft::waiting("Waits until CI/CD and the repositories are done");
     }
     let Some(app) = &ctx.dev_application else {
+        // Tower's Config tab opens the pull request with a starter file.
+        let config = links::tower_page(&[
+            ("view", "config"),
+            ("service", ctx.name),
+            ("file", "env:dev"),
+        ]);
         return Draft::running(
             after,
             format!(
@@ -973,6 +979,10 @@ fn first_environment_up(
                 hangar::env_file("dev"),
                 hangar::gitops_repo(ctx.name, Some(ctx.kind))
             ),
+        )
+        .link(
+            format!("Create {} on the Config tab", hangar::env_file("dev")),
+            Some(config),
         );
     };
     let app_name = hangar::env_application(ctx.name, "dev");

@@ -183,6 +183,22 @@ pub enum Role {
     CompletingCanary,
 }
 
+/// What is wrong with what the platform made for an app (the Config tab's read-only half).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Trouble {
+    /// Its prod ExternalSecret stopped refreshing: the provider refuses, the last good
+    /// refresh lies [`STALE_FOR`] seconds before the fleet's start (its interval is an hour).
+    StaleSecret,
+    /// The Infisical Project its XR composes fails to sync: the provider's quota error.
+    FailingComposed,
+}
+
+/// How long before the fleet's start the stale secret last refreshed.
+pub const STALE_FOR: i64 = 3 * 3_600;
+/// The provider's error on the failing composed Project.
+pub const PROJECT_ERROR: &str =
+    "cannot create Infisical project: 403 Forbidden: the organization's project quota is reached";
+
 /// What Tekton Chains does with an app's builds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Chains {
@@ -218,6 +234,9 @@ pub struct SteadyApp {
     pub held: Option<DateTime<Utc>>,
     /// The catalog group that owns it (`team-a`, or `team-b` for every fourth app).
     pub owner: &'static str,
+    /// What is wrong with what the platform made for it, if anything (the demo's fleet:
+    /// the seventh app's secret is stale, the tenth's composed Project fails).
+    pub trouble: Option<Trouble>,
 }
 
 /// A release Git put in an environment: a commit (or a merged pull request) changing the
@@ -272,6 +291,11 @@ impl SteadyFleet {
                 let app = SteadyApp {
                     detailed: true,
                     busy: i == 0,
+                    trouble: match i {
+                        6 => Some(Trouble::StaleSecret),
+                        9 => Some(Trouble::FailingComposed),
+                        _ => None,
+                    },
                     ..SteadyApp::chosen(i, chosen, &mut rng)
                 };
                 if i == 1 {
@@ -311,6 +335,11 @@ impl SteadyFleet {
     /// The app playing `role`, if the fleet has one.
     pub fn app(&self, role: Role) -> Option<&SteadyApp> {
         self.apps.iter().find(|a| a.role == role)
+    }
+
+    /// The app with `trouble`, if the fleet has one.
+    pub fn troubled(&self, trouble: Trouble) -> Option<&SteadyApp> {
+        self.apps.iter().find(|a| a.trouble == Some(trouble))
     }
 }
 
@@ -401,6 +430,7 @@ impl SteadyApp {
             busy: false,
             held: None,
             owner: if i % 4 == 3 { "team-b" } else { "team-a" },
+            trouble: None,
         }
     }
 
@@ -591,16 +621,43 @@ impl SteadyApp {
         Some((range(base, head), range(head, base)))
     }
 
-    /// The environment file Argo CD deploys `env` from, as it reads with `release` there.
+    /// The environment file Argo CD deploys `env` from, as it reads with `release` there:
+    /// the image promotions change, and the values people edit on the Config tab.
     fn env_file(&self, env: &str, release: Release) -> String {
+        let replicas = if env == "prod" { 3 } else { 1 };
         format!(
             "# {name} in {env}: Argo CD deploys what this file says.\n\
              # Staging moves by a commit; prod by a reviewed pull request.\n\
              image: {image}\n\
-             replicas: 3\n",
+             replicas: {replicas}   # one per zone in prod\n\
+             resources:\n  cpu: 500m\n  memory: 512Mi\n\
+             env:\n  # JSON is what the log pipeline parses\n  LOG_FORMAT: json\n  \
+             HTTP_TIMEOUT_MS: \"2500\"\n",
             name = self.name,
             image = self.image(release)
         )
+    }
+
+    /// The app's `cicd.yaml` (`glidepath/cicd.yaml` in its GitOps repo): its environments
+    /// as the fleet runs them, its stages and test gates.
+    fn cicd_file(&self) -> String {
+        let mut out = format!(
+            "# How Glidepath builds and deploys {}.\ndeploy:\n  environments:\n",
+            self.name
+        );
+        for (env, cluster) in self.environments {
+            if *env == "dev" {
+                out.push_str("    - name: dev\n      type: ground\n");
+            } else {
+                out.push_str(&format!(
+                    "    - name: {env}\n      type: flight\n      cluster: {cluster}\n"
+                ));
+            }
+        }
+        out.push_str(
+            "stages:\n  - build\n  - deploy-to-dev\ntests:\n  coverage: 80   # the team's floor\n  timeoutMinutes: 15\n",
+        );
+        out
     }
 
     /// The promotion `content` written to `path` of `repo` on `main` at `at` makes, if it is
@@ -708,6 +765,14 @@ impl SteadyApp {
             .chain(acting)
             .filter(|t| *t > now)
             .fold(next, DateTime::min);
+        // Its ExternalSecrets refresh at the top of each hour.
+        let next = if self.detailed {
+            let hour = DateTime::from_timestamp((now.timestamp().div_euclid(3_600) + 1) * 3_600, 0)
+                .unwrap_or(next);
+            next.min(hour)
+        } else {
+            next
+        };
         pr_next.map_or(next, |p| p.min(next))
     }
 
@@ -766,14 +831,21 @@ impl SteadyApp {
         if !self.detailed {
             return Vec::new();
         }
-        self.environments
+        let mut files: Vec<super::RepoFile> = self
+            .environments
             .iter()
             .map(|&(env, _)| super::RepoFile {
                 repo: format!("acme/gitops-{}", self.name),
                 path: format!("glidepath/envs/{env}.yaml"),
                 content: self.env_file(env, self.arrival(env, now, promoted).release),
             })
-            .collect()
+            .collect();
+        files.push(super::RepoFile {
+            repo: format!("acme/gitops-{}", self.name),
+            path: "glidepath/cicd.yaml".to_owned(),
+            content: self.cicd_file(),
+        });
+        files
     }
 
     /// What a rollout playing `role` that started at `started` is doing at `now`, left to
@@ -848,18 +920,32 @@ impl SteadyApp {
         acted: &[Acted],
     ) -> Vec<(String, Value)> {
         let name = self.name.as_str();
+        let made = if self.detailed {
+            self.made(now, long_ago)
+        } else {
+            Vec::new()
+        };
+        let refs: Vec<Value> = made
+            .iter()
+            .filter(|(_, o)| o["metadata"]["labels"]["crossplane.io/composite"] == name)
+            .map(|(_, o)| {
+                json!({"apiVersion": o["apiVersion"], "kind": o["kind"],
+                                 "name": o["metadata"]["name"]})
+            })
+            .collect();
         let mut out = vec![(
             "dev".to_owned(),
             json!({"apiVersion": "catalog.hangar.io/v1alpha1", "kind": self.kind,
                 "metadata": {"name": name, "creationTimestamp": ts(long_ago),
                              "labels": {"hangar.io/team": self.owner}},
-                "spec": {"parameters": {"name": name}},
+                "spec": {"parameters": {"name": name}, "crossplane": {"resourceRefs": refs}},
                 "status": {"conditions": [
                     condition("Synced", true, "ReconcileSuccess", long_ago, None),
                     condition("Ready", true, "Available", long_ago, None),
                     condition("DevClusterReady", true, "Available", long_ago, None),
                     condition("CicdOnboarded", true, "Available", long_ago, None)]}}),
         )];
+        out.extend(made);
         out.extend(self.builds(now));
         for &(env, cluster) in self.environments {
             let arrival = self.arrival(env, now, promoted);
@@ -1022,6 +1108,112 @@ impl SteadyApp {
                 )),
                 _ => {}
             }
+        }
+        out
+    }
+
+    /// What the platform made for the app besides its runs and rollouts: the resources its
+    /// XR composes (its GitOps repository, catalog file and Infisical project) and an
+    /// ExternalSecret per environment, refreshed at the top of every hour — as its
+    /// [`Trouble`] says, if it has one.
+    fn made(&self, now: DateTime<Utc>, long_ago: DateTime<Utc>) -> Vec<(String, Value)> {
+        let name = self.name.as_str();
+        let gitops = format!("gitops-{name}");
+        let mut out = vec![
+            (
+                "dev".to_owned(),
+                objects::repository(
+                    name,
+                    &format!("{name}-gitops"),
+                    &gitops,
+                    Some(long_ago),
+                    long_ago,
+                    None,
+                ),
+            ),
+            (
+                "dev".to_owned(),
+                objects::repository_file(
+                    name,
+                    &format!("{name}-catalog-info"),
+                    &gitops,
+                    "catalog-info.yaml",
+                    Some(long_ago),
+                    long_ago,
+                ),
+            ),
+        ];
+        let failing = self.trouble == Some(Trouble::FailingComposed);
+        let project_conditions = if failing {
+            json!([
+                condition("Ready", false, "Creating", long_ago, None),
+                condition(
+                    "Synced",
+                    false,
+                    "ReconcileError",
+                    long_ago,
+                    Some(PROJECT_ERROR)
+                )
+            ])
+        } else {
+            json!([
+                condition("Ready", true, "Available", long_ago, None),
+                condition("Synced", true, "ReconcileSuccess", long_ago, None)
+            ])
+        };
+        out.push((
+            "dev".to_owned(),
+            json!({"apiVersion": "projects.project.infisical.m.hangar.io/v1alpha1", "kind": "Project",
+                "metadata": {"name": format!("{name}-secrets"), "namespace": "tenants",
+                             "annotations": {"crossplane.io/external-name": name},
+                             "labels": {"crossplane.io/composite": name}},
+                "spec": {"forProvider": {"projectName": name, "slug": name}},
+                "status": {"conditions": project_conditions}}),
+        ));
+        // ESO refreshes every hour: the last refresh is the hour's top.
+        let hour = DateTime::from_timestamp(now.timestamp().div_euclid(3_600) * 3_600, 0)
+            .unwrap_or(now)
+            .max(long_ago);
+        for &(env, cluster) in self.environments {
+            let stale = env == "prod" && self.trouble == Some(Trouble::StaleSecret);
+            let (refreshed, ready) = if stale {
+                let at = long_ago + Duration::days(40) - Duration::seconds(STALE_FOR);
+                (
+                    at,
+                    condition(
+                        "Ready",
+                        false,
+                        "SecretSyncedError",
+                        at,
+                        Some("could not get secret data from provider"),
+                    ),
+                )
+            } else {
+                (
+                    hour,
+                    condition(
+                        "Ready",
+                        true,
+                        "SecretSynced",
+                        long_ago,
+                        Some("secret synced"),
+                    ),
+                )
+            };
+            out.push((
+                cluster.to_owned(),
+                json!({"apiVersion": "external-secrets.io/v1", "kind": "ExternalSecret",
+                    "metadata": {"name": format!("{name}-secrets"),
+                                 "namespace": format!("app-{name}-{env}")},
+                    "spec": {"refreshInterval": "1h",
+                             "secretStoreRef": {"kind": "SecretStore", "name": "infisical"},
+                             "target": {"name": format!("{name}-env")},
+                             "data": [{"secretKey": "DATABASE_URL", "remoteRef": {"key": "DATABASE_URL"}},
+                                      {"secretKey": "PAYMENTS_API_KEY", "remoteRef": {"key": "PAYMENTS_API_KEY"}}]},
+                    "status": {"refreshTime": ts(refreshed), "syncedResourceVersion": "1-sim",
+                               "binding": {"name": format!("{name}-env")},
+                               "conditions": [ready]}}),
+            ));
         }
         out
     }
