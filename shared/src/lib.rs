@@ -12,6 +12,7 @@
 //! - [`cloud`] — cloud deploys (ECS, Lambda, Container Apps) from Tekton deploy runs.
 //! - [`config`] — the Config tab's read-only half: an app's synchronised secrets (stale or
 //!   not) and the resources its Crossplane XR composes.
+//! - [`dora`] — DORA's four keys from prod rollouts and merged changes (`docs/dora.md`).
 //! - [`deployments`] — the Deployments tab: cloud deploys, or each environment's Argo CD
 //!   Application and Argo Rollout (phase, steps, ReplicaSets, analysis) in plain words.
 //! - [`evidence`] — supply-chain evidence for a deployed image: its build, Tekton Chains'
@@ -27,6 +28,7 @@
 //! - [`pulls`] — the Pull requests tab: a service's PRs stitched by commit to their runs,
 //!   and a merged one to its image and the environments running it.
 //! - [`provisioning`] — provisioning progress: steps, groups, events, typical durations.
+//! - [`slo`] — error budgets and the SRE workbook's multiwindow burn-rate alerts.
 //! - [`snapshot`] — the derivations' input: cluster objects, pull requests, catalog, history, memory.
 //! - [`tekton`] — PipelineRuns and TaskRuns: status, times, results, params.
 //! - [`time`] — human wording for ages and durations, given `now`.
@@ -37,6 +39,7 @@ pub mod api;
 pub mod cloud;
 pub mod config;
 pub mod deployments;
+pub mod dora;
 pub mod evidence;
 pub mod fleet;
 pub mod hangar;
@@ -48,6 +51,7 @@ pub mod pulls;
 pub mod records;
 pub mod releases;
 pub mod rollout_actions;
+pub mod slo;
 pub mod snapshot;
 pub mod tekton;
 pub mod time;
