@@ -141,25 +141,23 @@ pub fn go_duration(text: &str) -> Option<i64> {
     (any && number.is_empty()).then_some(total.round() as i64)
 }
 
+/// A condition of `object` as (true, false or unknown; its reason; its message).
 fn condition_state(object: &Object, type_: &str) -> (Option<bool>, Option<String>, Option<String>) {
-    match object.condition(type_) {
-        Some(c) if c.is_true() => (
-            Some(true),
-            c.reason.map(str::to_owned),
-            c.message.map(str::to_owned),
-        ),
-        Some(c) if c.is_false() => (
-            Some(false),
-            c.reason.map(str::to_owned),
-            c.message.map(str::to_owned),
-        ),
-        Some(c) => (
-            None,
-            c.reason.map(str::to_owned),
-            c.message.map(str::to_owned),
-        ),
-        None => (None, None, None),
-    }
+    let Some(c) = object.condition(type_) else {
+        return (None, None, None);
+    };
+    let state = if c.is_true() {
+        Some(true)
+    } else if c.is_false() {
+        Some(false)
+    } else {
+        None
+    };
+    (
+        state,
+        c.reason.map(str::to_owned),
+        c.message.map(str::to_owned),
+    )
 }
 
 fn secret_sync(object: &Object, cluster: &str, now: DateTime<Utc>) -> Option<SecretSync> {
@@ -182,10 +180,7 @@ fn secret_sync(object: &Object, cluster: &str, now: DateTime<Utc>) -> Option<Sec
                     message,
                     crate::kube::at(&object.status, &["refreshTime"]).and_then(time),
                     // ESO's default interval is one hour.
-                    Some(
-                        str_at(&object.spec, &["refreshInterval"]).map_or(Some(3600), go_duration),
-                    )
-                    .flatten(),
+                    str_at(&object.spec, &["refreshInterval"]).map_or(Some(3600), go_duration),
                     str_at(&object.spec, &["secretStoreRef", "name"]).map(str::to_owned),
                     str_at(&object.spec, &["target", "name"])
                         .or(Some(object.name()))

@@ -27,18 +27,6 @@ pub(crate) fn apps(tower: &Live) -> (String, String, String) {
     )
 }
 
-pub(crate) async fn post(tower: &Live, path: &str, body: &Value) -> (u16, Value) {
-    let response = tower
-        .client()
-        .post(tower.url(path))
-        .json(body)
-        .send()
-        .await
-        .unwrap();
-    let status = response.status().as_u16();
-    (status, response.json().await.unwrap())
-}
-
 /// The open pull requests on `repo` whose branch is a Tower config branch.
 async fn config_pulls(tower: &Live, repo: &str) -> Vec<Value> {
     crate::records::open_pulls(tower, repo, "tower/config-").await
@@ -99,12 +87,12 @@ async fn prod_values_are_edited_as_a_form_and_proposed_as_one_pull_request() {
     // A bad value: the check names the field, the save refuses with the same field.
     let bad = json!({"service": app, "file": "env:prod", "base": base, "text": base,
                      "edits": [{"path": "/replicas", "value": "0"}], "seen": seen});
-    let (status, checked) = post(&tower, "/api/config/check", &bad).await;
+    let (status, checked) = tower.post("/api/config/check", &bad).await;
     assert_eq!(status, 200, "{checked}");
     let problems = checked["form"]["problems"].as_array().unwrap().clone();
     assert_eq!(problems.len(), 1, "{checked}");
     assert_eq!(problems[0]["path"], "/replicas");
-    let (status, refused) = post(&tower, "/api/config/save", &bad).await;
+    let (status, refused) = tower.post("/api/config/save", &bad).await;
     assert_eq!(status, 422, "{refused}");
     assert_eq!(refused["field"], "/replicas");
     assert_eq!(refused["problems"], json!(problems));
@@ -115,7 +103,7 @@ async fn prod_values_are_edited_as_a_form_and_proposed_as_one_pull_request() {
                       "edits": [{"path": "/replicas", "value": "5"},
                                 {"path": "/env/LOG_FORMAT", "value": "text"}],
                       "seen": seen});
-    let (status, checked) = post(&tower, "/api/config/check", &good).await;
+    let (status, checked) = tower.post("/api/config/check", &good).await;
     assert_eq!(status, 200, "{checked}");
     assert_eq!(checked["form"]["problems"], json!([]));
     let changed: Vec<(String, String)> = checked["diff"]
@@ -148,8 +136,8 @@ async fn prod_values_are_edited_as_a_form_and_proposed_as_one_pull_request() {
 
     // Saved twice at once: one pull request, its branch holding exactly the checked text.
     let (a, b) = futures::join!(
-        post(&tower, "/api/config/save", &good),
-        post(&tower, "/api/config/save", &good)
+        tower.post("/api/config/save", &good),
+        tower.post("/api/config/save", &good)
     );
     assert_eq!((a.0, b.0), (200, 200), "{} {}", a.1, b.1);
     let mut outcomes = [
@@ -186,7 +174,7 @@ async fn prod_values_are_edited_as_a_form_and_proposed_as_one_pull_request() {
     let more = json!({"service": app, "file": "env:prod", "base": text, "text": text,
                       "edits": [{"path": "/env/FEATURE_SEARCH", "value": "on"}],
                       "seen": again["seen"]});
-    let (status, saved) = post(&tower, "/api/config/save", &more).await;
+    let (status, saved) = tower.post("/api/config/save", &more).await;
     assert_eq!(
         (status, &saved["outcome"]),
         (200, &json!("updated")),
@@ -201,14 +189,14 @@ async fn prod_values_are_edited_as_a_form_and_proposed_as_one_pull_request() {
     );
 
     // Loaded before that change: refused, never overwritten.
-    let (status, stale) = post(
-        &tower,
-        "/api/config/save",
-        &json!({
+    let (status, stale) = tower
+        .post(
+            "/api/config/save",
+            &json!({
         "service": app, "file": "env:prod", "base": text, "text": text,
         "edits": [{"path": "/replicas", "value": "4"}], "seen": again["seen"]}),
-    )
-    .await;
+        )
+        .await;
     assert_eq!((status, &stale["field"]), (409, &json!("seen")), "{stale}");
 }
 
@@ -247,7 +235,7 @@ async fn bad_drafts_and_a_non_owner_are_refused_with_the_field_named() {
             "service",
         ),
     ] {
-        let (got, answer) = post(&tower, "/api/config/save", &body).await;
+        let (got, answer) = tower.post("/api/config/save", &body).await;
         assert_eq!(
             (got, answer["field"].as_str()),
             (status, Some(field)),
@@ -267,14 +255,14 @@ async fn bad_drafts_and_a_non_owner_are_refused_with_the_field_named() {
         .unwrap();
     assert_eq!(file["access"]["mayPromote"], false);
     let text = file["text"].as_str().unwrap();
-    let (status, refused) = post(
-        &tower,
-        "/api/config/save",
-        &json!({
+    let (status, refused) = tower
+        .post(
+            "/api/config/save",
+            &json!({
         "service": other, "file": "env:prod", "base": text, "text": text,
         "edits": [{"path": "/replicas", "value": "4"}], "seen": file["seen"]}),
-    )
-    .await;
+        )
+        .await;
     assert_eq!(
         (status, &refused["field"]),
         (403, &json!("service")),

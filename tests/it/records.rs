@@ -142,14 +142,7 @@ pub(crate) async fn open_pulls(tower: &Live, repo: &str, prefix: &str) -> Vec<Va
 }
 
 async fn post_notes(tower: &Live, body: &Value) -> (u16, Value) {
-    let response = tower
-        .client()
-        .post(tower.url("/api/records/notes"))
-        .json(body)
-        .send()
-        .await
-        .unwrap();
-    (response.status().as_u16(), response.json().await.unwrap())
+    tower.post("/api/records/notes", body).await
 }
 
 async fn get_bytes(tower: &Live, path: &str) -> (u16, String, Vec<u8>) {

@@ -859,6 +859,18 @@ impl Live {
             .with_context(|| format!("GET {path} answered {status} with non-JSON: {text}"))?;
         Ok((status, body))
     }
+
+    /// `POST path` with the JSON `body`: the answer's status and JSON.
+    pub async fn post(&self, path: &str, body: &serde_json::Value) -> (u16, serde_json::Value) {
+        let response = self
+            .client()
+            .post(self.url(path))
+            .json(body)
+            .send()
+            .await
+            .unwrap();
+        (response.status().as_u16(), response.json().await.unwrap())
+    }
 }
 
 /// The steady fleet's app playing `role` in every world this suite starts (seed 1; which

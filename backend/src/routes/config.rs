@@ -47,12 +47,10 @@ pub async fn get(
     query: Query,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let service = params::dns_label(&query, "service")?;
-    let view = state
-        .source
-        .service_config(service)
-        .ok_or_else(|| ApiError::no_service("service", service))?;
-    Ok(view.respond(&headers).await)
+    super::snapshot::serve(&state, &query, &headers, |source, s| {
+        source.service_config(s)
+    })
+    .await
 }
 
 /// The service's part of the snapshot, or 404 naming `service`.
@@ -88,11 +86,6 @@ fn file_ref(
 ) -> Result<ConfigFileRef, ApiError> {
     let kind = kind_of(file, field)?;
     let owner = super::github::github(state)?.owner();
-    let xr_kind = snapshot
-        .cluster(&snapshot.control_plane_cluster)
-        .iter()
-        .find(|o| hangar::is_xr(o) && o.name() == service)
-        .and_then(|o| ServiceKind::from_kind(&o.kind));
     let (repo, path, label) = match kind {
         FileKind::Cicd => {
             let (repo, path) = hangar::cicd_location(snapshot, owner, service);
@@ -117,7 +110,7 @@ fn file_ref(
                 });
             }
             (
-                format!("{owner}/{}", hangar::gitops_repo(service, xr_kind)),
+                gitops_of(owner, snapshot, service),
                 hangar::env_file(env),
                 format!("{env} values"),
             )
@@ -130,6 +123,17 @@ fn file_ref(
         repo,
         path,
     })
+}
+
+/// The service's GitOps repository as `owner/name` (`gitops-infra-<s>` for an
+/// InfraService, by its XR's kind).
+fn gitops_of(owner: &str, snapshot: &Snapshot, service: &str) -> String {
+    let kind = snapshot
+        .cluster(&snapshot.control_plane_cluster)
+        .iter()
+        .find(|o| hangar::is_xr(o) && o.name() == service)
+        .and_then(|o| ServiceKind::from_kind(&o.kind));
+    format!("{owner}/{}", hangar::gitops_repo(service, kind))
 }
 
 /// The text a file that does not exist yet starts from.
@@ -183,18 +187,16 @@ pub async fn file(
     super::github::spend_read(&state, caller.as_ref())?;
     let writer = writer(&state)?;
     let mut pulls = open_config_pulls(&state, &file.repo).await?;
-    let gitops = format!(
-        "{}/{}",
-        super::github::github(&state)?.owner(),
-        hangar::gitops_repo(service, None)
-    );
-    if gitops != file.repo {
-        pulls.extend(open_config_pulls(&state, &gitops).await?);
-    }
+    // The file's own pull request lives in its repository (where a save looks for it too).
     let pull = pulls
         .iter()
         .find(|p| hangar::is_config_branch(&p.branch, &file.id))
         .cloned();
+    // The list shows the GitOps repository's too, when `cicd.yaml` lives elsewhere.
+    let gitops = gitops_of(super::github::github(&state)?.owner(), &snapshot, service);
+    if gitops != file.repo {
+        pulls.extend(open_config_pulls(&state, &gitops).await?);
+    }
     let branch = pull.as_ref().map_or("main", |p| p.branch.as_str());
     let read = writer
         .read_file(&file.repo, branch, &file.path)

@@ -52,7 +52,7 @@ pub async fn releases(
 }
 
 /// The view `pick` finds for the `service` parameter; 404 naming it when there is none.
-async fn serve(
+pub(super) async fn serve(
     state: &AppState,
     query: &Query,
     headers: &HeaderMap,

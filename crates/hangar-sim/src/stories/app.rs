@@ -517,11 +517,13 @@ impl Story for AppStory {
                 "status": {"conditions": [condition("Synced", true, "ReconcileSuccess", at, None),
                                           condition("Ready", ready, if ready { "Available" } else { "Creating" }, at, None)]}}));
             if ready {
-                out.push(json!({"apiVersion": "projects.project.infisical.m.hangar.io/v1alpha1", "kind": "Project",
-                    "metadata": {"name": name, "namespace": cicd_ns, "annotations": {"crossplane.io/external-name": format!("6f1c{name}")},
-                                 "labels": {"crossplane.io/composite": format!("{name}-secrets")}},
-                    "spec": {"forProvider": {"name": name, "slug": name}},
-                    "status": {"conditions": [condition("Ready", true, "Available", at, None)]}}));
+                out.push(objects::project(
+                    &format!("{name}-secrets"),
+                    (name, &cicd_ns),
+                    name,
+                    &format!("6f1c{name}"),
+                    vec![condition("Ready", true, "Available", at, None)],
+                ));
             }
             let resync = format!("{name}-onboarding-resync-x1");
             let done = elapsed >= t.secrets_created + 30;

@@ -1145,30 +1145,31 @@ impl SteadyApp {
         ];
         let failing = self.trouble == Some(Trouble::FailingComposed);
         let project_conditions = if failing {
-            json!([
+            vec![
                 condition("Ready", false, "Creating", long_ago, None),
                 condition(
                     "Synced",
                     false,
                     "ReconcileError",
                     long_ago,
-                    Some(PROJECT_ERROR)
-                )
-            ])
+                    Some(PROJECT_ERROR),
+                ),
+            ]
         } else {
-            json!([
+            vec![
                 condition("Ready", true, "Available", long_ago, None),
-                condition("Synced", true, "ReconcileSuccess", long_ago, None)
-            ])
+                condition("Synced", true, "ReconcileSuccess", long_ago, None),
+            ]
         };
         out.push((
             "dev".to_owned(),
-            json!({"apiVersion": "projects.project.infisical.m.hangar.io/v1alpha1", "kind": "Project",
-                "metadata": {"name": format!("{name}-secrets"), "namespace": "tenants",
-                             "annotations": {"crossplane.io/external-name": name},
-                             "labels": {"crossplane.io/composite": name}},
-                "spec": {"forProvider": {"projectName": name, "slug": name}},
-                "status": {"conditions": project_conditions}}),
+            objects::project(
+                name,
+                (&format!("{name}-secrets"), "tenants"),
+                name,
+                name,
+                project_conditions,
+            ),
         ));
         // ESO refreshes every hour: the last refresh is the hour's top.
         let hour = DateTime::from_timestamp(now.timestamp().div_euclid(3_600) * 3_600, 0)

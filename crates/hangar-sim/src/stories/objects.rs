@@ -98,6 +98,24 @@ pub fn repository_file(
         "status": {"conditions": conditions}})
 }
 
+/// An Infisical Project as its Crossplane provider shows it, composed for `composite`:
+/// object `name` in `namespace`, the project `infisical` (its name and slug) whose id in
+/// Infisical is `id` (the external name), with `conditions`.
+pub fn project(
+    composite: &str,
+    (name, namespace): (&str, &str),
+    infisical: &str,
+    id: &str,
+    conditions: Vec<Value>,
+) -> Value {
+    json!({"apiVersion": "projects.project.infisical.m.hangar.io/v1alpha1", "kind": "Project",
+        "metadata": {"name": name, "namespace": namespace,
+                     "annotations": {"crossplane.io/external-name": id},
+                     "labels": {"crossplane.io/composite": composite}},
+        "spec": {"forProvider": {"name": infisical, "slug": infisical}},
+        "status": {"conditions": conditions}})
+}
+
 /// The stages of a Tekton run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RunState {
