@@ -18,6 +18,10 @@
 //!   webhookSecret: …                        # optional: POST /webhooks/github, signed with it
 //! argocd: {url: https://argocd-apps.example.com, token: …}
 //! backstage: {url: https://backstage.example.com, token: …}  # appUrl: when pages live elsewhere
+//! prometheus:                               # optional: the Runtime tab's objectives
+//!   url: http://prometheus.monitoring:9090
+//!   deadlineSecs: 5                         # each query's; the default
+//!   queries: {errorRatio: …, latencyP95: …, latencyP99: …}  # $namespace, $window; defaults in docs/runtime.md
 //! databaseUrl: sqlite:///var/lib/tower/history.db
 //! dataDir: /var/lib/tower
 //! frameAncestors: ["'self'"]                # Backstage's origin is always added
@@ -30,7 +34,7 @@
 //! Environment overrides (they win over the file): `TOWER_LISTEN`, `DATABASE_URL`,
 //! `TOWER_DATA_DIR`, `TOWER_GITHUB_TOKEN`, `TOWER_GITHUB_API_URL`,
 //! `TOWER_GITHUB_WEBHOOK_SECRET`, `TOWER_ARGOCD_URL`,
-//! `TOWER_ARGOCD_TOKEN`, `TOWER_BACKSTAGE_URL`, `TOWER_BACKSTAGE_TOKEN`, `TOWER_FRAME_ANCESTORS`
+//! `TOWER_ARGOCD_TOKEN`, `TOWER_PROMETHEUS_URL`, `TOWER_BACKSTAGE_URL`, `TOWER_BACKSTAGE_TOKEN`, `TOWER_FRAME_ANCESTORS`
 //! (comma-separated). Secrets are never printed: `Debug` redacts them.
 
 use std::fmt;
@@ -92,6 +96,9 @@ pub struct Config {
     pub argocd: Option<HttpService>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backstage: Option<HttpService>,
+    /// Where the Runtime tab's figures come from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prometheus: Option<PrometheusConfig>,
     /// `sqlite://…` (default: `history.db` in the data dir) or `postgres://…`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub database_url: Option<Secret>,
@@ -227,6 +234,80 @@ pub struct GitHubApp {
     pub private_key_file: PathBuf,
 }
 
+/// Prometheus' HTTP API and the queries Tower asks it, each written with `$namespace`
+/// (the environment's, `app-<s>-<env>`) and `$window` (`5m` … `30d`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PrometheusConfig {
+    pub url: String,
+    /// A bearer token, when Prometheus sits behind one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<Secret>,
+    /// How long each query may take before Prometheus counts as not answering.
+    #[serde(default = "default_prometheus_deadline")]
+    pub deadline_secs: u64,
+    #[serde(default)]
+    pub queries: PrometheusQueries,
+}
+
+fn default_prometheus_deadline() -> u64 {
+    5
+}
+
+/// The queries, for the common `http_requests_total` counter (with a `code` label) and the
+/// `http_request_duration_seconds` histogram.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PrometheusQueries {
+    /// Failed requests ÷ all requests.
+    #[serde(default = "PrometheusQueries::error_ratio")]
+    pub error_ratio: String,
+    #[serde(default = "PrometheusQueries::latency_p95")]
+    pub latency_p95: String,
+    #[serde(default = "PrometheusQueries::latency_p99")]
+    pub latency_p99: String,
+}
+
+impl PrometheusQueries {
+    fn error_ratio() -> String {
+        r#"sum(rate(http_requests_total{namespace="$namespace",code=~"5.."}[$window])) / sum(rate(http_requests_total{namespace="$namespace"}[$window]))"#.to_owned()
+    }
+
+    fn quantile(q: &str) -> String {
+        format!(
+            r#"histogram_quantile({q}, sum by (le) (rate(http_request_duration_seconds_bucket{{namespace="$namespace"}}[$window])))"#
+        )
+    }
+
+    fn latency_p95() -> String {
+        Self::quantile("0.95")
+    }
+
+    fn latency_p99() -> String {
+        Self::quantile("0.99")
+    }
+
+    /// The query for `measure`.
+    pub fn of(&self, measure: tower_shared::runtime::Measure) -> &str {
+        use tower_shared::runtime::Measure;
+        match measure {
+            Measure::ErrorRatio => &self.error_ratio,
+            Measure::LatencyP95 => &self.latency_p95,
+            Measure::LatencyP99 => &self.latency_p99,
+        }
+    }
+}
+
+impl Default for PrometheusQueries {
+    fn default() -> Self {
+        Self {
+            error_ratio: Self::error_ratio(),
+            latency_p95: Self::latency_p95(),
+            latency_p99: Self::latency_p99(),
+        }
+    }
+}
+
 /// A service Tower calls over HTTP.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -286,6 +367,7 @@ impl Default for Config {
             github: None,
             argocd: None,
             backstage: None,
+            prometheus: None,
             database_url: None,
             data_dir: default_data_dir(),
             frame_ancestors: default_frame_ancestors(),
@@ -399,6 +481,19 @@ impl Config {
                     .token = Some(Secret(token));
             }
         }
+        if let Some(url) = env("TOWER_PROMETHEUS_URL") {
+            match self.prometheus.as_mut() {
+                Some(prometheus) => prometheus.url = url,
+                None => {
+                    self.prometheus = Some(PrometheusConfig {
+                        url,
+                        token: None,
+                        deadline_secs: default_prometheus_deadline(),
+                        queries: PrometheusQueries::default(),
+                    });
+                }
+            }
+        }
         if let Some(origins) = env("TOWER_FRAME_ANCESTORS") {
             self.frame_ancestors = origins
                 .split(',')
@@ -464,6 +559,28 @@ impl Config {
         ] {
             if let Some(service) = service {
                 check_url(&service.url).map_err(|m| (field.to_owned(), m))?;
+            }
+        }
+        if let Some(prometheus) = &self.prometheus {
+            check_url(&prometheus.url).map_err(|m| ("prometheus.url".to_owned(), m))?;
+            if !(1..=60).contains(&prometheus.deadline_secs) {
+                return Err((
+                    "prometheus.deadlineSecs".to_owned(),
+                    "give 1 to 60 seconds".to_owned(),
+                ));
+            }
+            let q = &prometheus.queries;
+            for (field, query) in [
+                ("errorRatio", &q.error_ratio),
+                ("latencyP95", &q.latency_p95),
+                ("latencyP99", &q.latency_p99),
+            ] {
+                if !query.contains("$namespace") || !query.contains("$window") {
+                    return Err((
+                        format!("prometheus.queries.{field}"),
+                        "a query names $namespace and $window (the environment's namespace and the window, e.g. 1h)".to_owned(),
+                    ));
+                }
             }
         }
         if let Some(app_url) = self.backstage.as_ref().and_then(|b| b.app_url.as_ref()) {

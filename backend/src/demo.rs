@@ -152,6 +152,7 @@ pub async fn start_world_ticking(
     }
     writeln!(out, "Simulated GitHub API: http://{}", served.github)?;
     writeln!(out, "Simulated Argo CD API: http://{}", served.argocd)?;
+    writeln!(out, "Simulated Prometheus: http://{}", served.prometheus)?;
     writeln!(
         out,
         "Simulated Backstage: http://{} (static token {})",
@@ -237,6 +238,12 @@ pub fn config_for(
             token: None,
             guest_sign_in: false,
             app_url: None,
+        }),
+        prometheus: Some(crate::config::PrometheusConfig {
+            url: format!("http://{}", served.prometheus),
+            token: None,
+            deadline_secs: 5,
+            queries: crate::config::PrometheusQueries::default(),
         }),
         backstage: Some(HttpService {
             url: format!("http://{}", served.backstage),

@@ -46,6 +46,7 @@ pub mod live;
 pub mod metrics;
 pub mod offline;
 pub mod outbound;
+pub mod prometheus;
 pub mod records;
 pub mod routes;
 pub mod server;

@@ -30,6 +30,8 @@ pub struct AppState {
     pub backstage: Option<Arc<HttpService>>,
     /// Argo CD (the `argocd-apps` instance), when configured.
     pub argocd: Option<Arc<HttpService>>,
+    /// Prometheus, when configured (the Runtime tab's figures).
+    pub prometheus: Option<Arc<crate::prometheus::Prometheus>>,
     pub history: History,
     /// For Argo CD and Backstage.
     pub http: reqwest::Client,
@@ -66,6 +68,7 @@ impl AppState {
             webhook_secret: None,
             backstage: None,
             argocd: None,
+            prometheus: None,
             history,
             http: crate::outbound::http_client(),
             metrics: Arc::default(),
@@ -90,6 +93,10 @@ impl AppState {
                 .and_then(|g| g.webhook_secret.clone()),
             backstage: config.backstage.clone().map(Arc::new),
             argocd: config.argocd.clone().map(Arc::new),
+            prometheus: config
+                .prometheus
+                .clone()
+                .map(|p| Arc::new(crate::prometheus::Prometheus::new(p))),
             history: live.history().clone(),
             gate: Arc::new(crate::auth::Gate::from_config(config, http.clone())),
             http,

@@ -121,6 +121,12 @@ pub fn config_text(service: String) -> TextFuture {
     text_of(format!("/api/config?service={}", encode(&service)))
 }
 
+/// `GET /api/runtime?service=…`'s text: where the app runs and how it meets its objectives
+/// ([`tower_shared::api::RuntimeAnswer`]).
+pub fn runtime_text(service: String) -> TextFuture {
+    text_of(format!("/api/runtime?service={}", encode(&service)))
+}
+
 /// `GET path`'s body (the last one kept, on a `304`), or why there is none.
 async fn get_text(path: &str) -> Result<String, ApiError> {
     let last = LAST.with(|l| l.borrow().get(path).cloned());

@@ -25,11 +25,12 @@ use tower_shared::values::Edit;
 use crate::api::{self, ApiError};
 
 /// `v[key]` as text ("" when absent).
-fn text(v: &Json, key: &str) -> String {
+pub(crate) fn text(v: &Json, key: &str) -> String {
     v[key].as_str().unwrap_or_default().to_owned()
 }
 
-fn list(v: &Json, key: &str) -> Vec<Json> {
+/// `v[key]`'s items (none when absent).
+pub(crate) fn list(v: &Json, key: &str) -> Vec<Json> {
     v[key].as_array().cloned().unwrap_or_default()
 }
 

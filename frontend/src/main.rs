@@ -33,6 +33,7 @@ mod pulls;
 mod records;
 mod releases;
 mod rollout;
+mod runtime;
 mod service;
 mod signin;
 mod ui;

@@ -10,18 +10,20 @@ pub enum Tab {
     Pipelines,
     Deployments,
     Releases,
+    Runtime,
     Config,
 }
 
 impl Tab {
-    /// In the order a change lives: pull request, pipeline, deployment, release; then the
-    /// app's config.
-    pub const ALL: [Tab; 6] = [
+    /// In the order a change lives: pull request, pipeline, deployment, release, runtime;
+    /// then the app's config.
+    pub const ALL: [Tab; 7] = [
         Tab::Provisioning,
         Tab::PullRequests,
         Tab::Pipelines,
         Tab::Deployments,
         Tab::Releases,
+        Tab::Runtime,
         Tab::Config,
     ];
 
@@ -36,6 +38,7 @@ impl Tab {
             Tab::Pipelines => "pipelines",
             Tab::Deployments => "deployments",
             Tab::Releases => "releases",
+            Tab::Runtime => "runtime",
             Tab::Config => "config",
         }
     }
@@ -47,6 +50,7 @@ impl Tab {
             Tab::Pipelines => "Pipelines",
             Tab::Deployments => "Deployments",
             Tab::Releases => "Releases",
+            Tab::Runtime => "Runtime",
             Tab::Config => "Config",
         }
     }

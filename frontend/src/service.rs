@@ -73,6 +73,9 @@ pub fn ServicePage() -> impl IntoView {
                     .into_any(),
                     None => view! { <ReleasesPage service=service.clone() /> }.into_any(),
                 },
+                Ok(Tab::Runtime) => {
+                    view! { <crate::runtime::RuntimeTab service=service.clone() /> }.into_any()
+                }
                 Ok(Tab::Config) => {
                     view! { <crate::config::ConfigTab service=service.clone() /> }.into_any()
                 }

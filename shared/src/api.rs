@@ -356,6 +356,55 @@ pub struct ConfigAnswer {
     pub health: Health,
 }
 
+/// `GET /api/runtime?service=`: where the app runs in each environment and how it meets
+/// its objectives (`shared::runtime`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RuntimeAnswer {
+    pub service: String,
+    pub environments: Vec<RuntimeEnvironment>,
+    /// Whether Prometheus answered the figures below.
+    pub prometheus: PrometheusState,
+    #[serde(flatten)]
+    pub health: Health,
+}
+
+/// One environment of [`RuntimeAnswer`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RuntimeEnvironment {
+    #[serde(flatten)]
+    pub place: crate::runtime::Place,
+    /// `None` when Tower has no Prometheus to ask.
+    pub slo: Option<crate::runtime::Slo>,
+    /// When Prometheus last answered for this environment (the figures are of then).
+    pub measured_at: Option<DateTime<Utc>>,
+}
+
+/// How Prometheus answers Tower.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PrometheusState {
+    pub state: PrometheusAnswers,
+    /// Why not, in plain words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// Since when it has not answered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<DateTime<Utc>>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum PrometheusAnswers {
+    Answering,
+    /// Asked and not answered within the deadline, or refused: the figures shown are the
+    /// last it gave.
+    NotAnswering,
+    /// Tower's config names no Prometheus.
+    NotConfigured,
+}
+
 /// A pull request Tower opened to change a config file, still open.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -526,6 +526,9 @@ fn repository_file_target(object: &Object, owner: &str) -> Option<(String, Strin
     Some((repo, file.to_owned()))
 }
 
+/// The label Argo Rollouts puts on every pod of a Rollout: the pods Tower watches.
+pub const ROLLOUT_POD_SELECTOR: &str = "rollouts-pod-template-hash";
+
 /// A Kubernetes resource type Tower reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct WatchedKind {
@@ -537,6 +540,8 @@ pub struct WatchedKind {
     /// The one namespace it is read in (least privilege: a Role there, not a ClusterRole);
     /// `None`: across the cluster.
     pub namespace: Option<&'static str>,
+    /// Only the objects with these labels (a label selector), e.g. a Rollout's pods.
+    pub selector: Option<&'static str>,
 }
 
 const fn watched(
@@ -551,14 +556,16 @@ const fn watched(
         kind,
         plural,
         namespace: None,
+        selector: None,
     }
 }
 
 /// Every type a derivation reads, watched on every cluster — and nothing else (no Secrets,
 /// no kind no derivation reads). Adding a kind here is the one step that makes Tower read it;
 /// `tests/it/tidy.rs` checks the list against [`ServiceKind`], the derivations, the
-/// simulator's resource table and the RBAC that `docs/permissions.md` asks for. Pods are
-/// not read at all; their logs are, on request ([`READ_ON_REQUEST`]).
+/// simulator's resource table and the RBAC that `docs/permissions.md` asks for. Of pods,
+/// only the Rollouts' are watched (the Runtime tab); their logs are read on request
+/// ([`READ_ON_REQUEST`]).
 pub const WATCHED_KINDS: &[WatchedKind] = &[
     watched(XR_GROUP, "v1alpha1", "NodeJS", "nodejs"),
     watched(XR_GROUP, "v1alpha1", "SpringBoot", "springboots"),
@@ -611,6 +618,20 @@ pub const WATCHED_KINDS: &[WatchedKind] = &[
     // A rollout's analysis and its stable and canary ReplicaSets (the Deployments tab).
     watched("argoproj.io", "v1alpha1", "AnalysisRun", "analysisruns"),
     watched("apps", "v1", "ReplicaSet", "replicasets"),
+    // Where an app runs (the Runtime tab): its Rollout's pods — Argo Rollouts labels each
+    // with its pod template's hash; a build's pods are never watched —, the autoscaler, and
+    // the Events about them.
+    WatchedKind {
+        selector: Some(ROLLOUT_POD_SELECTOR),
+        ..watched("", "v1", "Pod", "pods")
+    },
+    watched("", "v1", "Event", "events"),
+    watched(
+        "autoscaling",
+        "v2",
+        "HorizontalPodAutoscaler",
+        "horizontalpodautoscalers",
+    ),
     // The platform's own Argo CD instance (`<s>-cicd`, `<s>-<env>`); the tenants' instance
     // (`argocd-apps`) is read through its API.
     WatchedKind {

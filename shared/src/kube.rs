@@ -63,6 +63,17 @@ pub struct ObjectMeta {
     pub annotations: BTreeMap<String, String>,
 }
 
+/// The fields of a Kubernetes Event Tower reads.
+const EVENT_FACTS: [&str; 7] = [
+    "involvedObject",
+    "reason",
+    "message",
+    "type",
+    "count",
+    "lastTimestamp",
+    "eventTime",
+];
+
 /// The annotation `kubectl apply` leaves: the whole last-applied object, env and all.
 const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
@@ -250,7 +261,18 @@ impl<'a> Condition<'a> {
 
 impl Object {
     /// Reads one object from JSON; `None` when it lacks a `kind` or `metadata.name`.
-    pub fn from_value(value: Value) -> Option<Self> {
+    /// An Event keeps its facts at the top level (it has no `spec` or `status`); Tower
+    /// files them under `status`, so they survive as any object's status does.
+    pub fn from_value(mut value: Value) -> Option<Self> {
+        if value["kind"] == "Event" && value.get("status").is_none() {
+            if let Some(map) = value.as_object_mut() {
+                let facts: serde_json::Map<String, Value> = EVENT_FACTS
+                    .iter()
+                    .filter_map(|key| Some(((*key).to_owned(), map.remove(*key)?)))
+                    .collect();
+                map.insert("status".to_owned(), Value::Object(facts));
+            }
+        }
         serde_json::from_value(value).ok()
     }
 

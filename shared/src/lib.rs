@@ -51,6 +51,7 @@ pub mod pulls;
 pub mod records;
 pub mod releases;
 pub mod rollout_actions;
+pub mod runtime;
 pub mod slo;
 pub mod snapshot;
 pub mod tekton;

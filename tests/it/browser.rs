@@ -2268,6 +2268,94 @@ async fn type_into(c: &fantoccini::Client, css: &str, value: &str) -> anyhow::Re
 }
 
 #[tokio::test]
+async fn the_runtime_tab_shows_the_release_that_hurt_and_prometheus_going_quiet() {
+    let tower = crate::support::Live::start(0.0).await.unwrap();
+    let (app, _) = crate::runtime::regressed_an_hour_in(&tower).await;
+    let browser = Browser::start().await.unwrap();
+    let prod = "section[aria-label='prod runtime']";
+    browser
+        .checked("runtime", async {
+            let c = &browser.client;
+            c.goto(&tower.url(&format!("/tower?view=runtime&service={app}")))
+                .await?;
+            let latency = format!("{prod} figure.chart:nth-of-type(2) figcaption");
+            until(
+                Duration::from_secs(20),
+                "the p99 rise after the release",
+                || async {
+                    Ok(text_of(c, &latency)
+                        .await?
+                        .is_some_and(|t| t.starts_with("p99 latency: rose from")))
+                },
+            )
+            .await?;
+            let markers = c
+                .execute(
+                    "return document.querySelectorAll(arguments[0]).length;",
+                    vec![serde_json::json!(format!(
+                        "{prod} figure.chart line.marker"
+                    ))],
+                )
+                .await?;
+            anyhow::ensure!(
+                markers.as_u64().unwrap_or(0) >= 2,
+                "no release markers: {markers}"
+            );
+            let pod = text_of(c, &format!("{prod} table.pods tr.restarted")).await?;
+            anyhow::ensure!(
+                pod.as_deref().is_some_and(|t| t.contains("OOMKilled")),
+                "the OOMKilled pod: {pod:?}"
+            );
+            let budget = text_of(c, &format!("{prod} .budget"))
+                .await?
+                .unwrap_or_default();
+            anyhow::ensure!(
+                budget.starts_with("Error budget left (30 days): ") && budget.contains("%"),
+                "{budget}"
+            );
+            browser.check_page("runtime").await?;
+            c.execute(
+                "document.querySelector(arguments[0]).scrollIntoView();",
+                vec![serde_json::json!(format!("{prod} .charts"))],
+            )
+            .await?;
+            browser.screenshot("runtime-latency-rise").await?;
+            c.execute(
+                "document.querySelector(arguments[0]).scrollIntoView();",
+                vec![serde_json::json!(format!("{prod} .budget"))],
+            )
+            .await?;
+            browser.screenshot("runtime-error-budget").await?;
+
+            // Prometheus goes quiet: the tab says so and keeps the last figures.
+            tower.world.served.set_prometheus_answering(false);
+            tower.advance_world(600);
+            until(
+                Duration::from_secs(30),
+                "Prometheus said not answering",
+                || async {
+                    Ok(text_of(c, ".prometheus-state")
+                        .await?
+                        .is_some_and(|t| t.starts_with("Prometheus is not answering")))
+                },
+            )
+            .await?;
+            let kept = text_of(c, &format!("{prod} .sentence")).await?;
+            anyhow::ensure!(
+                kept.is_some_and(|t| t.contains("of requests succeeded")),
+                "the last figures went"
+            );
+            c.execute("window.scrollTo(0, 0);", vec![]).await?;
+            browser.screenshot("runtime-prometheus-quiet").await?;
+            tower.world.served.set_prometheus_answering(true);
+            anyhow::Ok(())
+        })
+        .await
+        .unwrap();
+    browser.close().await.unwrap();
+}
+
+#[tokio::test]
 async fn prod_values_are_changed_through_the_form_and_proposed_as_one_pull_request() {
     use hangar_sim::stories::fleet::PROJECT_ERROR;
     let tower = crate::support::Live::start(0.0).await.unwrap();

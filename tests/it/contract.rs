@@ -602,6 +602,7 @@ fn samples() -> Vec<(&'static str, Value)> {
                 health: Health::default(),
             }),
         ),
+        ("RuntimeAnswer", json_of(runtime_answer())),
         ("ConfigFile", json_of(config_file())),
         (
             "ConfigDraft",
@@ -645,6 +646,78 @@ fn samples() -> Vec<(&'static str, Value)> {
             }),
         ),
     ]
+}
+
+/// A Runtime answer with every field given: a pod OOMKilled, an autoscaler, an Event, an
+/// arrival, and figures over every window and series.
+fn runtime_answer() -> tower_shared::api::RuntimeAnswer {
+    use tower_shared::runtime;
+    let time = at("2026-11-30T10:00:00Z");
+    let arrivals = vec![runtime::Arrived {
+        release: "1.42.0-ab12cd3".to_owned(),
+        at: at("2026-11-30T04:00:00Z"),
+    }];
+    let mut readings = runtime::Readings::default();
+    for asked in runtime::ASKED {
+        if asked.range {
+            let points = (0..=144)
+                .map(|i| (time.timestamp() - 86_400 + i * 600, 0.0004))
+                .collect();
+            readings.series.insert(asked.key(), points);
+        } else {
+            readings.figures.insert(asked.key(), 0.0004);
+        }
+    }
+    let slo = runtime::slo(&readings, &runtime::Targets::default(), &arrivals, time);
+    tower_shared::api::RuntimeAnswer {
+        service: "shop".to_owned(),
+        environments: vec![tower_shared::api::RuntimeEnvironment {
+            place: runtime::Place {
+                environment: "prod".to_owned(),
+                cluster: Some("prod".to_owned()),
+                namespace: "app-shop-prod".to_owned(),
+                pods: vec![runtime::Pod {
+                    name: "shop-6b7f9-x2kq1".to_owned(),
+                    image: Some("ghcr.io/acme/shop:1.42.0-ab12cd3".to_owned()),
+                    ready: "1/1".to_owned(),
+                    phase: Some("Running".to_owned()),
+                    restarts: 3,
+                    last_termination: Some(runtime::Termination {
+                        container: "app".to_owned(),
+                        reason: "OOMKilled".to_owned(),
+                        exit_code: Some(137),
+                        at: Some(time),
+                    }),
+                    created_at: Some(time),
+                    node: Some("ip-10-0-1-10.ec2.internal".to_owned()),
+                }],
+                autoscaler: Some(runtime::Autoscaler {
+                    name: "shop".to_owned(),
+                    min: Some(3),
+                    max: Some(6),
+                    current: Some(3),
+                    desired: Some(5),
+                }),
+                events: vec![runtime::Event {
+                    warning: true,
+                    reason: "BackOff".to_owned(),
+                    message: "Back-off restarting failed container".to_owned(),
+                    object: "Pod/shop-6b7f9-x2kq1".to_owned(),
+                    count: Some(3),
+                    last_at: Some(time),
+                }],
+                arrivals,
+            },
+            slo: Some(slo),
+            measured_at: Some(time),
+        }],
+        prometheus: tower_shared::api::PrometheusState {
+            state: tower_shared::api::PrometheusAnswers::NotAnswering,
+            message: Some("Prometheus did not answer within 5 s".to_owned()),
+            since: Some(time),
+        },
+        health: Health::default(),
+    }
 }
 
 /// A config file whose form has every kind of field, an unknown key and a problem.

@@ -274,6 +274,7 @@ fn simulator_versions(tower: &Live, cluster: &str, types: &BTreeSet<(String, Str
         .unwrap()
         .objects()
         .iter()
+        .filter(|o| read(o))
         .filter_map(|o| {
             let meta = &o["metadata"];
             Some((
@@ -285,16 +286,22 @@ fn simulator_versions(tower: &Live, cluster: &str, types: &BTreeSet<(String, Str
             ))
         })
         .filter(|(api, kind, ..)| types.contains(&(api.clone(), kind.clone())))
-        .filter(|(_, kind, namespace, ..)| read_in(kind, namespace.as_deref()))
         .collect()
 }
 
-/// Whether Tower reads objects of `kind` in `namespace` (some kinds it reads in one only).
-fn read_in(kind: &str, namespace: Option<&str>) -> bool {
+/// Whether Tower reads `object`: some kinds it reads in one namespace only, some only with
+/// a label (a Rollout's pods).
+fn read(object: &serde_json::Value) -> bool {
+    let kind = object["kind"].as_str().unwrap_or_default();
+    let namespace = object["metadata"]["namespace"].as_str();
     tower_shared::hangar::WATCHED_KINDS
         .iter()
         .filter(|w| w.kind == kind)
-        .any(|w| w.namespace.is_none() || w.namespace == namespace)
+        .any(|w| {
+            (w.namespace.is_none() || w.namespace == namespace)
+                && w.selector
+                    .is_none_or(|label| object["metadata"]["labels"].get(label).is_some())
+        })
 }
 
 #[tokio::test]

@@ -50,6 +50,7 @@ mod records;
 mod releases;
 mod replicas;
 mod routes;
+mod runtime;
 mod simulator;
 mod support;
 mod tidy;

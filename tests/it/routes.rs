@@ -498,6 +498,7 @@ async fn provisioning_snapshot_readiness_metrics_and_openapi() {
         "/api/argocd/sync",
         "/api/argocd/rollout-actions",
         "/api/argocd/rollout-action",
+        "/api/runtime",
         "/api/config",
         "/api/config/file",
         "/api/config/check",

@@ -464,7 +464,11 @@ async fn watch_kind(
     };
     let cluster = cluster.to_owned();
     let journal_name: Arc<str> = Arc::from(cluster.as_str());
-    let mut stream = watcher(api, watcher::Config::default())
+    let config = match watched.selector {
+        Some(labels) => watcher::Config::default().labels(labels),
+        None => watcher::Config::default(),
+    };
+    let mut stream = watcher(api, config)
         .backoff(Retry(Duration::from_millis(250)))
         .boxed();
     while let Some(item) = stream.next().await {

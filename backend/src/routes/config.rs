@@ -54,7 +54,7 @@ pub async fn get(
 }
 
 /// The service's part of the snapshot, or 404 naming `service`.
-fn service_part(state: &AppState, service: &str) -> Result<Snapshot, ApiError> {
+pub(super) fn service_part(state: &AppState, service: &str) -> Result<Snapshot, ApiError> {
     let derived = state.source.derived();
     if !derived.knows(service) {
         return Err(ApiError::no_service("service", service));

@@ -17,6 +17,7 @@ mod provisioning;
 mod pulls;
 mod records;
 mod releases;
+mod runtime;
 mod signin;
 mod snapshot;
 pub mod webhooks;
@@ -56,6 +57,7 @@ pub fn api() -> Router<AppState> {
         .route("/api/records/record", get(records::record))
         .route("/api/records/export", get(records::export))
         .route(RECORD_NOTES, post(records::notes))
+        .route("/api/runtime", get(runtime::get))
         .route("/api/config", get(config::get))
         .route("/api/config/file", get(config::file))
         .route("/api/config/check", post(config::check))

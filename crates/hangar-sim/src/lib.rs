@@ -10,6 +10,7 @@
 //! - [`argocd`] — Argo CD's REST API for the `argocd-apps` instance.
 //! - [`backstage`] — Backstage: guest user tokens (ES256, JWKS), catalog by name, the ingestor's scheduler task.
 //! - [`github`] — the GitHub REST subset Tower uses: pulls, search, refs, contents; ETags; rate limits.
+//! - [`prometheus`] — Prometheus' query API, measuring the stories' apps.
 //! - [`logs`] — container logs derived from a pod and world time.
 //! - [`clock`] — world time: a speed factor, or advanced by hand in tests.
 //! - [`stories`] — the world's stories, each a pure function of world time.
@@ -22,6 +23,7 @@ pub mod github;
 pub mod kube_api;
 pub mod logs;
 pub mod platform;
+pub mod prometheus;
 pub mod resources;
 pub mod selector;
 pub mod store;

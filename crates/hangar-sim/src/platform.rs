@@ -484,6 +484,15 @@ impl Platform {
         self.told.read().ok().map(|told| told.jumps)
     }
 
+    /// How the app in `namespace` serves requests at `at`, as the story running it says.
+    pub fn signals(
+        &self,
+        namespace: &str,
+        at: chrono::DateTime<chrono::Utc>,
+    ) -> Option<crate::stories::Signals> {
+        self.stories.iter().find_map(|s| s.signals(namespace, at))
+    }
+
     /// Serves every cluster's API on its own free port on 127.0.0.1 and ticks the world every
     /// `tick_every`. Stops when the returned [`Served`] is dropped.
     pub async fn serve(
@@ -553,6 +562,16 @@ impl Platform {
         })
         .await?;
         tasks.push(task);
+        let (prometheus_switch, answering) = tokio::sync::watch::channel(true);
+        let prometheus_requests = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let measured = crate::prometheus::Prometheus::new(
+            Arc::clone(&self),
+            answering,
+            Arc::clone(&prometheus_requests),
+        );
+        let (prometheus, task) =
+            serve_on_loopback("the Prometheus API", |_| Ok(measured.router())).await?;
+        tasks.push(task);
         let platform = Arc::clone(&self);
         tasks.push(tokio::spawn(async move {
             let mut ticker = tokio::time::interval(tick_every);
@@ -580,6 +599,9 @@ impl Platform {
             github,
             argocd,
             backstage,
+            prometheus,
+            prometheus_switch,
+            prometheus_requests,
             tasks,
         })
     }
@@ -667,6 +689,10 @@ pub struct Served {
     pub argocd: SocketAddr,
     /// The Backstage backend's address (`/api/catalog`, `/api/auth`).
     pub backstage: SocketAddr,
+    /// The Prometheus API's address (`/api/v1/query`, `/api/v1/query_range`).
+    pub prometheus: SocketAddr,
+    prometheus_switch: tokio::sync::watch::Sender<bool>,
+    prometheus_requests: Arc<std::sync::atomic::AtomicU64>,
     /// Each cluster API's on/off switch.
     switches: BTreeMap<String, tokio::sync::watch::Sender<bool>>,
     counters: BTreeMap<String, Arc<kube_api::RequestCounts>>,
@@ -713,6 +739,18 @@ impl Served {
             .get(cluster)
             .map(|switch| switch.send_replace(up))
             .is_some()
+    }
+
+    /// Switches Prometheus off (it takes requests and answers none, as a hung server does)
+    /// or on again (the waiting requests are answered).
+    pub fn set_prometheus_answering(&self, answering: bool) {
+        self.prometheus_switch.send_replace(answering);
+    }
+
+    /// The requests Prometheus has taken.
+    pub fn prometheus_requests(&self) -> u64 {
+        self.prometheus_requests
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// A cluster API's RBAC rules and hang switch; `None` for an unknown cluster.

@@ -51,6 +51,15 @@ const fn rt(
 pub const RESOURCES: &[ResourceType] = &[
     rt("", "v1", "Namespace", "namespaces", false, &["ns"]),
     rt("", "v1", "Pod", "pods", true, &["po"]),
+    rt("", "v1", "Event", "events", true, &["ev"]),
+    rt(
+        "autoscaling",
+        "v2",
+        "HorizontalPodAutoscaler",
+        "horizontalpodautoscalers",
+        true,
+        &["hpa"],
+    ),
     rt(
         "external-secrets.io",
         "v1",

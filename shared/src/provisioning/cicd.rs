@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_yaml_ng::Value;
 
 /// What one `cicd.yaml` says that derivations read.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CicdRead {
     /// The environment the "Running healthy in <env>" step watches ([`first_environment`]).
@@ -21,6 +21,9 @@ pub struct CicdRead {
     /// How a release is promoted to the environments that say ([`promotions`]).
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub promotions: std::collections::BTreeMap<String, crate::releases::Promotion>,
+    /// The objectives its `slo:` section declares ([`slo_targets`]); `None`: Tower's defaults.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slo: Option<crate::runtime::Targets>,
 }
 
 impl CicdRead {
@@ -32,6 +35,7 @@ impl CicdRead {
             first: first_environment(text),
             environments: environments(text),
             promotions: promotions(text),
+            slo: slo_targets(text),
         };
         #[cfg(not(feature = "yaml"))]
         {
@@ -40,6 +44,7 @@ impl CicdRead {
                 first: FirstEnvironment::assumed_dev(None),
                 environments: None,
                 promotions: std::collections::BTreeMap::new(),
+                slo: None,
             }
         }
     }
@@ -115,6 +120,29 @@ pub fn promotions(
 }
 
 #[cfg(feature = "yaml")]
+/// The objectives `cicd.yaml` declares: `slo: {availability: 99.9, latencyP95Ms: 300,
+/// latencyP99Ms: 500}` (availability in percent); a key left out keeps Tower's default.
+/// `None` without an `slo:` map.
+pub fn slo_targets(cicd: Option<&str>) -> Option<crate::runtime::Targets> {
+    let doc = serde_yaml_ng::from_str::<Value>(cicd?).ok()?;
+    let slo = doc.get("slo")?.as_mapping()?;
+    let number = |key: &str| {
+        slo.get(key)
+            .and_then(Value::as_f64)
+            .filter(|n| n.is_finite() && *n > 0.0)
+    };
+    let default = crate::runtime::Targets::default();
+    Some(crate::runtime::Targets {
+        availability: number("availability")
+            .filter(|p| *p < 100.0)
+            .map_or(default.availability, |p| p / 100.0),
+        latency_p95_ms: number("latencyP95Ms").unwrap_or(default.latency_p95_ms),
+        latency_p99_ms: number("latencyP99Ms").unwrap_or(default.latency_p99_ms),
+        declared: true,
+    })
+}
+
+#[cfg(feature = "yaml")]
 /// The first environment from `cicd.yaml` text; dev on the dev cluster when the text is
 /// absent, unreadable or declares none.
 pub fn first_environment(cicd: Option<&str>) -> FirstEnvironment {
@@ -157,6 +185,19 @@ pub fn first_environment(cicd: Option<&str>) -> FirstEnvironment {
 #[cfg(all(test, feature = "yaml"))]
 mod tests {
     use super::*;
+
+    #[test]
+    fn slo_targets_are_read_in_percent_and_milliseconds() {
+        let read = slo_targets(Some("slo:\n  availability: 99.5\n  latencyP99Ms: 800\n")).unwrap();
+        assert!((read.availability - 0.995).abs() < 1e-12);
+        assert_eq!((read.latency_p95_ms, read.latency_p99_ms), (300.0, 800.0));
+        assert!(read.declared);
+        // Nonsense keeps the default; no section is no declaration.
+        let odd = slo_targets(Some("slo: {availability: 100, latencyP95Ms: -3}")).unwrap();
+        assert_eq!((odd.availability, odd.latency_p95_ms), (0.999, 300.0));
+        assert_eq!(slo_targets(Some("deploy: {}")), None);
+        assert_eq!(slo_targets(None), None);
+    }
 
     #[test]
     fn absent_or_broken_means_dev() {

@@ -191,7 +191,22 @@ pub enum Trouble {
     StaleSecret,
     /// The Infisical Project its XR composes fails to sync: the provider's quota error.
     FailingComposed,
+    /// The release running in prod at the fleet's start (and every one after) is slower:
+    /// p99 latency about 910 ms instead of 230 ms, and a prod pod of it is OOMKilled
+    /// [`OOM_AFTER`] seconds after it arrives (three restarts).
+    Regressed,
+    /// Prod answered a third of its requests with errors for [`OUTAGE_LASTS`] seconds,
+    /// [`OUTAGE_BEFORE`] seconds before the fleet's start, then recovered.
+    Outage,
 }
+
+/// How long before the demo starts every app was provisioned.
+pub const PROVISIONED_DAYS: i64 = 40;
+/// When the regressed release's pod is OOMKilled, after it arrives.
+pub const OOM_AFTER: i64 = 40 * 60;
+/// The outage: when it began before the fleet's start, and how long it lasted.
+pub const OUTAGE_BEFORE: i64 = 2 * 3_600;
+pub const OUTAGE_LASTS: i64 = 12 * 60;
 
 /// How long before the fleet's start the stale secret last refreshed.
 pub const STALE_FOR: i64 = 3 * 3_600;
@@ -292,6 +307,8 @@ impl SteadyFleet {
                     detailed: true,
                     busy: i == 0,
                     trouble: match i {
+                        3 => Some(Trouble::Regressed),
+                        4 => Some(Trouble::Outage),
                         6 => Some(Trouble::StaleSecret),
                         9 => Some(Trouble::FailingComposed),
                         _ => None,
@@ -311,7 +328,7 @@ impl SteadyFleet {
             .collect();
         Self {
             apps,
-            provisioned: start - Duration::days(40),
+            provisioned: start - Duration::days(PROVISIONED_DAYS),
         }
     }
 
@@ -328,7 +345,7 @@ impl SteadyFleet {
             .collect();
         Self {
             apps,
-            provisioned: start - Duration::days(40),
+            provisioned: start - Duration::days(PROVISIONED_DAYS),
         }
     }
 
@@ -432,6 +449,18 @@ impl SteadyApp {
             owner: if i % 4 == 3 { "team-b" } else { "team-a" },
             trouble: None,
         }
+    }
+
+    /// The environment whose namespace `namespace` is (`app-<name>-<env>`).
+    fn env_of(&self, namespace: &str) -> Option<&'static str> {
+        let env = namespace
+            .strip_prefix("app-")?
+            .strip_prefix(self.name.as_str())?
+            .strip_prefix('-')?;
+        self.environments
+            .iter()
+            .find(|(e, _)| *e == env)
+            .map(|(e, _)| *e)
     }
 
     /// The release whose build started most recently before `now`, minus `behind` seconds.
@@ -725,6 +754,9 @@ impl SteadyApp {
             .chain([Self::reaches("dev"), Self::reaches("staging"), prod])
             .collect();
         offsets.extend(Self::changes(self.role).into_iter().map(|o| prod + o));
+        if self.trouble == Some(Trouble::Regressed) {
+            offsets.push(prod + OOM_AFTER);
+        }
         let current = self.release_before(now, 0);
         let pr_next = self.busy.then(|| {
             // A run starts (and the oldest goes) each slot; each task ends in turn.
@@ -912,6 +944,35 @@ impl SteadyApp {
         }
     }
 
+    /// The release in `env` at `now`, when its rollout started (`None`: promoted at once),
+    /// the role it plays and what it is doing. A release promoted in Git walks in as a
+    /// canary; one its cadence brought plays the app's role in prod; either as Argo CD's
+    /// actions on it say.
+    fn rollout_in(
+        &self,
+        env: &str,
+        now: DateTime<Utc>,
+        promoted: &[Promoted],
+        acted: &[Acted],
+    ) -> (Arrival, Option<DateTime<Utc>>, Role, Prod) {
+        let arrival = self.arrival(env, now, promoted);
+        let release = arrival.release;
+        let (started, role) = match arrival.replaced {
+            Some(_) => (Some(arrival.at), Role::CompletingCanary),
+            None if env == "prod" => (Some(Self::prod_at(release)), self.role),
+            None => (None, self.role),
+        };
+        let acts: Vec<Acted> = acted
+            .iter()
+            .filter(|a| a.env == env && a.release == release.n)
+            .copied()
+            .collect();
+        let prod = started.map_or(Prod::Promoted, |started| {
+            Self::played(role, started, now, &acts)
+        });
+        (arrival, started, role, prod)
+    }
+
     fn objects(
         &self,
         now: DateTime<Utc>,
@@ -948,24 +1009,9 @@ impl SteadyApp {
         out.extend(made);
         out.extend(self.builds(now));
         for &(env, cluster) in self.environments {
-            let arrival = self.arrival(env, now, promoted);
+            let (arrival, started, role, prod) = self.rollout_in(env, now, promoted, acted);
             let release = arrival.release;
             let namespace = format!("app-{name}-{env}");
-            // A release promoted in Git walks in as a canary; one its cadence brought plays
-            // the app's role in prod; either as Argo CD's actions on it say.
-            let (started, role) = match arrival.replaced {
-                Some(_) => (Some(arrival.at), Role::CompletingCanary),
-                None if env == "prod" => (Some(Self::prod_at(release)), self.role),
-                None => (None, self.role),
-            };
-            let acts: Vec<Acted> = acted
-                .iter()
-                .filter(|a| a.env == env && a.release == release.n)
-                .copied()
-                .collect();
-            let prod = started.map_or(Prod::Promoted, |started| {
-                Self::played(role, started, now, &acts)
-            });
             let health = match prod {
                 Prod::Promoted => "Healthy",
                 Prod::Canary(_) | Prod::Preview { .. } => "Suspended",
@@ -1088,6 +1134,14 @@ impl SteadyApp {
                         replica_sets.push(rs);
                     }
                 }
+            }
+            if self.detailed {
+                let running = (&arrival, &prod, long_ago);
+                out.extend(
+                    self.runtime_objects(env, &namespace, &replica_sets, running, now)
+                        .into_iter()
+                        .map(|o| (cluster.to_owned(), o)),
+                );
             }
             out.extend(replica_sets.into_iter().map(|rs| (cluster.to_owned(), rs)));
             match prod {
@@ -1512,6 +1566,201 @@ impl SteadyApp {
         Release {
             n: release.n - 1,
             at: release.at - Duration::seconds(self.cadence),
+        }
+    }
+
+    /// The first release of the [`Trouble::Regressed`] app that is slow: the one in prod
+    /// at the fleet's start.
+    fn regressed_from(&self, long_ago: DateTime<Utc>) -> Option<i64> {
+        (self.trouble == Some(Trouble::Regressed)).then(|| {
+            self.running_in("prod", long_ago + Duration::days(PROVISIONED_DAYS))
+                .n
+        })
+    }
+
+    /// Where the app runs in `env` besides its Rollout: a pod per replica of each
+    /// ReplicaSet scaled up, the prod autoscaler, and the Events a cluster keeps about them
+    /// — the rollout updated, a canary paused or aborted, the regressed release's pod
+    /// OOMKilled and backing off, the outage's failed readiness probes.
+    fn runtime_objects(
+        &self,
+        env: &str,
+        namespace: &str,
+        replica_sets: &[Value],
+        (arrival, prod, long_ago): (&Arrival, &Prod, DateTime<Utc>),
+        now: DateTime<Utc>,
+    ) -> Vec<Value> {
+        let name = self.name.as_str();
+        let mut out = Vec::new();
+        let event = |object: (&str, &str),
+                     (kind, reason, message): (&str, &str, String),
+                     at: DateTime<Utc>,
+                     count: u32| {
+            json!({"apiVersion": "v1", "kind": "Event",
+                "metadata": {"name": format!("{}.{}", object.1, &crate::store::uid_of(&format!("{namespace}/{reason}/{}", object.1)).replace('-', "")[16..]),
+                             "namespace": namespace, "creationTimestamp": ts(at)},
+                "involvedObject": {"kind": object.0, "name": object.1, "namespace": namespace},
+                "reason": reason, "message": message, "type": kind, "count": count,
+                "firstTimestamp": ts(at), "lastTimestamp": ts(at),
+                "source": {"component": if object.0 == "Rollout" { "rollouts-controller" } else { "kubelet" }}})
+        };
+        let slow_from = self.regressed_from(long_ago);
+        let oom_at = arrival.at + Duration::seconds(OOM_AFTER);
+        for rs in replica_sets {
+            let replicas = rs["spec"]["replicas"].as_u64().unwrap_or(0);
+            let hash = rs["metadata"]["labels"]["rollouts-pod-template-hash"]
+                .as_str()
+                .unwrap_or_default();
+            let image = &rs["spec"]["template"]["spec"]["containers"][0]["image"];
+            let since = rs["metadata"]["creationTimestamp"].clone();
+            let revision = revision_of(rs);
+            for i in 0..replicas {
+                let uid = crate::store::uid_of(&format!("{namespace}/{hash}/{i}"));
+                let pod_name = format!("{name}-{hash}-{}", &uid[uid.len() - 5..]);
+                let mut status = json!({"name": "app", "ready": true, "restartCount": 0,
+                    "image": image, "state": {"running": {"startedAt": since}}});
+                let oomed = env == "prod"
+                    && i == 0
+                    && revision == Some(arrival.release.n)
+                    && slow_from.is_some_and(|n| arrival.release.n >= n)
+                    && now >= oom_at;
+                if oomed {
+                    status["restartCount"] = json!(3);
+                    status["state"] =
+                        json!({"running": {"startedAt": ts(oom_at + Duration::seconds(20))}});
+                    status["lastState"] = json!({"terminated": {"reason": "OOMKilled", "exitCode": 137,
+                        "startedAt": ts(oom_at - Duration::seconds(600)), "finishedAt": ts(oom_at)}});
+                    out.push(event(
+                        ("Pod", &pod_name),
+                        (
+                            "Warning",
+                            "BackOff",
+                            "Back-off restarting failed container app in pod ".to_owned()
+                                + &pod_name,
+                        ),
+                        oom_at,
+                        3,
+                    ));
+                }
+                out.push(json!({"apiVersion": "v1", "kind": "Pod",
+                    "metadata": {"name": pod_name, "namespace": namespace, "creationTimestamp": since,
+                        "labels": {"app.kubernetes.io/name": name, "rollouts-pod-template-hash": hash}},
+                    "spec": {"containers": [{"name": "app", "image": image}],
+                             "nodeName": format!("ip-10-0-{}-{}.ec2.internal", i % 3 + 1, 10 + i * 7)},
+                    "status": {"phase": "Running", "startTime": since, "containerStatuses": [status]}}));
+            }
+        }
+        let revision = arrival.release.n;
+        out.push(event(
+            ("Rollout", name),
+            (
+                "Normal",
+                "RolloutUpdated",
+                format!("Rollout updated to revision {revision}"),
+            ),
+            arrival.at,
+            1,
+        ));
+        match prod {
+            Prod::Canary(CanaryAt {
+                paused_since: Some(at),
+                ..
+            }) => out.push(event(
+                ("Rollout", name),
+                (
+                    "Normal",
+                    "RolloutPaused",
+                    "Rollout is paused (CanaryPauseStep)".to_owned(),
+                ),
+                *at,
+                1,
+            )),
+            Prod::Aborted { at, .. } => out.push(event(
+                ("Rollout", name),
+                (
+                    "Warning",
+                    "RolloutAborted",
+                    format!("Rollout aborted update to revision {revision}"),
+                ),
+                *at,
+                1,
+            )),
+            _ => {}
+        }
+        if env == "prod" {
+            out.push(json!({"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+                "metadata": {"name": name, "namespace": namespace, "creationTimestamp": ts(long_ago)},
+                "spec": {"minReplicas": 3, "maxReplicas": 6,
+                         "scaleTargetRef": {"apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout", "name": name}},
+                "status": {"currentReplicas": 3, "desiredReplicas": if slow_from.is_some() { 5 } else { 3 }}}));
+            if self.trouble == Some(Trouble::Outage) {
+                let began =
+                    long_ago + Duration::days(PROVISIONED_DAYS) - Duration::seconds(OUTAGE_BEFORE);
+                out.push(event(
+                    ("Rollout", name),
+                    (
+                        "Warning",
+                        "Unhealthy",
+                        "Readiness probe failed: HTTP probe failed with statuscode: 503".to_owned(),
+                    ),
+                    began + Duration::seconds(OUTAGE_LASTS),
+                    24,
+                ));
+            }
+        }
+        out
+    }
+
+    /// What the app's requests look like in `env` at `at` (the simulated Prometheus'
+    /// series): a steady error ratio near 0.04 % and p99 near 230 ms, wobbling over the day;
+    /// in prod, the canary's share of its errors at its weight — the paused canary's
+    /// AnalysisRun measures 0.2–0.6 %, the aborted one's 7–9 % —, the regressed release's
+    /// latency, and the outage.
+    pub fn signals(
+        &self,
+        env: &str,
+        at: DateTime<Utc>,
+        long_ago: DateTime<Utc>,
+        promoted: &[Promoted],
+        acted: &[Acted],
+    ) -> super::Signals {
+        let (arrival, started, role, prod) = self.rollout_in(env, at, promoted, acted);
+        #[allow(clippy::cast_precision_loss)]
+        let wobble = (at.timestamp() as f64 / 10_800.0 + self.offset as f64).sin();
+        let mut error = 0.0004 + 0.0002 * wobble;
+        let (mut p95, mut p99) = (0.110 + 0.010 * wobble, 0.230 + 0.020 * wobble);
+        if env == "prod" {
+            let n = arrival.release.n;
+            #[allow(clippy::cast_precision_loss)]
+            match prod {
+                Prod::Canary(c) if role == Role::PausedCanary => {
+                    let i = started.map_or(0, |s| (at - s).num_seconds() / MEASURE_EVERY);
+                    let canary = 0.002 + ((n + i) % 5) as f64 * 0.001;
+                    let w = f64::from(c.weight) / 100.0;
+                    error = w * canary + (1.0 - w) * error;
+                }
+                Prod::Analysing { since, .. } => {
+                    let i = (at - since).num_seconds() / STEP_MEASURE_EVERY;
+                    let canary = 0.07 + ((n + i) % 3) as f64 * 0.01;
+                    error = 0.2 * canary + 0.8 * error;
+                }
+                _ => {}
+            }
+            if self.regressed_from(long_ago).is_some_and(|from| n >= from) {
+                (p95, p99) = (0.420 + 0.015 * wobble, 0.910 + 0.030 * wobble);
+            }
+            if self.trouble == Some(Trouble::Outage) {
+                let began =
+                    long_ago + Duration::days(PROVISIONED_DAYS) - Duration::seconds(OUTAGE_BEFORE);
+                if at >= began && at < began + Duration::seconds(OUTAGE_LASTS) {
+                    error = 0.35;
+                }
+            }
+        }
+        super::Signals {
+            error_ratio: error,
+            latency_p95: p95,
+            latency_p99: p99,
         }
     }
 
@@ -1968,6 +2217,14 @@ impl Story for FleetApp {
             .objects(now, self.provisioned, &self.promoted(), &self.acted())
     }
 
+    fn signals(&self, namespace: &str, at: DateTime<Utc>) -> Option<super::Signals> {
+        let env = self.app.env_of(namespace)?;
+        Some(
+            self.app
+                .signals(env, at, self.provisioned, &self.promoted(), &self.acted()),
+        )
+    }
+
     fn files_at(&self, now: DateTime<Utc>) -> Vec<super::RepoFile> {
         self.app.files(now, &self.promoted())
     }
@@ -2046,6 +2303,13 @@ impl Story for SteadyFleet {
             .iter()
             .flat_map(|app| app.objects(now, self.provisioned, &[], &[]))
             .collect()
+    }
+
+    fn signals(&self, namespace: &str, at: DateTime<Utc>) -> Option<super::Signals> {
+        self.apps.iter().find_map(|app| {
+            let env = app.env_of(namespace)?;
+            Some(app.signals(env, at, self.provisioned, &[], &[]))
+        })
     }
 
     fn pull_requests_at(&self, now: DateTime<Utc>) -> Vec<PullRequest> {

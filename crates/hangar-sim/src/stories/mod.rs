@@ -34,7 +34,22 @@ impl RolloutAction {
     }
 }
 
+/// What an app's requests look like at one moment (what its metrics would say): the share
+/// that fail, and the 95th and 99th percentile latencies in seconds.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Signals {
+    pub error_ratio: f64,
+    pub latency_p95: f64,
+    pub latency_p99: f64,
+}
+
 pub trait Story: Send + Sync + std::fmt::Debug {
+    /// How the app in `namespace` serves requests at `at`, if this story runs it there
+    /// (the simulated Prometheus reads it).
+    fn signals(&self, _namespace: &str, _at: DateTime<Utc>) -> Option<Signals> {
+        None
+    }
+
     /// The objects this story has in the world at `now`, with the cluster each lives on.
     fn objects_at(&self, now: DateTime<Utc>) -> Vec<(String, Value)>;
 

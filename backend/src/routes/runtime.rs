@@ -1,0 +1,71 @@
+//! `GET /api/runtime?service=NAME` — the Runtime tab: where the app runs in each environment
+//! (its Rollout's pods, the autoscaler, recent Events — from the service's part of the
+//! snapshot) and its objectives from Prometheus' figures, asked now within the configured
+//! deadline ([`crate::prometheus`]); when Prometheus does not answer, the last figures with
+//! since when it has not.
+
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::response::Response;
+use tower_shared::api::{PrometheusAnswers, PrometheusState, RuntimeAnswer, RuntimeEnvironment};
+use tower_shared::runtime;
+
+use super::params::{self, Query};
+use super::ApiError;
+use crate::state::AppState;
+use crate::views::View;
+
+pub async fn get(
+    State(state): State<AppState>,
+    query: Query,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let service = params::dns_label(&query, "service")?;
+    let snapshot = super::config::service_part(&state, service)?;
+    let now = state.clock().now();
+    let places = runtime::places(&snapshot, service);
+    let targets = snapshot.cicd_of(service).slo.unwrap_or_default();
+    let (measured, prometheus) = match &state.prometheus {
+        Some(prometheus) => {
+            let namespaces: Vec<String> = places.iter().map(|p| p.namespace.clone()).collect();
+            let measured = prometheus.measure(&namespaces, now).await;
+            (Some(measured), prometheus.state())
+        }
+        None => (
+            None,
+            PrometheusState {
+                state: PrometheusAnswers::NotConfigured,
+                message: Some("Tower's config names no Prometheus (`prometheus.url`)".to_owned()),
+                since: None,
+            },
+        ),
+    };
+    let environments = places
+        .into_iter()
+        .enumerate()
+        .map(|(i, place)| {
+            let found = measured.as_ref().and_then(|m| m.get(i));
+            let slo = found.and_then(|m| {
+                let readings = m.readings.as_ref()?;
+                Some(runtime::slo(
+                    readings,
+                    &targets,
+                    &place.arrivals,
+                    m.measured_at.unwrap_or(now),
+                ))
+            });
+            RuntimeEnvironment {
+                measured_at: found.and_then(|m| m.measured_at),
+                slo,
+                place,
+            }
+        })
+        .collect();
+    let answer = RuntimeAnswer {
+        service: service.to_owned(),
+        environments,
+        prometheus,
+        health: state.source.derived().health.clone(),
+    };
+    Ok(View::lazy(&answer).respond(&headers).await)
+}
