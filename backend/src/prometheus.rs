@@ -80,10 +80,6 @@ impl Prometheus {
         }
     }
 
-    fn deadline(&self) -> Duration {
-        Duration::from_secs(self.config.deadline_secs)
-    }
-
     /// Whether Prometheus answered last time, in the answer's words.
     pub fn state(&self) -> PrometheusState {
         match locked(&self.down).clone() {
@@ -223,31 +219,33 @@ impl Prometheus {
         if let Some(token) = &self.config.token {
             request = request.bearer_auth(token.expose());
         }
-        let deadline = self.deadline();
-        let answered = tokio::time::timeout(deadline, async {
-            let response = request.send().await.map_err(|e| {
-                if e.is_timeout() {
-                    format!("Prometheus did not answer within {} s", deadline.as_secs())
-                } else {
-                    format!("Prometheus could not be reached: {e}")
-                }
-            })?;
-            let status = response.status();
-            let body: Value = response
-                .json()
-                .await
-                .map_err(|e| format!("Prometheus answered {status} with no JSON: {e}"))?;
-            if body["status"] != "success" {
-                return Err(format!(
-                    "Prometheus refused the {} query ({status}): {}",
-                    asked.measure.key(),
-                    body["error"].as_str().unwrap_or("no reason given")
-                ));
+        // The client's timeout covers the whole request, body included: one deadline.
+        let unanswered = |e: reqwest::Error| {
+            if e.is_timeout() {
+                format!(
+                    "Prometheus did not answer within {} s",
+                    self.config.deadline_secs
+                )
+            } else {
+                format!("Prometheus could not be reached: {e}")
             }
-            Ok(body)
-        })
-        .await
-        .map_err(|_| format!("Prometheus did not answer within {} s", deadline.as_secs()))??;
+        };
+        let response = request.send().await.map_err(unanswered)?;
+        let status = response.status();
+        let answered: Value = response.json().await.map_err(|e| {
+            if e.is_timeout() {
+                unanswered(e)
+            } else {
+                format!("Prometheus answered {status} with no JSON: {e}")
+            }
+        })?;
+        if answered["status"] != "success" {
+            return Err(format!(
+                "Prometheus refused the {} query ({status}): {}",
+                asked.measure.key(),
+                answered["error"].as_str().unwrap_or("no reason given")
+            ));
+        }
         let result = &answered["data"]["result"][0];
         Ok(if asked.range {
             Answer::Series(

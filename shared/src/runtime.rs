@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::hangar;
-use crate::kube::Object;
+use crate::kube::{time, Object};
 use crate::slo;
 use crate::snapshot::Snapshot;
 
@@ -98,10 +98,6 @@ pub struct Place {
 
 fn count(value: &Value) -> Option<u32> {
     value.as_u64().and_then(|n| u32::try_from(n).ok())
-}
-
-fn time(value: &Value) -> Option<DateTime<Utc>> {
-    value.as_str()?.parse().ok()
 }
 
 fn text(value: &Value) -> String {

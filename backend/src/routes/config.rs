@@ -54,8 +54,10 @@ pub async fn get(
 }
 
 /// The service's part of the snapshot, or 404 naming `service`.
-pub(super) fn service_part(state: &AppState, service: &str) -> Result<Snapshot, ApiError> {
-    let derived = state.source.derived();
+pub(super) fn service_part(
+    derived: &crate::derived::Derived,
+    service: &str,
+) -> Result<Snapshot, ApiError> {
     if !derived.knows(service) {
         return Err(ApiError::no_service("service", service));
     }
@@ -182,7 +184,7 @@ pub async fn file(
 ) -> Result<Json<ConfigFile>, ApiError> {
     let service = params::dns_label(&query, "service")?;
     let id = params::required(&query, "file")?;
-    let snapshot = service_part(&state, service)?;
+    let snapshot = service_part(&state.source.derived(), service)?;
     let file = file_ref(&state, &snapshot, service, id, "file")?;
     super::github::spend_read(&state, caller.as_ref())?;
     let writer = writer(&state)?;
@@ -265,7 +267,7 @@ pub async fn save(
 ) -> Result<Json<ConfigSaved>, ApiError> {
     let draft = read_draft(&body)?;
     let service = draft.service.as_str();
-    let snapshot = service_part(&state, service)?;
+    let snapshot = service_part(&state.source.derived(), service)?;
     let file = file_ref(&state, &snapshot, service, &draft.file, "file")?;
     let text = applied(file.kind, &draft)?;
     let problems = values::check(file.kind, &text);

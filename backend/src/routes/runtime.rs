@@ -21,7 +21,8 @@ pub async fn get(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let service = params::dns_label(&query, "service")?;
-    let snapshot = super::config::service_part(&state, service)?;
+    let derived = state.source.derived();
+    let snapshot = super::config::service_part(&derived, service)?;
     let now = state.clock().now();
     let places = runtime::places(&snapshot, service);
     let targets = snapshot.cicd_of(service).slo.unwrap_or_default();
@@ -65,7 +66,7 @@ pub async fn get(
         service: service.to_owned(),
         environments,
         prometheus,
-        health: state.source.derived().health.clone(),
+        health: derived.health.clone(),
     };
     Ok(View::lazy(&answer).respond(&headers).await)
 }

@@ -202,6 +202,17 @@ pub enum Trouble {
 
 /// How long before the demo starts every app was provisioned.
 pub const PROVISIONED_DAYS: i64 = 40;
+
+/// The fleet's start, for apps provisioned `long_ago`.
+fn fleet_start(long_ago: DateTime<Utc>) -> DateTime<Utc> {
+    long_ago + Duration::days(PROVISIONED_DAYS)
+}
+
+/// When the [`Trouble::Outage`] began and ended, for apps provisioned `long_ago`.
+fn outage(long_ago: DateTime<Utc>) -> (DateTime<Utc>, DateTime<Utc>) {
+    let began = fleet_start(long_ago) - Duration::seconds(OUTAGE_BEFORE);
+    (began, began + Duration::seconds(OUTAGE_LASTS))
+}
 /// When the regressed release's pod is OOMKilled, after it arrives.
 pub const OOM_AFTER: i64 = 40 * 60;
 /// The outage: when it began before the fleet's start, and how long it lasted.
@@ -1572,10 +1583,8 @@ impl SteadyApp {
     /// The first release of the [`Trouble::Regressed`] app that is slow: the one in prod
     /// at the fleet's start.
     fn regressed_from(&self, long_ago: DateTime<Utc>) -> Option<i64> {
-        (self.trouble == Some(Trouble::Regressed)).then(|| {
-            self.running_in("prod", long_ago + Duration::days(PROVISIONED_DAYS))
-                .n
-        })
+        (self.trouble == Some(Trouble::Regressed))
+            .then(|| self.running_in("prod", fleet_start(long_ago)).n)
     }
 
     /// Where the app runs in `env` besides its Rollout: a pod per replica of each
@@ -1694,8 +1703,7 @@ impl SteadyApp {
                          "scaleTargetRef": {"apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout", "name": name}},
                 "status": {"currentReplicas": 3, "desiredReplicas": if slow_from.is_some() { 5 } else { 3 }}}));
             if self.trouble == Some(Trouble::Outage) {
-                let began =
-                    long_ago + Duration::days(PROVISIONED_DAYS) - Duration::seconds(OUTAGE_BEFORE);
+                let (_, ended) = outage(long_ago);
                 out.push(event(
                     ("Rollout", name),
                     (
@@ -1703,7 +1711,7 @@ impl SteadyApp {
                         "Unhealthy",
                         "Readiness probe failed: HTTP probe failed with statuscode: 503".to_owned(),
                     ),
-                    began + Duration::seconds(OUTAGE_LASTS),
+                    ended,
                     24,
                 ));
             }
@@ -1750,9 +1758,8 @@ impl SteadyApp {
                 (p95, p99) = (0.420 + 0.015 * wobble, 0.910 + 0.030 * wobble);
             }
             if self.trouble == Some(Trouble::Outage) {
-                let began =
-                    long_ago + Duration::days(PROVISIONED_DAYS) - Duration::seconds(OUTAGE_BEFORE);
-                if at >= began && at < began + Duration::seconds(OUTAGE_LASTS) {
+                let (began, ended) = outage(long_ago);
+                if at >= began && at < ended {
                     error = 0.35;
                 }
             }
