@@ -79,6 +79,21 @@ pub enum Command {
     /// evidence and the confidence score with its working. Offline nothing is compared on
     /// GitHub, so the pull requests that went in are said to be unknown.
     ReleaseRecord(RecordArgs),
+    /// Print DORA's four keys of one app, or of every app, as JSON: deployment frequency,
+    /// lead time for changes, change failure rate and time to restore over the `--days`
+    /// before the snapshot's `now`, with the prod rollouts and changes they counted.
+    ///
+    /// The rules are docs/dora.md's. Same snapshot format as `tower provisioning`.
+    Dora(DoraArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct DoraArgs {
+    #[command(flatten)]
+    pub snapshot: OfflineArgs,
+    /// The window: this many days before the snapshot's `now` (1 to 30).
+    #[arg(long, default_value_t = 7, value_parser = clap::value_parser!(u32).range(1..=i64::from(tower_shared::dora::MAX_DAYS)))]
+    pub days: u32,
 }
 
 #[derive(Debug, Args)]
@@ -135,6 +150,12 @@ fn speed(value: &str) -> Result<f64, String> {
     }
 }
 
+fn instant(value: &str) -> Result<chrono::DateTime<chrono::Utc>, String> {
+    chrono::DateTime::parse_from_rfc3339(value)
+        .map(|t| t.with_timezone(&chrono::Utc))
+        .map_err(|err| format!("{value:?} is not an RFC 3339 time ({err})"))
+}
+
 fn service_name(value: &str) -> Result<String, String> {
     if tower_shared::hangar::is_dns_label(value) {
         Ok(value.to_owned())
@@ -165,6 +186,11 @@ pub struct DemoArgs {
     /// seed gives the same world.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// When the simulated world's clock starts (RFC 3339, e.g. `2026-11-02T09:30:00Z`;
+    /// default: now). The stories' releases fall on their cadences from the epoch, so the
+    /// same start and seed give the same world.
+    #[arg(long, value_parser = instant, conflicts_with = "scenario")]
+    pub start: Option<chrono::DateTime<chrono::Utc>>,
     /// Serve the world captured in this snapshot file (docs/snapshot.md) instead of the
     /// demo's stories; the clock starts at its `now`.
     #[arg(long)]
@@ -205,7 +231,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             let world = match &args.scenario {
                 Some(path) => demo::World::Scenario(demo::read_scenario(path)?),
                 None => demo::World::Stories {
-                    start: crate::clock::wall(),
+                    start: args.start.unwrap_or_else(crate::clock::wall),
                     seed: args.seed,
                 },
             };
@@ -295,6 +321,10 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Pipelines(args) => {
             let snapshot = offline::read_snapshot(&args.service.snapshot)?;
             offline::pipelines(&snapshot, &args.service.service, args.run.as_deref())
+        }
+        Command::Dora(args) => {
+            let snapshot = offline::read_snapshot(&args.snapshot.snapshot)?;
+            offline::dora(&snapshot, args.snapshot.service.as_deref(), args.days)
         }
         Command::ReleaseRecord(args) => {
             let snapshot = offline::read_snapshot(&args.service.snapshot)?;

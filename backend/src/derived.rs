@@ -241,16 +241,9 @@ impl PerService for Pipelines {
 /// The Pull requests tab: routes serve pages of it.
 impl PerService for Pulls {
     fn make(derived: &Derived, service: &str) -> Option<Self> {
-        derived.knows(service).then(|| {
-            let snapshot = derived.service(service);
-            tower_shared::pulls::derive(
-                &snapshot,
-                service,
-                &tower_shared::pipelines::derive(&snapshot, service),
-                &derive_deployments(&snapshot, service),
-                derived.now,
-            )
-        })
+        derived
+            .knows(service)
+            .then(|| tower_shared::pulls::of(&derived.service(service), service, derived.now))
     }
 
     /// Served in pages, never whole.
@@ -305,6 +298,49 @@ impl PerService for tower_shared::api::ConfigAnswer {
                 health: derived.health.clone(),
             }
         })
+    }
+}
+
+/// DORA's four keys of one app, or of the fleet, over some days: the key is
+/// [`dora_key`]'s.
+impl PerService for tower_shared::api::DoraAnswer {
+    fn make(derived: &Derived, key: &str) -> Option<Self> {
+        let (days, service) = key.split_once(':')?;
+        let days = days.parse().ok()?;
+        if service.is_empty() {
+            let services: std::collections::BTreeSet<&str> =
+                derived.fleet.apps.iter().map(|a| a.name.as_str()).collect();
+            let parts = services.into_iter().map(|s| (s, derived.service(s)));
+            Some(dora_answer(None, days, parts, derived.now, &derived.health))
+        } else {
+            derived.knows(service).then(|| {
+                let parts = [(service, derived.service(service))];
+                dora_answer(Some(service), days, parts, derived.now, &derived.health)
+            })
+        }
+    }
+}
+
+/// The key [`ServiceViews`] files a DORA answer under: the days, and the app (none: the
+/// fleet).
+pub fn dora_key(service: Option<&str>, days: u32) -> String {
+    format!("{days}:{}", service.unwrap_or_default())
+}
+
+/// The DORA answer of `parts` (each service with its part of the snapshot) over the `days`
+/// before `now`; `service` names the one app asked about.
+pub fn dora_answer<'a>(
+    service: Option<&str>,
+    days: u32,
+    parts: impl IntoIterator<Item = (&'a str, Snapshot)>,
+    now: DateTime<Utc>,
+    health: &Health,
+) -> tower_shared::api::DoraAnswer {
+    tower_shared::api::DoraAnswer {
+        service: service.map(str::to_owned),
+        days,
+        report: tower_shared::dora::report(parts, days, now),
+        health: health.clone(),
     }
 }
 

@@ -36,6 +36,34 @@ pub fn provisioning(snapshot: &Snapshot, service: Option<&str>) -> Provisioning 
     derived
 }
 
+/// `tower dora`: the four keys of `service`, or of every app the snapshot deploys (as the
+/// fleet page's are); an error when the snapshot knows no such service.
+pub fn dora(snapshot: &Snapshot, service: Option<&str>, days: u32) -> anyhow::Result<()> {
+    let services: std::collections::BTreeSet<String> = match service {
+        Some(name) => {
+            anyhow::ensure!(
+                tower_shared::hangar::is_known_service(snapshot, name),
+                "the snapshot holds no service called {name}"
+            );
+            [name.to_owned()].into()
+        }
+        None => tower_shared::fleet::fleet_apps(snapshot)
+            .into_iter()
+            .map(|a| a.name)
+            .collect(),
+    };
+    let parts = services
+        .iter()
+        .map(|s| (s.as_str(), snapshot.for_service(s)));
+    print_json(&crate::derived::dora_answer(
+        service,
+        days,
+        parts,
+        snapshot.now,
+        &tower_shared::api::Health::default(),
+    ))
+}
+
 /// Pretty JSON on stdout, newline-terminated.
 pub fn print_json<T: Serialize>(value: &T) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();

@@ -35,6 +35,9 @@ pub trait Source: Send + Sync + std::fmt::Debug {
     /// One service's Config tab (environments, secrets, composed resources); `None` for a
     /// service Tower does not know.
     fn service_config(&self, service: &str) -> Option<Arc<View>>;
+    /// DORA's four keys under `key` ([`crate::derived::dora_key`]); `None` for an app Tower
+    /// does not know. Made on first demand: call it off the async workers.
+    fn dora(&self, key: &str) -> Option<Arc<View>>;
 }
 
 /// A snapshot read once from a file, derived once; time stands still at its `now`.
@@ -48,6 +51,7 @@ pub struct Fixed {
     pulls: ServiceViews<Pulls>,
     releases: ServiceViews<tower_shared::api::ReleasesAnswer>,
     config: ServiceViews<tower_shared::api::ConfigAnswer>,
+    dora: ServiceViews<tower_shared::api::DoraAnswer>,
 }
 
 impl Fixed {
@@ -81,6 +85,7 @@ impl Fixed {
             pulls: ServiceViews::default(),
             releases: ServiceViews::default(),
             config: ServiceViews::default(),
+            dora: ServiceViews::default(),
         }
     }
 }
@@ -117,6 +122,10 @@ impl Source for Fixed {
     fn service_config(&self, service: &str) -> Option<Arc<View>> {
         self.config.get(&self.derived, service)
     }
+
+    fn dora(&self, key: &str) -> Option<Arc<View>> {
+        self.dora.get(&self.derived, key)
+    }
 }
 
 impl Source for crate::live::Live {
@@ -150,5 +159,9 @@ impl Source for crate::live::Live {
 
     fn service_config(&self, service: &str) -> Option<Arc<View>> {
         crate::live::Live::service_config(self, service)
+    }
+
+    fn dora(&self, key: &str) -> Option<Arc<View>> {
+        crate::live::Live::dora(self, key)
     }
 }

@@ -127,6 +127,12 @@ pub fn runtime_text(service: String) -> TextFuture {
     text_of(format!("/api/runtime?service={}", encode(&service)))
 }
 
+/// `GET /api/dora`'s text: the fleet's DORA figures over the last week and what they
+/// counted ([`tower_shared::api::DoraAnswer`]).
+pub fn dora_text() -> TextFuture {
+    text_of("/api/dora".to_owned())
+}
+
 /// `GET path`'s body (the last one kept, on a `304`), or why there is none.
 async fn get_text(path: &str) -> Result<String, ApiError> {
     let last = LAST.with(|l| l.borrow().get(path).cloned());

@@ -42,11 +42,89 @@ pub fn FleetOverview() -> impl IntoView {
             <h2 id="fleet-title">"Fleet"</h2>
             // The clusters' freshness comes with the summary every page shares.
             <crate::ui::SharedHealthNotice />
+            <DoraPanel />
             {move || match fleet() {
                 None => view! { <p class="state loading">"Loading the fleet…"</p> }.into_any(),
                 Some(Ok(fleet)) => view! { <FleetMatrix fleet=fleet now=now filters=filters /> }.into_any(),
                 Some(Err(err)) => crate::ui::error_alert(&err),
             }}
+        </section>
+    }
+}
+
+/// The fleet's DORA figures over the last week (`GET /api/dora`): the sentence, then what
+/// it counted — each prod rollout linking to its app's Releases tab, each change to its
+/// pull request. Read once per visit (the fleet's figures read every app). The answer is
+/// read as a JSON tree (the bundle's budget).
+#[component]
+fn DoraPanel() -> impl IntoView {
+    use crate::config::{list, text};
+    use crate::nav::{tab_href, Tab};
+    let now = crate::feed::feed().now;
+    let ago = move |v: &serde_json::Value, key: &str| {
+        v[key].as_str().and_then(|t| t.parse().ok()).map_or_else(
+            || "at an unknown time".to_owned(),
+            |t| age(t, now.get_untracked()),
+        )
+    };
+    let answer =
+        crate::feed::decoded::<serde_json::Value>(crate::feed::text_resource(api::dora_text));
+    let body = move || match answer()? {
+        Err(err) => Some(crate::ui::error_alert(&err)),
+        Ok(dora) => {
+            let tag = |v: &serde_json::Value| {
+                let release = text(v, "release");
+                release.rsplit(':').next().unwrap_or_default().to_owned()
+            };
+            // Each counted item as a link and what it was.
+            let items =
+                |key: &str, said: &dyn Fn(&serde_json::Value) -> (String, String, String)| {
+                    list(&dora, key)
+                        .iter()
+                        .map(|v| {
+                            let (href, link, rest) = said(v);
+                            view! { <li><a href=href>{link}</a>{rest}</li> }
+                        })
+                        .collect_view()
+                };
+            let rollouts = items("rollouts", &|r| {
+                let service = text(r, "service");
+                let outcome = text(r, "outcome").replace('-', " ");
+                (
+                    tab_href(Tab::Releases, &service, None),
+                    format!("{service} {}", tag(r)),
+                    format!(" — {outcome}, started {}", ago(r, "startedAt")),
+                )
+            });
+            let changes = items("changes", &|c| {
+                (
+                    text(c, "url"),
+                    text(c, "id"),
+                    format!(" merged {}, in {}", ago(c, "mergedAt"), tag(c)),
+                )
+            });
+            let counted = format!(
+                "What was counted: {} prod rollouts, {} changes",
+                list(&dora, "rollouts").len(),
+                list(&dora, "changes").len()
+            );
+            Some(
+                view! {
+                    <p class="sentence">{text(&dora, "sentence")}</p>
+                    <details>
+                        <summary>{counted}</summary>
+                        <ul class="dora-rollouts">{rollouts}</ul>
+                        <ul class="dora-changes">{changes}</ul>
+                    </details>
+                }
+                .into_any(),
+            )
+        }
+    };
+    view! {
+        <section class="dora" aria-labelledby="dora-title">
+            <h3 id="dora-title">"Delivery, last 7 days"</h3>
+            {body}
         </section>
     }
 }

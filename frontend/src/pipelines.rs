@@ -6,7 +6,7 @@
 use chrono::{DateTime, Utc};
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
-use tower_shared::api::{PipelineRunAnswer, PipelineRunsAnswer};
+use tower_shared::api::PipelineRunsAnswer;
 use tower_shared::pipelines::{
     EdgeKind, Outcome, RunGraph, RunSummary, StepNode, TaskNode, Trigger,
 };
@@ -215,20 +215,21 @@ fn RunView(service: String, run: String, task: Memo<Option<String>>) -> impl Int
     let now = feed.now;
     let changed = feed.refresh.service(service.clone());
     let (s, r) = (service.clone(), run.clone());
-    let fetched =
-        crate::feed::decoded::<PipelineRunAnswer>(crate::feed::text_resource(move || {
-            changed.track();
-            api::pipeline_run(&s, &r)
-        }));
+    // A `PipelineRunAnswer` carries the graph's fields at its top level: read as the graph
+    // alone (the service and health left), so the browser holds one reader of a graph.
+    let fetched = crate::feed::decoded::<RunGraph>(crate::feed::text_resource(move || {
+        changed.track();
+        api::pipeline_run(&s, &r)
+    }));
     let open = RwSignal::new(None::<LogTarget>);
     // Choosing a task opens the log of its failed or running step; a newer answer updates
     // whether the open one is still running.
     Effect::new(move || {
         let chosen = task.get();
-        let Some(Ok(answer)) = fetched() else {
+        let Some(Ok(graph)) = fetched() else {
             return;
         };
-        let node = chosen.and_then(|c| answer.graph.tasks.into_iter().find(|t| t.name == c));
+        let node = chosen.and_then(|c| graph.tasks.into_iter().find(|t| t.name == c));
         let current = open.get_untracked();
         let next = node.and_then(|node| {
             let step = match current.as_ref().filter(|t| t.task == node.name) {
@@ -261,7 +262,7 @@ fn RunView(service: String, run: String, task: Memo<Option<String>>) -> impl Int
         }
         .into_any(),
         Some(Err(err)) => error_alert(&err),
-        Some(Ok(PipelineRunAnswer { graph, .. })) => {
+        Some(Ok(graph)) => {
             let chosen = task.get();
             let parts = graph_sentence_parts(&graph);
             view! {

@@ -369,6 +369,20 @@ pub struct RuntimeAnswer {
     pub health: Health,
 }
 
+/// `GET /api/dora`: DORA's four keys for one app or the fleet over a window of days, with
+/// what they counted ([`crate::dora::report`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DoraAnswer {
+    /// The app asked about; `None`: the whole fleet.
+    pub service: Option<String>,
+    pub days: u32,
+    #[serde(flatten)]
+    pub report: crate::dora::Report,
+    #[serde(flatten)]
+    pub health: Health,
+}
+
 /// One environment of [`RuntimeAnswer`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -14,8 +14,16 @@
 //!
 //! Nothing counted is `None`, never zero: a window with no rollout has no failure rate.
 
+use std::collections::BTreeMap;
+
 use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
+
+use crate::hangar;
+use crate::kube::{str_at, time, Object};
+use crate::pulls::{PrState, Pulls};
+use crate::releases::by_tag;
+use crate::snapshot::Snapshot;
 
 /// A release that replaces the one before in prod this soon after it went live fixes it.
 pub const FIX_FORWARD: Duration = Duration::hours(1);
@@ -38,6 +46,10 @@ pub enum Outcome {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ProdRollout {
+    /// The app it belongs to: a release fixes forward only its own app's.
+    #[serde(default)]
+    pub service: String,
+    /// The image without its digest.
     pub release: String,
     pub started_at: DateTime<Utc>,
     pub outcome: Outcome,
@@ -51,6 +63,9 @@ pub struct ProdRollout {
 pub struct Change {
     /// How a reader finds it: `acme/shop#42`.
     pub id: String,
+    /// Its page on GitHub, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
     pub merged_at: DateTime<Utc>,
     pub release: String,
 }
@@ -153,7 +168,8 @@ pub fn derive(
             }
             Outcome::Live => {
                 let fix = rollouts.iter().find(|next| {
-                    next.started_at > end
+                    next.service == rollout.service
+                        && next.started_at > end
                         && next.started_at - end <= FIX_FORWARD
                         && next.outcome == Outcome::Live
                 });
@@ -178,6 +194,194 @@ pub fn derive(
     }
 }
 
+/// The prod rollouts of `service` its clusters still show: one per ReplicaSet Argo Rollouts
+/// keeps in the app's production namespace (it keeps a few old ones, scaled to zero), each
+/// started when its ReplicaSet was made. How each ended:
+/// - **aborted** when an AnalysisRun of its pod template failed (at the run's completion),
+///   or when it is the Rollout's current template and the Rollout is aborted (at
+///   `abortedAt`);
+/// - **in progress** while it is the current template and not yet the stable one;
+/// - else **live**, from when it arrived: Argo Rollouts keeps no completion time for older
+///   rollouts, so the arrival stands for it (`docs/dora.md`).
+pub fn prod_rollouts(snapshot: &Snapshot, service: &str) -> Vec<ProdRollout> {
+    let mut by_namespace: BTreeMap<&str, Vec<&Object>> = BTreeMap::new();
+    for object in snapshot.clusters.values().flatten() {
+        let Some(namespace) = object.namespace() else {
+            continue;
+        };
+        if let Some((owner, hangar::NamespaceRole::Environment(env))) =
+            hangar::namespace_owner(namespace)
+        {
+            if owner == service && hangar::is_production(env) {
+                by_namespace.entry(namespace).or_default().push(object);
+            }
+        }
+    }
+    let mut rollouts = Vec::new();
+    for objects in by_namespace.values() {
+        let of_kind = |kind: &'static str| objects.iter().filter(move |o| o.kind == kind);
+        let status = of_kind("Rollout").next().map(|r| &r.status);
+        let status_str = |key: &str| status.and_then(|s| str_at(s, &[key]));
+        let (current, stable) = (status_str("currentPodHash"), status_str("stableRS"));
+        let aborted_at = status
+            .filter(|s| s["abort"] == true)
+            .map(|s| s.get("abortedAt").and_then(time));
+        let failed: BTreeMap<&str, Option<DateTime<Utc>>> = of_kind("AnalysisRun")
+            .filter(|run| matches!(str_at(&run.status, &["phase"]), Some("Failed" | "Error")))
+            .filter_map(|run| {
+                let hash = run.label(POD_HASH)?;
+                Some((hash, run.status.get("completedAt").and_then(time)))
+            })
+            .collect();
+        for set in of_kind("ReplicaSet") {
+            let (Some(hash), Some(started_at)) =
+                (set.label(POD_HASH), set.metadata.creation_timestamp)
+            else {
+                continue;
+            };
+            let image = set.spec["template"]["spec"]["containers"][0]["image"].as_str();
+            let Some(image) = image.filter(|i| !i.is_empty()) else {
+                continue;
+            };
+            let is_current = current == Some(hash) && stable != Some(hash);
+            let (outcome, ended_at) = match (failed.get(hash), is_current, aborted_at) {
+                (Some(at), _, _) => (Outcome::Aborted, *at),
+                (None, true, Some(at)) => (Outcome::Aborted, at),
+                (None, true, None) => (Outcome::InProgress, None),
+                (None, false, _) => (Outcome::Live, Some(started_at)),
+            };
+            rollouts.push(ProdRollout {
+                service: service.to_owned(),
+                release: by_tag(image).to_owned(),
+                started_at,
+                outcome,
+                ended_at,
+            });
+        }
+    }
+    rollouts.sort_by(|a, b| (a.started_at, &a.release).cmp(&(b.started_at, &b.release)));
+    rollouts
+}
+
+/// The label Argo Rollouts puts on a pod template's ReplicaSet and AnalysisRuns.
+const POD_HASH: &str = "rollouts-pod-template-hash";
+
+/// The merged pull requests on the app's source repository whose build's image Tower knows:
+/// each a change carried by that release.
+pub fn changes(pulls: &Pulls) -> Vec<Change> {
+    pulls
+        .pulls
+        .iter()
+        .filter(|pr| pr.source && pr.state == PrState::Merged)
+        .filter_map(|pr| {
+            Some(Change {
+                id: format!("{}#{}", pr.repo, pr.number),
+                url: pr.url.clone(),
+                merged_at: pr.ended_at?,
+                release: by_tag(pr.image.as_deref()?).to_owned(),
+            })
+        })
+        .collect()
+}
+
+/// The four keys in one sentence, unknowns said as such.
+pub fn sentence(dora: &Dora, days: u32) -> String {
+    let span = if days == 1 {
+        "Over the last day".to_owned()
+    } else {
+        format!("Over the last {days} days")
+    };
+    let live = dora.deployed.len();
+    let deployed = match live {
+        0 => "no release went live in prod".to_owned(),
+        1 => format!(
+            "1 release went live in prod ({:.1} a day)",
+            dora.deployments_per_day
+        ),
+        n => format!(
+            "{n} releases went live in prod ({:.1} a day)",
+            dora.deployments_per_day
+        ),
+    };
+    let lead = dora.lead_time.as_ref().map_or_else(
+        || "no merged change reached prod, so there is no lead time".to_owned(),
+        |lead| {
+            format!(
+                "changes took a median {} from merge to prod (p90 {})",
+                crate::time::compact_duration(lead.median_sec),
+                crate::time::compact_duration(lead.p90_sec)
+            )
+        },
+    );
+    let failures = match dora.change_failure_rate {
+        None => "no rollout ended, so there is no change failure rate".to_owned(),
+        Some(rate) => {
+            let failed = dora.failed.len();
+            let restored = dora.time_to_restore.as_ref().map_or_else(String::new, |r| {
+                format!(
+                    ", restored in a median {}",
+                    crate::time::compact_duration(r.median_sec)
+                )
+            });
+            format!(
+                "{failed} of {} rollouts that ended failed ({:.0} %){restored}",
+                dora.ended,
+                rate * 100.0
+            )
+        }
+    };
+    format!("{span}: {deployed}; {lead}; {failures}.")
+}
+
+/// The longest window asked of [`report`], in days: the pull requests Tower reads are
+/// [`crate::pulls::RECENT_DAYS`] days' worth, so a longer one would miss changes.
+pub const MAX_DAYS: u32 = crate::pulls::RECENT_DAYS as u32;
+
+/// The four keys over the `days` before `now`, in a sentence, with the rollouts and changes
+/// they counted so a reader can check them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Report {
+    pub sentence: String,
+    #[serde(flatten)]
+    pub dora: Dora,
+    /// The prod rollouts that started or ended in the window, newest first.
+    pub rollouts: Vec<ProdRollout>,
+    /// The changes whose release went live in the window, newest first.
+    pub changes: Vec<Change>,
+}
+
+/// The report of `parts` — each service with its part of the snapshot — over the `days`
+/// (1 to [`MAX_DAYS`]) before `now`.
+pub fn report<'a>(
+    parts: impl IntoIterator<Item = (&'a str, Snapshot)>,
+    days: u32,
+    now: DateTime<Utc>,
+) -> Report {
+    let (mut rollouts, mut changes) = (Vec::new(), Vec::new());
+    for (service, part) in parts {
+        rollouts.extend(prod_rollouts(&part, service));
+        changes.extend(self::changes(&crate::pulls::of(&part, service, now)));
+    }
+    let from = now - Duration::days(i64::from(days.clamp(1, MAX_DAYS)));
+    let dora = derive(&rollouts, &changes, from, now);
+    let within = |t: DateTime<Utc>| t >= from && t < now;
+    rollouts.retain(|r| within(r.started_at) || r.ended_at.is_some_and(within));
+    rollouts.sort_by_key(|r| std::cmp::Reverse(r.started_at));
+    changes.retain(|c| {
+        dora.lead_time
+            .as_ref()
+            .is_some_and(|l| l.counted.contains(&c.id))
+    });
+    changes.sort_by_key(|c| std::cmp::Reverse(c.merged_at));
+    Report {
+        sentence: sentence(&dora, days),
+        dora,
+        rollouts,
+        changes,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -188,6 +392,7 @@ mod tests {
 
     fn rollout(release: &str, start: i64, outcome: Outcome, end: Option<i64>) -> ProdRollout {
         ProdRollout {
+            service: "shop".to_owned(),
             release: release.to_owned(),
             started_at: at(start),
             outcome,
@@ -198,6 +403,7 @@ mod tests {
     fn change(id: &str, merged: i64, release: &str) -> Change {
         Change {
             id: id.to_owned(),
+            url: None,
             merged_at: at(merged),
             release: release.to_owned(),
         }
@@ -274,5 +480,82 @@ mod tests {
         assert_eq!(nearest_rank(&[1, 2, 3, 4], 50), Some(2));
         assert_eq!(nearest_rank(&[1, 2, 3, 4], 90), Some(4));
         assert_eq!(nearest_rank(&(1..=10).collect::<Vec<_>>(), 90), Some(9));
+    }
+
+    /// `fixtures/dora/week.json`: the same week as a cluster and GitHub show it (minutes
+    /// from the window's start). Prod's ReplicaSets: 1.0 arrived at 60, 1.1 at 1440 (its
+    /// step analysis failed at 1460), 1.2 at 2000, 1.3 at 2060 (its analysis passed), 1.4 at
+    /// 10000 (the Rollout's current template, not yet stable). Each release's pull request
+    /// merged at 0, 1300, 1900, 2050 and 9000, its build publishing the image.
+    #[test]
+    fn a_week_read_from_a_snapshot() {
+        let text = include_str!("../../fixtures/dora/week.json");
+        let snapshot = Snapshot::from_json(text).unwrap();
+        let rollouts = prod_rollouts(&snapshot, "shop");
+        let outcomes: Vec<(&str, Outcome, Option<DateTime<Utc>>)> = rollouts
+            .iter()
+            .map(|r| (&r.release[r.release.len() - 13..], r.outcome, r.ended_at))
+            .collect();
+        assert_eq!(
+            outcomes,
+            [
+                ("1.0.0-a0a0a0a", Outcome::Live, Some(at(60))),
+                ("1.1.0-b1b1b1b", Outcome::Aborted, Some(at(1460))),
+                ("1.2.0-c2c2c2c", Outcome::Live, Some(at(2000))),
+                ("1.3.0-d3d3d3d", Outcome::Live, Some(at(2060))),
+                ("1.4.0-e4e4e4e", Outcome::InProgress, None),
+            ]
+        );
+        let report = report([("shop", snapshot.clone())], 7, snapshot.now);
+        let dora = &report.dora;
+        // Live: 1.0, 1.2, 1.3 — 3 in 7 days.
+        assert_eq!(dora.deployed.len(), 3);
+        // Lead times: 1.0 60 min, 1.2 100, 1.3 10 (1.1 never went live, 1.4 not yet):
+        // sorted 10, 60, 100 — median (rank 2) 60, p90 (rank 3) 100.
+        let lead = dora.lead_time.as_ref().unwrap();
+        assert_eq!((lead.median_sec, lead.p90_sec), (60 * 60, 100 * 60));
+        assert_eq!(
+            lead.counted,
+            ["acme/shop#43", "acme/shop#40", "acme/shop#42"]
+        );
+        // Ended 4; failed 1.1 (aborted) and 1.2 (1.3 started 60 min after it went live).
+        assert_eq!(dora.ended, 4);
+        assert_eq!(dora.change_failure_rate, Some(0.5));
+        // Restores 20 (1.1: 1440 → 1460) and 60 min (1.2: live 2000 → 1.3 live 2060).
+        let restore = dora.time_to_restore.as_ref().unwrap();
+        assert_eq!((restore.median_sec, restore.p90_sec), (20 * 60, 60 * 60));
+        assert_eq!(
+            report.sentence,
+            "Over the last 7 days: 3 releases went live in prod (0.4 a day); changes took a \
+             median 1h 00m from merge to prod (p90 1h 40m); 2 of 4 rollouts that ended failed \
+             (50 %), restored in a median 20m 00s."
+        );
+        // Every rollout of the week is listed, newest first; the changes counted too.
+        assert_eq!(report.rollouts.len(), 5);
+        assert_eq!(report.rollouts[0].outcome, Outcome::InProgress);
+        assert_eq!(report.changes.len(), 3);
+        assert_eq!(
+            report.changes[0].url.as_deref(),
+            Some("https://github.com/acme/shop/pull/43")
+        );
+    }
+
+    #[test]
+    fn a_fix_forward_is_only_within_one_app() {
+        let mut other = rollout("9.0", 30, Outcome::Live, Some(40));
+        other.service = "cart".to_owned();
+        let rollouts = [rollout("2.0", 0, Outcome::Live, Some(25)), other];
+        let day = derive(&rollouts, &[], at(0), at(1440));
+        assert_eq!(day.failed, Vec::<String>::new());
+    }
+
+    #[test]
+    fn unknowns_are_said_not_zeroed() {
+        let empty = derive(&[], &[], at(0), at(1440));
+        assert_eq!(
+            sentence(&empty, 1),
+            "Over the last day: no release went live in prod; no merged change reached prod, \
+             so there is no lead time; no rollout ended, so there is no change failure rate."
+        );
     }
 }

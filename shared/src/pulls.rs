@@ -215,6 +215,17 @@ pub struct Pulls {
     pub pulls: Vec<PullView>,
 }
 
+/// [`derive`] from the service's part of a snapshot, its runs and deployments derived here.
+pub fn of(snapshot: &Snapshot, service: &str, now: DateTime<Utc>) -> Pulls {
+    derive(
+        snapshot,
+        service,
+        &crate::pipelines::derive(snapshot, service),
+        &crate::deployments::derive_deployments(snapshot, service),
+        now,
+    )
+}
+
 /// The service's pull requests at `now`, from the snapshot's pull requests, its runs and its
 /// deployments.
 pub fn derive(

@@ -272,7 +272,7 @@ fn protected_requests() -> Vec<(http::Method, String, Option<Value>)> {
             }
             let query = match path.as_str() {
                 "/api/snapshot" | "/api/deployments" | "/api/releases" | "/api/pipelines"
-                | "/api/config" | "/api/runtime" => {
+                | "/api/config" | "/api/runtime" | "/api/dora" => {
                     "?service=svc"
                 }
                 "/api/pipelines/run" => "?service=svc&run=svc-build-1",

@@ -2356,6 +2356,66 @@ async fn the_runtime_tab_shows_the_release_that_hurt_and_prometheus_going_quiet(
 }
 
 #[tokio::test]
+async fn the_fleet_says_its_dora_figures_and_what_they_counted() {
+    let tower = crate::support::Live::start(0.0).await.unwrap();
+    // Past the aborting canary's third failed measurement (two minutes in), whenever the
+    // world started; the page reads the figures once, so wait for Tower to count it.
+    tower.advance_world(180);
+    crate::support::eventually(Duration::from_secs(30), "the abort counted", || async {
+        let (_, dora) = tower.get("/api/dora").await.ok()?;
+        (!dora["failed"].as_array()?.is_empty()).then_some(())
+    })
+    .await
+    .unwrap();
+    let browser = Browser::start().await.unwrap();
+    browser
+        .checked("fleet-dora", async {
+            let c = &browser.client;
+            c.goto(&tower.url("/tower")).await?;
+            until(Duration::from_secs(20), "the DORA sentence", || async {
+                Ok(text_of(c, ".dora .sentence")
+                    .await?
+                    .is_some_and(|t| t.starts_with("Over the last 7 days: ")))
+            })
+            .await?;
+            let sentence = text_of(c, ".dora .sentence").await?.unwrap_or_default();
+            anyhow::ensure!(
+                sentence.contains("went live in prod")
+                    && sentence.contains("from merge to prod")
+                    && sentence.contains("rollouts that ended failed"),
+                "{sentence}"
+            );
+            // What it counted: every rollout links to its app's Releases tab.
+            c.find(Locator::Css(".dora details summary"))
+                .await?
+                .click()
+                .await?;
+            let links = c
+                .execute(
+                    "return [...document.querySelectorAll('.dora-rollouts a')].map(a => a.getAttribute('href'));",
+                    vec![],
+                )
+                .await?;
+            let links = links.as_array().cloned().unwrap_or_default();
+            anyhow::ensure!(
+                !links.is_empty()
+                    && links.iter().all(|l| l
+                        .as_str()
+                        .is_some_and(|l| l.starts_with("/tower?view=releases&service="))),
+                "{links:?}"
+            );
+            let aborted = text_of(c, ".dora-rollouts").await?.unwrap_or_default();
+            anyhow::ensure!(aborted.contains("aborted"), "{aborted}");
+            browser.check_page("fleet-dora").await?;
+            browser.screenshot("fleet-dora").await?;
+            anyhow::Ok(())
+        })
+        .await
+        .unwrap();
+    browser.close().await.unwrap();
+}
+
+#[tokio::test]
 async fn prod_values_are_changed_through_the_form_and_proposed_as_one_pull_request() {
     use hangar_sim::stories::fleet::PROJECT_ERROR;
     let tower = crate::support::Live::start(0.0).await.unwrap();

@@ -61,6 +61,12 @@ fn unknown_arguments_are_refused() {
     let (code, stderr) = tower(&["demo", "--port", "not-a-port"]);
     assert_eq!(code, 2);
     assert!(stderr.contains("--port"), "{stderr}");
+    let (code, stderr) = tower(&["demo", "--port", "0", "--start", "yesterday"]);
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("--start") && stderr.contains("not an RFC 3339 time"),
+        "{stderr}"
+    );
 }
 
 #[tokio::test]

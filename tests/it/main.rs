@@ -35,6 +35,7 @@ mod config;
 mod contract;
 mod deploy;
 mod deployments;
+mod dora;
 mod faults;
 mod filing;
 mod gitops;

@@ -534,6 +534,24 @@ async fn two_releases_compare_by_commits_pull_requests_runs_and_config() {
     )
     .await
     .unwrap();
+    // The world started at any moment of the app's cadence: when its newest build has not
+    // published its image yet, move the world on until every build has (by hand: it stands
+    // still otherwise).
+    let (_, runs) = tower
+        .get(&format!("/api/pipelines?service={APP}&pipeline=build"))
+        .await
+        .unwrap();
+    let building = runs["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["outcome"] == "running");
+    if let Some(run) = building {
+        let started: chrono::DateTime<chrono::Utc> =
+            run["startedAt"].as_str().unwrap().parse().unwrap();
+        let taken = (tower.world_now() - started).num_seconds();
+        tower.advance_world(hangar_sim::stories::fleet::BUILD_TAKES - taken + 1);
+    }
     // Each build's image is read from its TaskRuns, which Tower's watchers may land a
     // derivation after the PipelineRuns: wait until the matrix names three builds' runs.
     let built: Vec<Value> = eventually(

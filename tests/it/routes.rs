@@ -499,6 +499,7 @@ async fn provisioning_snapshot_readiness_metrics_and_openapi() {
         "/api/argocd/rollout-actions",
         "/api/argocd/rollout-action",
         "/api/runtime",
+        "/api/dora",
         "/api/config",
         "/api/config/file",
         "/api/config/check",

@@ -65,6 +65,7 @@ struct Inner {
     pulls: ServiceViews<tower_shared::pulls::Pulls>,
     releases: ServiceViews<tower_shared::api::ReleasesAnswer>,
     config_tab: ServiceViews<tower_shared::api::ConfigAnswer>,
+    dora: ServiceViews<tower_shared::api::DoraAnswer>,
     /// Changes noted since the deriver last took them.
     pending: Mutex<BTreeSet<Change>>,
     /// How long the deriver's last rebuild took (snapshot, index, derivation, views), µs.
@@ -155,6 +156,7 @@ impl Live {
                 pulls: ServiceViews::default(),
                 releases: ServiceViews::default(),
                 config_tab: ServiceViews::default(),
+                dora: ServiceViews::default(),
                 pending: Mutex::default(),
                 last_rebuild_micros: std::sync::atomic::AtomicU64::new(0),
                 rebuilds: std::sync::atomic::AtomicU64::new(0),
@@ -260,6 +262,12 @@ impl Live {
     /// Tower does not know.
     pub fn service_config(&self, service: &str) -> Option<Arc<View>> {
         self.inner.config_tab.get(&self.derived(), service)
+    }
+
+    /// DORA's four keys under `key` ([`crate::derived::dora_key`]), made once per change of
+    /// the snapshot; `None` for an app Tower does not know.
+    pub fn dora(&self, key: &str) -> Option<Arc<View>> {
+        self.inner.dora.get(&self.derived(), key)
     }
 
     /// `service`'s pull requests, stitched, made once per change of the snapshot; `None`

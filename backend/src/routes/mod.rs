@@ -4,6 +4,7 @@
 mod argocd;
 mod catalog;
 mod config;
+mod dora;
 mod error;
 mod events;
 mod fleet;
@@ -58,6 +59,7 @@ pub fn api() -> Router<AppState> {
         .route("/api/records/export", get(records::export))
         .route(RECORD_NOTES, post(records::notes))
         .route("/api/runtime", get(runtime::get))
+        .route("/api/dora", get(dora::get))
         .route("/api/config", get(config::get))
         .route("/api/config/file", get(config::file))
         .route("/api/config/check", post(config::check))

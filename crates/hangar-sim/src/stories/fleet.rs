@@ -115,7 +115,7 @@ pub const PR_RUNS_KEPT: i64 = 320;
 /// worth. Older ones are gone, as a pod garbage collector leaves them.
 pub const PR_PODS_KEPT: i64 = 18;
 /// A build takes this long; a release reaches staging and prod this long after it.
-const BUILD_TAKES: i64 = 6 * 60;
+pub const BUILD_TAKES: i64 = 6 * 60;
 const TO_STAGING: i64 = 3_600;
 const TO_PROD: i64 = 3 * 3_600;
 /// The older ReplicaSets each environment of a demo app keeps, scaled to zero.
