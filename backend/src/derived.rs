@@ -6,7 +6,10 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use chrono::{DateTime, Utc};
-use tower_shared::api::{DeploymentsAnswer, Health, ProvisioningAnswer, SnapshotAnswer, Summary};
+use tower_shared::activity::{self, Activity};
+use tower_shared::api::{
+    ActivityAnswer, DeploymentsAnswer, Health, ProvisioningAnswer, SnapshotAnswer, Summary,
+};
 use tower_shared::deployments::derive_deployments;
 use tower_shared::fleet::{assemble, Fleet, FleetApp};
 use tower_shared::pipelines::Pipelines;
@@ -32,6 +35,10 @@ pub struct Derived {
     pub health: Health,
     pub fleet: Arc<Fleet>,
     pub summary: Arc<Summary>,
+    /// The newest of what the objects tell of the fleet's activity (kept while they stand).
+    pub object_activity: Arc<Vec<Activity>>,
+    /// The fleet's recent activity: the objects', the pull requests' and provisioning's.
+    pub activity: Arc<ActivityAnswer>,
     pub views: Views,
     /// Moves when the snapshot or the health changes (not as the clock ticks): views made
     /// from them alone, such as one service's snapshot, are made again for a new version.
@@ -49,6 +56,8 @@ pub struct Views {
     pub fleet: Arc<View>,
     /// `GET /api/summary`.
     pub summary: Arc<View>,
+    /// `GET /api/activity`.
+    pub activity: Arc<View>,
     /// `GET /api/provisioning` (changes every second while anything runs: its encodings
     /// are made on first demand).
     pub provisioning: Arc<View>,
@@ -62,6 +71,9 @@ pub struct Inputs {
     /// The fleet's apps when objects changed since `previous` (`None`: the previous fleet
     /// stands).
     pub fleet_apps: Option<Vec<FleetApp>>,
+    /// The newest of what the objects tell of the fleet's activity when objects changed
+    /// ([`crate::filed::Filing::activity`]; `None`: the previous stands).
+    pub object_activity: Option<Vec<Activity>>,
     pub provisioning: Provisioning,
     pub now: DateTime<Utc>,
     pub health: Health,
@@ -79,6 +91,7 @@ impl Derived {
             base,
             filed,
             fleet_apps,
+            object_activity,
             provisioning,
             now,
             health,
@@ -122,6 +135,27 @@ impl Derived {
                 (Arc::new(summary), view)
             }
         };
+        let object_activity = match (object_activity, previous) {
+            (Some(new), _) => Arc::new(new),
+            (None, Some(p)) => Arc::clone(&p.object_activity),
+            (None, None) => Arc::default(),
+        };
+        let pulls = activity::of_pulls(base.pull_requests.as_deref().unwrap_or_default());
+        let provisioned = activity::of_provisioning(&provisioning.services);
+        let items = activity::latest(
+            object_activity.iter().chain(&pulls).chain(&provisioned),
+            now,
+        );
+        let (activity, activity_view) = match previous {
+            Some(p) if p.activity.items == items => {
+                (Arc::clone(&p.activity), Arc::clone(&p.views.activity))
+            }
+            _ => {
+                let answer = ActivityAnswer { items };
+                let view = Arc::new(View::ready(&answer));
+                (Arc::new(answer), view)
+            }
+        };
         let version = match previous {
             Some(p) if !new_snapshot && p.health == health => p.version,
             Some(p) => p.version + 1,
@@ -147,9 +181,12 @@ impl Derived {
             health,
             fleet,
             summary,
+            object_activity,
+            activity,
             views: Views {
                 fleet: fleet_view,
                 summary: summary_view,
+                activity: activity_view,
                 provisioning: provisioning_view,
             },
             version,

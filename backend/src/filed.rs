@@ -14,6 +14,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use rustc_hash::{FxHashMap, FxHashSet};
 use serde::Deserialize;
+use tower_shared::activity::{self, Activity};
 use tower_shared::fleet::{fleet_apps, FleetApp};
 use tower_shared::hangar;
 use tower_shared::kube::{Object, ObjectMeta};
@@ -136,6 +137,8 @@ struct Made {
     apps: Vec<FleetApp>,
     /// Its XR's creation when it has one on the control plane (`Some(None)`: not known).
     xr_created: Option<Option<DateTime<Utc>>>,
+    /// What its objects tell of its recent activity ([`activity::of_objects`]).
+    activity: Vec<Activity>,
 }
 
 /// The filing a deriver keeps: objects by service, and what each known service's part
@@ -278,7 +281,11 @@ impl Filing {
         // An app is derived from its own service's part (an Application labelled for
         // another app sits in that app's part too).
         apps.retain(|a| a.name == service);
-        Made { apps, xr_created }
+        Made {
+            apps,
+            xr_created,
+            activity: activity::of_objects(&snapshot, service),
+        }
     }
 
     /// Every known service's fleet app (for [`tower_shared::fleet::assemble`]).
@@ -287,6 +294,12 @@ impl Filing {
             .values()
             .flat_map(|m| m.apps.iter().cloned())
             .collect()
+    }
+
+    /// The newest of what every known service's objects tell of its activity at `now`
+    /// ([`activity::latest`]).
+    pub fn activity(&self, now: DateTime<Utc>) -> Vec<Activity> {
+        activity::latest(self.made.values().flat_map(|m| &m.activity), now)
     }
 
     /// What provisioning derives from at `now`: `base` (everything but objects) with the

@@ -68,6 +68,7 @@ impl Fixed {
                 base: Arc::new(base),
                 filed: Arc::new(filing.filed()),
                 fleet_apps: Some(filing.fleet_apps()),
+                object_activity: Some(filing.activity(now)),
                 provisioning,
                 now,
                 health: Health::default(),

@@ -127,6 +127,12 @@ pub fn runtime_text(service: String) -> TextFuture {
     text_of(format!("/api/runtime?service={}", encode(&service)))
 }
 
+/// `GET /api/activity`'s text: the fleet's recent activity, newest first
+/// ([`tower_shared::api::ActivityAnswer`]).
+pub fn activity_text() -> TextFuture {
+    text_of("/api/activity".to_owned())
+}
+
 /// `GET /api/dora`'s text: the fleet's DORA figures over the last week and what they
 /// counted ([`tower_shared::api::DoraAnswer`]).
 pub fn dora_text() -> TextFuture {

@@ -20,6 +20,8 @@ const FIRST_HEIGHT_PX: f64 = 900.0;
 struct Filters {
     query: RwSignal<String>,
     only_trouble: RwSignal<bool>,
+    /// How many apps need attention, once the fleet is read (for the headline).
+    attention: RwSignal<Option<usize>>,
 }
 
 /// Loads `/api/fleet` (again whenever a Kubernetes object or a cluster's health changes)
@@ -36,13 +38,19 @@ pub fn FleetOverview() -> impl IntoView {
     let filters = Filters {
         query: RwSignal::new(String::new()),
         only_trouble: RwSignal::new(false),
+        attention: RwSignal::new(None),
     };
+    // The week's DORA figures: the panel's, and the headline's failure rate and deploys.
+    let dora =
+        crate::feed::decoded::<serde_json::Value>(crate::feed::text_resource(api::dora_text));
     view! {
         <section class="fleet" aria-labelledby="fleet-title">
             <h2 id="fleet-title">"Fleet"</h2>
             // The clusters' freshness comes with the summary every page shares.
             <crate::ui::SharedHealthNotice />
-            <DoraPanel />
+            {headline(filters.attention, dora, now)}
+            <ActivityFeed />
+            {dora_panel(dora, now)}
             {move || match fleet() {
                 None => view! { <p class="state loading">"Loading the fleet…"</p> }.into_any(),
                 Some(Ok(fleet)) => view! { <FleetMatrix fleet=fleet now=now filters=filters /> }.into_any(),
@@ -52,23 +60,128 @@ pub fn FleetOverview() -> impl IntoView {
     }
 }
 
+/// The fleet's recent activity (`GET /api/activity`), newest first, asked again whenever
+/// anything changes: each item's sentence links to the tab that shows it. Read as a JSON
+/// tree (the bundle's budget).
+#[component]
+fn ActivityFeed() -> impl IntoView {
+    use crate::config::text;
+    use crate::nav::{environment_href, tab_href, Tab};
+    let feed = crate::feed::feed();
+    let (now, any) = (feed.now, feed.refresh.any);
+    let answer = crate::feed::decoded::<serde_json::Value>(crate::feed::text_resource(move || {
+        any.track();
+        api::activity_text()
+    }));
+    let body = move || match answer()? {
+        Err(err) => Some(crate::ui::error_alert(&err)),
+        Ok(activity) => {
+            let items = crate::config::list(&activity, "items");
+            if items.is_empty() {
+                return Some(
+                    view! { <p class="state empty">"Nothing happened in the last 24 hours."</p> }
+                        .into_any(),
+                );
+            }
+            let items = items
+                .iter()
+                .map(|item| {
+                    let service = text(item, "service");
+                    let tab = Tab::from_id(&text(item, "tab")).unwrap_or(Tab::DEFAULT);
+                    let href = match (tab, item["environment"].as_str(), item["run"].as_str()) {
+                        (Tab::Deployments, Some(env), _) => environment_href(&service, env),
+                        (_, _, run) => tab_href(tab, &service, run),
+                    };
+                    let when = ago(item, "at", now);
+                    view! {
+                        <li data-kind=text(item, "kind")>
+                            <span class="when">{when}</span>" "
+                            <a href=href>{text(item, "said")}</a>
+                        </li>
+                    }
+                })
+                .collect_view();
+            Some(
+                view! {
+                    <ol class="activity-items" tabindex="0" aria-label="Recent activity, newest first">
+                        {items}
+                    </ol>
+                }
+                .into_any(),
+            )
+        }
+    };
+    panel("activity", "Recent activity", body)
+}
+
+/// A panel over the matrix: its class names it, its heading labels it.
+fn panel(class: &'static str, title: &'static str, body: impl IntoView) -> impl IntoView {
+    let id = format!("{class}-title");
+    view! {
+        <section class=class aria-labelledby=id.clone()>
+            <h3 id=id.clone()>{title}</h3>
+            {body}
+        </section>
+    }
+}
+
+/// How long ago the time at `v[key]` was, on Tower's clock.
+fn ago(v: &serde_json::Value, key: &str, now: ReadSignal<DateTime<Utc>>) -> String {
+    v[key].as_str().and_then(|t| t.parse().ok()).map_or_else(
+        || "at an unknown time".to_owned(),
+        |t| age(t, now.get_untracked()),
+    )
+}
+
+/// The strip over the fleet: how many apps need attention, how many releases went live in
+/// prod in the last 24 hours, and the week's change failure rate; each "unknown" until
+/// known, never zero.
+fn headline(
+    attention: RwSignal<Option<usize>>,
+    dora: impl Fn() -> Option<Result<serde_json::Value, api::ApiError>> + Copy + Send + Sync + 'static,
+    now: ReadSignal<DateTime<Utc>>,
+) -> impl IntoView {
+    let figure = |value: Option<String>| value.unwrap_or_else(|| "unknown".to_owned());
+    let week = move || dora().and_then(Result::ok);
+    let deploys = move || {
+        let since = now.get_untracked() - chrono::Duration::hours(24);
+        week().map(|dora| {
+            crate::config::list(&dora, "rollouts")
+                .iter()
+                .filter(|r| r["outcome"] == "live")
+                .filter_map(|r| r["endedAt"].as_str()?.parse::<DateTime<Utc>>().ok())
+                .filter(|t| *t >= since)
+                .count()
+                .to_string()
+        })
+    };
+    let rate = move || {
+        week().map(|dora| {
+            dora["changeFailureRate"].as_f64().map_or_else(
+                || "none ended".to_owned(),
+                |r| format!("{:.0} %", r * 100.0),
+            )
+        })
+    };
+    view! {
+        <dl class="headline-strip" aria-label="The fleet at a glance">
+            <div><dt>"Apps needing attention"</dt><dd>{move || figure(attention.get().map(|n| n.to_string()))}</dd></div>
+            <div><dt>"Deploys to prod, last 24 h"</dt><dd>{move || figure(deploys())}</dd></div>
+            <div><dt>"Change failure rate, 7 days"</dt><dd>{move || figure(rate())}</dd></div>
+        </dl>
+    }
+}
+
 /// The fleet's DORA figures over the last week (`GET /api/dora`): the sentence, then what
 /// it counted — each prod rollout linking to its app's Releases tab, each change to its
 /// pull request. Read once per visit (the fleet's figures read every app). The answer is
 /// read as a JSON tree (the bundle's budget).
-#[component]
-fn DoraPanel() -> impl IntoView {
+fn dora_panel(
+    answer: impl Fn() -> Option<Result<serde_json::Value, api::ApiError>> + Copy + Send + Sync + 'static,
+    now: ReadSignal<DateTime<Utc>>,
+) -> impl IntoView {
     use crate::config::{list, text};
     use crate::nav::{tab_href, Tab};
-    let now = crate::feed::feed().now;
-    let ago = move |v: &serde_json::Value, key: &str| {
-        v[key].as_str().and_then(|t| t.parse().ok()).map_or_else(
-            || "at an unknown time".to_owned(),
-            |t| age(t, now.get_untracked()),
-        )
-    };
-    let answer =
-        crate::feed::decoded::<serde_json::Value>(crate::feed::text_resource(api::dora_text));
     let body = move || match answer()? {
         Err(err) => Some(crate::ui::error_alert(&err)),
         Ok(dora) => {
@@ -93,14 +206,14 @@ fn DoraPanel() -> impl IntoView {
                 (
                     tab_href(Tab::Releases, &service, None),
                     format!("{service} {}", tag(r)),
-                    format!(" — {outcome}, started {}", ago(r, "startedAt")),
+                    format!(" — {outcome}, started {}", ago(r, "startedAt", now)),
                 )
             });
             let changes = items("changes", &|c| {
                 (
                     text(c, "url"),
                     text(c, "id"),
-                    format!(" merged {}, in {}", ago(c, "mergedAt"), tag(c)),
+                    format!(" merged {}, in {}", ago(c, "mergedAt", now), tag(c)),
                 )
             });
             let counted = format!(
@@ -121,12 +234,7 @@ fn DoraPanel() -> impl IntoView {
             )
         }
     };
-    view! {
-        <section class="dora" aria-labelledby="dora-title">
-            <h3 id="dora-title">"Delivery, last 7 days"</h3>
-            {body}
-        </section>
-    }
+    panel("dora", "Delivery, last 7 days", body)
 }
 
 /// Each app as the filters read it: its name in lower case and whether it needs attention,
@@ -149,6 +257,7 @@ fn FleetMatrix(fleet: Fleet, now: ReadSignal<DateTime<Utc>>, filters: Filters) -
     let Filters {
         query,
         only_trouble,
+        attention,
     } = filters;
     let total = apps.len();
     let rows: Vec<Row> = apps
@@ -159,6 +268,7 @@ fn FleetMatrix(fleet: Fleet, now: ReadSignal<DateTime<Utc>>, filters: Filters) -
             app,
         })
         .collect();
+    attention.set(Some(rows.iter().filter(|r| r.troubled).count()));
     let rows = StoredValue::new(rows);
     let columns = environments.len() + 1;
     let environments = StoredValue::new(environments);

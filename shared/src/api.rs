@@ -369,6 +369,13 @@ pub struct RuntimeAnswer {
     pub health: Health,
 }
 
+/// `GET /api/activity`: the fleet's recent activity, newest first ([`crate::activity`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ActivityAnswer {
+    pub items: Vec<crate::activity::Activity>,
+}
+
 /// `GET /api/dora`: DORA's four keys for one app or the fleet over a window of days, with
 /// what they counted ([`crate::dora::report`]).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

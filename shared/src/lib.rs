@@ -7,6 +7,8 @@
 //! - builds for `wasm32-unknown-unknown` and native alike.
 //!
 //! Module map:
+//! - [`activity`] — the fleet's recent activity: releases, canaries, failed builds,
+//!   finished provisions and Tower's pull requests, newest first.
 //! - [`ansi`] — a log line's ANSI colours as runs of text with classes.
 //! - [`api`] — every JSON answer of Tower's HTTP API and the events of `/api/events`.
 //! - [`cloud`] — cloud deploys (ECS, Lambda, Container Apps) from Tekton deploy runs.
@@ -34,6 +36,7 @@
 //! - [`time`] — human wording for ages and durations, given `now`.
 //! - [`values`] — config files as forms: their schemas, fields, lossless edits and problems.
 
+pub mod activity;
 pub mod ansi;
 pub mod api;
 pub mod cloud;

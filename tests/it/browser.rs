@@ -2356,6 +2356,51 @@ async fn the_runtime_tab_shows_the_release_that_hurt_and_prometheus_going_quiet(
 }
 
 #[tokio::test]
+async fn the_fleets_activity_shows_a_canary_aborted_while_the_page_is_open() {
+    use hangar_sim::stories::fleet::PAUSED_CANARY;
+    let tower = crate::support::Live::start(0.0).await.unwrap();
+    let browser = Browser::start().await.unwrap();
+    browser
+        .checked("fleet-activity", async {
+            let c = &browser.client;
+            c.goto(&tower.url("/tower")).await?;
+            until(Duration::from_secs(20), "the activity feed", || async {
+                Ok(text_of(c, ".activity-items li").await?.is_some())
+            })
+            .await?;
+            // Aborted through Tower's canary actions while the page is open: the feed says
+            // so at its top without a reload, linking to the app's prod deployment.
+            crate::canary_actions::abort_the_paused_canary(&tower).await;
+            let said = format!("{PAUSED_CANARY}'s canary in prod was aborted");
+            until(Duration::from_secs(20), "the abort at the top", || async {
+                Ok(text_of(c, ".activity-items li:first-child")
+                    .await?
+                    .is_some_and(|t| t.contains(&said)))
+            })
+            .await?;
+            let href = c
+                .execute(
+                    "return document.querySelector('.activity-items li:first-child a').getAttribute('href');",
+                    vec![],
+                )
+                .await?;
+            anyhow::ensure!(
+                href.as_str()
+                    == Some(&*format!(
+                        "/tower?view=deployments&service={PAUSED_CANARY}&env=prod"
+                    )),
+                "{href}"
+            );
+            browser.check_page("fleet-activity").await?;
+            browser.screenshot("fleet-activity").await?;
+            anyhow::Ok(())
+        })
+        .await
+        .unwrap();
+    browser.close().await.unwrap();
+}
+
+#[tokio::test]
 async fn the_fleet_says_its_dora_figures_and_what_they_counted() {
     let tower = crate::support::Live::start(0.0).await.unwrap();
     // Past the aborting canary's third failed measurement (two minutes in), whenever the
@@ -2406,6 +2451,27 @@ async fn the_fleet_says_its_dora_figures_and_what_they_counted() {
             );
             let aborted = text_of(c, ".dora-rollouts").await?.unwrap_or_default();
             anyhow::ensure!(aborted.contains("aborted"), "{aborted}");
+            // The headline: the same week's failure rate, the apps the matrix marks, the
+            // last day's deploys.
+            let (_, week) = tower.get("/api/dora").await?;
+            let rate = format!(
+                "{:.0} %",
+                week["changeFailureRate"].as_f64().unwrap_or_default() * 100.0
+            );
+            let strip = text_of(c, ".headline-strip").await?.unwrap_or_default();
+            let (_, fleet) = tower.get("/api/fleet").await?;
+            let fleet: Fleet = serde_json::from_value(fleet)?;
+            let attention = fleet
+                .apps
+                .iter()
+                .filter(|a| tower_shared::fleet::needs_attention(a))
+                .count();
+            anyhow::ensure!(
+                strip.contains(&format!("Change failure rate, 7 days\n{rate}"))
+                    && strip.contains(&format!("Apps needing attention\n{attention}"))
+                    && !strip.contains("Deploys to prod, last 24 h\nunknown"),
+                "{strip}"
+            );
             browser.check_page("fleet-dora").await?;
             browser.screenshot("fleet-dora").await?;
             anyhow::Ok(())

@@ -29,6 +29,22 @@ pub(crate) fn to_the_pause(tower: &Live) {
     }
 }
 
+/// Moves the world to the paused canary's pause, then aborts it as the guest (who owns it)
+/// through Tower's route, as the canary's Abort button does; when Tower was asked.
+pub(crate) async fn abort_the_paused_canary(tower: &Live) -> chrono::DateTime<chrono::Utc> {
+    to_the_pause(tower);
+    rollout_until(tower, "the canary paused at 40 %", |r| {
+        r["canaryWeight"] == 40
+    })
+    .await;
+    let seen = offered(tower).await["seen"].as_str().unwrap().to_owned();
+    let abort = json!({"service": APP, "environment": "prod", "action": "abort", "seen": seen});
+    let asked = tower.world_now();
+    let (status, answer) = press(&tower.client(), tower, &abort).await;
+    assert_eq!(status, 200, "{answer}");
+    asked
+}
+
 /// Tower's prod rollout of the paused canary, once `wanted` holds.
 async fn rollout_until(tower: &Live, what: &str, wanted: impl Fn(&Value) -> bool) -> Value {
     let path = format!("/api/deployments?service={APP}");

@@ -604,6 +604,21 @@ fn samples() -> Vec<(&'static str, Value)> {
         ),
         ("RuntimeAnswer", json_of(runtime_answer())),
         ("DoraAnswer", json_of(dora_answer())),
+        (
+            "ActivityAnswer",
+            json_of(tower_shared::api::ActivityAnswer {
+                items: vec![tower_shared::activity::Activity {
+                    at: time,
+                    service: "shop".to_owned(),
+                    kind: tower_shared::activity::Kind::BuildFailed,
+                    said: "shop's build run shop-build-7 failed.".to_owned(),
+                    tab: "pipelines".to_owned(),
+                    environment: Some("prod".to_owned()),
+                    run: Some("shop-build-7".to_owned()),
+                    url: Some("https://github.com/acme/shop/pull/7".to_owned()),
+                }],
+            }),
+        ),
         ("ConfigFile", json_of(config_file())),
         (
             "ConfigDraft",

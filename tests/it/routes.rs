@@ -488,6 +488,7 @@ async fn provisioning_snapshot_readiness_metrics_and_openapi() {
         .collect();
     let served: BTreeSet<&str> = [
         "/api/fleet",
+        "/api/activity",
         "/api/snapshot",
         "/api/deployments",
         "/api/releases",

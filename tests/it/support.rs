@@ -428,14 +428,18 @@ impl Browser {
     }
 
     /// Presses Tab through the whole page from the top: every visible link, button, input
-    /// and focusable cell is reached, and each shows a visible focus ring. How many were
+    /// and focusable cell is reached (not what a closed `<details>` folds away but its
+    /// summary), and each shows a visible focus ring. How many were
     /// reached. Elements are known by what they are (tag, link, label), not by handle, so a
     /// live page that draws a part again mid-walk is still walked; an element that left the
     /// page meanwhile is not asked for.
     pub async fn keyboard_reaches_everything(&self) -> anyhow::Result<usize> {
         const FOCUSABLE: &str = "Array.from(document.querySelectorAll(
             'a[href], button:not([disabled]), input:not([disabled]), select, textarea, [tabindex]:not([tabindex=\"-1\"])'))
-            .filter(e => e.getClientRects().length > 0).map(describe)";
+            .filter(e => e.getClientRects().length > 0)
+            .filter(e => { const d = e.closest('details');
+                return !d || d.open || e.closest('summary') === d.querySelector(':scope > summary'); })
+            .map(describe)";
         const DESCRIBE: &str = "const describe = e => [e.tagName, e.getAttribute('href') || '',
             (e.getAttribute('aria-label') || e.innerText || e.value || '').trim().slice(0, 80)].join('|');";
         let c = &self.client;

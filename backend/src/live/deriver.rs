@@ -141,6 +141,7 @@ impl Live {
             }
             let mut fleet_apps = objects_moved.then(|| filing.fleet_apps());
             let base = Arc::new(self.build_base(self.now(), &observed));
+            let mut object_activity = objects_moved.then(|| filing.activity(base.now));
             let tracked = filing.provisioning_snapshot(&base);
             let world = World::new(&tracked);
             let mut first = true;
@@ -169,6 +170,7 @@ impl Live {
                         base: Arc::clone(&base),
                         filed: Arc::clone(&filed),
                         fleet_apps: fleet_apps.take(),
+                        object_activity: object_activity.take(),
                         provisioning,
                         now,
                         health: health.clone(),

@@ -132,6 +132,7 @@ impl Live {
                 base: Arc::new(Snapshot::empty(now)),
                 filed: Arc::default(),
                 fleet_apps: Some(Vec::new()),
+                object_activity: Some(Vec::new()),
                 provisioning: Provisioning::default(),
                 now,
                 health: Health::default(),

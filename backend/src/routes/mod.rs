@@ -44,6 +44,7 @@ const CONFIG_SAVE: &str = "/api/config/save";
 pub fn api() -> Router<AppState> {
     Router::new()
         .route("/api/fleet", get(fleet::get))
+        .route("/api/activity", get(fleet::activity))
         .route("/api/snapshot", get(snapshot::get))
         .route("/api/deployments", get(snapshot::deployments))
         .route("/api/releases", get(snapshot::releases))

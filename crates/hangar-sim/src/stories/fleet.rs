@@ -389,7 +389,10 @@ struct CanaryAt {
 /// What a rollout of a release is doing.
 #[derive(Clone, Copy, Debug)]
 enum Prod {
-    Promoted,
+    /// The stable version: a canary that `completed` then, or promoted at once (`None`).
+    Promoted {
+        completed: Option<DateTime<Utc>>,
+    },
     Canary(CanaryAt),
     /// The step analysis started `since` is measuring (`measured` so far), the canary at
     /// 20 %.
@@ -581,7 +584,9 @@ impl SteadyApp {
             }
             step += 1;
         }
-        Prod::Promoted
+        Prod::Promoted {
+            completed: Some(at),
+        }
     }
 
     /// The release `image` names, among the app's newest fifty at `now`.
@@ -896,7 +901,7 @@ impl SteadyApp {
     fn play(role: Role, started: DateTime<Utc>, now: DateTime<Utc>) -> Prod {
         let e = (now - started).num_seconds();
         match role {
-            Role::Steady => Prod::Promoted,
+            Role::Steady => Prod::Promoted { completed: None },
             Role::PausedCanary | Role::CompletingCanary => {
                 Self::walk(Self::steps(role), 0, 0, started, now)
             }
@@ -942,7 +947,9 @@ impl SteadyApp {
             | (
                 RolloutAction::PromoteFull,
                 Prod::Canary(_) | Prod::Analysing { .. } | Prod::Preview { .. },
-            ) => Prod::Promoted,
+            ) => Prod::Promoted {
+                completed: Some(last.at),
+            },
             (
                 RolloutAction::Abort,
                 Prod::Canary(_) | Prod::Analysing { .. } | Prod::Preview { .. },
@@ -978,7 +985,7 @@ impl SteadyApp {
             .filter(|a| a.env == env && a.release == release.n)
             .copied()
             .collect();
-        let prod = started.map_or(Prod::Promoted, |started| {
+        let prod = started.map_or(Prod::Promoted { completed: None }, |started| {
             Self::played(role, started, now, &acts)
         });
         (arrival, started, role, prod)
@@ -1024,7 +1031,7 @@ impl SteadyApp {
             let release = arrival.release;
             let namespace = format!("app-{name}-{env}");
             let health = match prod {
-                Prod::Promoted => "Healthy",
+                Prod::Promoted { .. } => "Healthy",
                 Prod::Canary(_) | Prod::Preview { .. } => "Suspended",
                 Prod::Analysing { .. } => "Progressing",
                 Prod::Aborted { .. } => "Degraded",
@@ -1061,7 +1068,7 @@ impl SteadyApp {
             out.push((cluster.to_owned(), objects::namespace(&namespace)));
             let stable = arrival.replaced.unwrap_or_else(|| self.previous(release));
             let (rollout, replica_sets) = match prod {
-                Prod::Promoted => {
+                Prod::Promoted { .. } => {
                     let mut sets = vec![self.replica_set(&namespace, release, 3)];
                     // A canary that just completed keeps the old version scaled to zero.
                     if role == Role::CompletingCanary
@@ -1690,6 +1697,18 @@ impl SteadyApp {
                     "Warning",
                     "RolloutAborted",
                     format!("Rollout aborted update to revision {revision}"),
+                ),
+                *at,
+                1,
+            )),
+            Prod::Promoted {
+                completed: Some(at),
+            } => out.push(event(
+                ("Rollout", name),
+                (
+                    "Normal",
+                    "RolloutCompleted",
+                    format!("Rollout completed update to revision {revision}"),
                 ),
                 *at,
                 1,

@@ -1,0 +1,70 @@
+//! The fleet's recent activity (`GET /api/activity`) against the simulated platform: newest
+//! first within the last day, and a canary aborted through Tower's canary actions at the top
+//! as soon as the Rollout says so.
+
+use std::time::Duration;
+
+use hangar_sim::stories::fleet::PAUSED_CANARY;
+use serde_json::Value;
+
+use crate::support::{eventually, Live};
+
+fn at(item: &Value) -> chrono::DateTime<chrono::Utc> {
+    item["at"].as_str().unwrap().parse().unwrap()
+}
+
+#[tokio::test]
+async fn an_aborted_canary_tops_the_fleets_activity() {
+    let tower = Live::start(0.0).await.unwrap();
+    let asked = crate::canary_actions::abort_the_paused_canary(&tower).await;
+    let activity: Value = eventually(
+        Duration::from_secs(20),
+        "the abort in the activity",
+        || async {
+            let (_, activity) = tower.get("/api/activity").await.ok()?;
+            let first = activity["items"].get(0)?;
+            (first["kind"] == "canary-aborted" && first["service"] == PAUSED_CANARY)
+                .then_some(activity)
+        },
+    )
+    .await
+    .unwrap();
+    let items = activity["items"].as_array().unwrap();
+    let aborted = &items[0];
+    assert_eq!(
+        (aborted["environment"].as_str(), aborted["tab"].as_str()),
+        (Some("prod"), Some("deployments"))
+    );
+    assert_eq!(
+        aborted["said"],
+        format!("{PAUSED_CANARY}'s canary in prod was aborted: traffic is back on stable.")
+    );
+    // When the abort was asked (the world stood still since; the Rollout says it to the
+    // second).
+    assert_eq!(at(aborted).timestamp(), asked.timestamp());
+    // Newest first, within the last day, at most fifty.
+    let now = tower.world_now();
+    assert!(items.len() <= 50 && items.len() > 10, "{}", items.len());
+    for pair in items.windows(2) {
+        assert!(at(&pair[0]) >= at(&pair[1]), "{pair:?}");
+    }
+    assert!(items
+        .iter()
+        .all(|i| at(i) <= now && at(i) >= now - chrono::Duration::hours(24)));
+    // The canary's start is there too, and the other kinds the fleet shows.
+    let kinds: std::collections::BTreeSet<&str> =
+        items.iter().map(|i| i["kind"].as_str().unwrap()).collect();
+    for kind in ["promoted", "canary-started", "canary-aborted"] {
+        assert!(kinds.contains(kind), "no {kind} in {kinds:?}");
+    }
+
+    // Unchanged, not sent again.
+    let response = tower
+        .client()
+        .get(tower.url("/api/activity"))
+        .send()
+        .await
+        .unwrap();
+    let etag = response.headers()["etag"].clone();
+    assert_eq!(tower.revalidate("/api/activity", &etag).await, 304);
+}
