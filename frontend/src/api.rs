@@ -133,10 +133,13 @@ pub fn activity_text() -> TextFuture {
     text_of("/api/activity".to_owned())
 }
 
-/// `GET /api/dora`'s text: the fleet's DORA figures over the last week and what they
-/// counted ([`tower_shared::api::DoraAnswer`]).
-pub fn dora_text() -> TextFuture {
-    text_of("/api/dora".to_owned())
+/// `GET /api/dora`'s text: one app's DORA figures over the last week, or the fleet's, and
+/// what they counted ([`tower_shared::api::DoraAnswer`]).
+pub fn dora_text(service: Option<String>) -> TextFuture {
+    text_of(match service {
+        Some(service) => format!("/api/dora?service={}", encode(&service)),
+        None => "/api/dora".to_owned(),
+    })
 }
 
 /// `GET path`'s body (the last one kept, on a `304`), or why there is none.
@@ -523,6 +526,16 @@ pub async fn stream_text(
                 .map_err(broken)?,
         );
     }
+}
+
+/// `GET /api/runtime/log?…`: one of an app's pods' log, followed, to [`stream_text`].
+pub fn pod_log_path(service: &str, environment: &str, pod: &str) -> String {
+    format!(
+        "/api/runtime/log?service={}&environment={}&pod={}&follow=true",
+        encode(service),
+        encode(environment),
+        encode(pod)
+    )
 }
 
 /// `GET /api/pipelines/log?…`: a step's log (followed while it runs), to [`stream_text`].

@@ -41,8 +41,9 @@ pub fn FleetOverview() -> impl IntoView {
         attention: RwSignal::new(None),
     };
     // The week's DORA figures: the panel's, and the headline's failure rate and deploys.
-    let dora =
-        crate::feed::decoded::<serde_json::Value>(crate::feed::text_resource(api::dora_text));
+    let dora = crate::feed::decoded::<serde_json::Value>(crate::feed::text_resource(|| {
+        api::dora_text(None)
+    }));
     view! {
         <section class="fleet" aria-labelledby="fleet-title">
             <h2 id="fleet-title">"Fleet"</h2>
@@ -172,11 +173,11 @@ fn headline(
     }
 }
 
-/// The fleet's DORA figures over the last week (`GET /api/dora`): the sentence, then what
-/// it counted — each prod rollout linking to its app's Releases tab, each change to its
-/// pull request. Read once per visit (the fleet's figures read every app). The answer is
-/// read as a JSON tree (the bundle's budget).
-fn dora_panel(
+/// The fleet's or one app's DORA figures over the last week (`GET /api/dora`): the
+/// sentence, then what it counted — each prod rollout linking to its app's Releases tab,
+/// each change to its pull request. Read once per visit (the fleet's figures read every
+/// app). The answer is read as a JSON tree (the bundle's budget).
+pub(crate) fn dora_panel(
     answer: impl Fn() -> Option<Result<serde_json::Value, api::ApiError>> + Copy + Send + Sync + 'static,
     now: ReadSignal<DateTime<Utc>>,
 ) -> impl IntoView {

@@ -34,8 +34,11 @@ enum Reading {
     Failed(ApiError),
 }
 
-#[component]
-pub fn LogConsole(service: String, run: String, target: LogTarget) -> impl IntoView {
+/// A container's log, streamed from `path` (followed while `follow`): `what` names it in the
+/// page's words ("step unit-tests", "pod shop-7d9f8-x2k4p"). A plain function, not a
+/// component: both tabs share one copy of it in the bundle.
+#[inline(never)]
+pub fn log_console(path: String, what: String, follow: bool) -> AnyView {
     let lines = StoredValue::new_local(Vec::<String>::new());
     let (count, set_count) = signal(0_usize);
     let (reading, set_reading) = signal(Reading::Loading);
@@ -44,7 +47,6 @@ pub fn LogConsole(service: String, run: String, target: LogTarget) -> impl IntoV
     // Keeps to the end as lines arrive, until the reader scrolls up.
     let pinned = StoredValue::new(true);
     let console = NodeRef::<Div>::new();
-    let path = api::step_log_path(&service, &run, &target.task, &target.step, target.follow);
     leptos::task::spawn_local(async move {
         let mut partial = String::new();
         let mut take = |text: &str, all: bool| {
@@ -103,7 +105,7 @@ pub fn LogConsole(service: String, run: String, target: LogTarget) -> impl IntoV
             );
         }
     };
-    let step = target.step.clone();
+    let named = what.clone();
     let status = move || {
         let n = count.get();
         let lines = if n == 1 {
@@ -113,11 +115,19 @@ pub fn LogConsole(service: String, run: String, target: LogTarget) -> impl IntoV
         };
         match reading.get() {
             Reading::Loading => "Opening the log…".to_owned(),
-            Reading::Streaming if target.follow => {
-                format!("Following the log of step {step}: {lines} so far.")
+            Reading::Streaming if follow => {
+                format!("Following the log of {named}: {lines} so far.")
             }
-            Reading::Streaming => format!("Loading the log of step {step}: {lines} so far…"),
-            Reading::Ended => format!("Step {step} wrote {lines}."),
+            Reading::Streaming => format!("Loading the log of {named}: {lines} so far…"),
+            Reading::Ended => {
+                let mut said = named.chars();
+                let first = said.next().map(|c| c.to_uppercase().collect::<String>());
+                format!(
+                    "{}{} wrote {lines}.",
+                    first.unwrap_or_default(),
+                    said.as_str()
+                )
+            }
             Reading::Failed(ApiError::Status { message, .. }) => message,
             Reading::Failed(err) => err.to_string(),
         }
@@ -147,16 +157,17 @@ pub fn LogConsole(service: String, run: String, target: LogTarget) -> impl IntoV
     };
     let failed = move || matches!(reading.get(), Reading::Failed(_));
     view! {
-        <section class="log-console" aria-label=format!("Log of step {}", target.step)>
+        <section class="log-console" aria-label=format!("Log of {what}")>
             <p class="log-status" class:state=failed class:empty=failed role="status">{status}</p>
             <div class="log" node_ref=console tabindex="0" role="region"
-                aria-label=format!("Lines of step {}", target.step) on:scroll=on_scroll>
+                aria-label=format!("Lines of {what}") on:scroll=on_scroll>
                 <div class="lines" style:height=move || format!("{}px", count.get() as f64 * LINE)>
                     {drawn}
                 </div>
             </div>
         </section>
     }
+    .into_any()
 }
 
 /// `100002` as "100,002".

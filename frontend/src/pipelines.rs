@@ -13,7 +13,7 @@ use tower_shared::pipelines::{
 use tower_shared::time::age;
 
 use crate::api::{self, ApiError};
-use crate::logs::{LogConsole, LogTarget};
+use crate::logs::LogTarget;
 use crate::nav::{tab_href, Tab};
 use crate::ui::{error_alert, header_row, run_duration as took, HealthNotice};
 
@@ -249,8 +249,11 @@ fn RunView(service: String, run: String, task: Memo<Option<String>>) -> impl Int
     });
     let (s, r) = (service.clone(), run.clone());
     let console = move || {
-        open.get()
-            .map(|target| view! { <LogConsole service=s.clone() run=r.clone() target=target /> })
+        open.get().map(|target| {
+            let path = api::step_log_path(&s, &r, &target.task, &target.step, target.follow);
+            let what = format!("step {}", target.step);
+            crate::logs::log_console(path, what, target.follow)
+        })
     };
     let graph = move || {
         match fetched() {

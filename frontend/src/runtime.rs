@@ -52,6 +52,26 @@ pub fn RuntimeTab(service: String) -> impl IntoView {
         on_cleanup(move || handle.clear());
     }
     let now = crate::feed::feed().now;
+    // The pod whose log is open (environment, pod): outside the polled part, so a poll does
+    // not start its stream again.
+    let open = RwSignal::new(None::<(String, String)>);
+    let console = {
+        let service = service.clone();
+        move || {
+            open.get().map(|(environment, pod)| {
+                let path = api::pod_log_path(&service, &environment, &pod);
+                let what = format!("pod {pod}");
+                view! {
+                    <section class="pod-log" id="pod-log" aria-label=format!("{pod} in {environment}")>
+                        <h3>{format!("Log of {pod} ({environment})")}
+                            " "<button type="button" on:click=move |_| open.set(None)>"Close"</button>
+                        </h3>
+                        {crate::logs::log_console(path, what, true)}
+                    </section>
+                }
+            })
+        }
+    };
     let body = crate::service::fetched(
         service,
         move |service| {
@@ -78,7 +98,7 @@ pub fn RuntimeTab(service: String) -> impl IntoView {
             };
             let environments = list(&answer, "environments")
                 .into_iter()
-                .map(|e| environment(&e, now))
+                .map(|e| environment(&e, now, open))
                 .collect_view();
             view! {
                 {state.map(|s| view! { <p class="prometheus-state" role="status">{s}</p> })}
@@ -90,10 +110,15 @@ pub fn RuntimeTab(service: String) -> impl IntoView {
     view! {
         <crate::ui::SharedHealthNotice />
         {body}
+        {console}
     }
 }
 
-fn environment(e: &Json, now: ReadSignal<chrono::DateTime<chrono::Utc>>) -> impl IntoView {
+fn environment(
+    e: &Json,
+    now: ReadSignal<chrono::DateTime<chrono::Utc>>,
+    open: RwSignal<Option<(String, String)>>,
+) -> impl IntoView {
     let name = text(e, "environment");
     let slo = &e["slo"];
     let measured = e["measuredAt"]
@@ -153,9 +178,22 @@ fn environment(e: &Json, now: ReadSignal<chrono::DateTime<chrono::Utc>>) -> impl
             let tag = image.rsplit(':').next().unwrap_or_default().to_owned();
             let created = p["createdAt"].as_str().and_then(|t| t.parse().ok());
             let class = if restarts == 0 { "" } else { "restarted" };
+            let pod = text(p, "name");
+            let chosen = (name.clone(), pod.clone());
             view! {
                 <tr class=class>
-                    <td>{text(p, "name")}</td>
+                    <td>{pod.clone()}" "
+                        <button type="button" class="pod-log-open" aria-label=format!("Log of {pod}")
+                            on:click=move |_| {
+                                open.set(Some(chosen.clone()));
+                                // Drawn below the environments: brought into view once drawn.
+                                request_animation_frame(|| {
+                                    if let Some(log) = document().get_element_by_id("pod-log") {
+                                        log.scroll_into_view();
+                                    }
+                                });
+                            }>"Log"</button>
+                    </td>
                     <td>{tag}</td>
                     <td>{text(p, "ready")}</td>
                     <td>{format!("{restarts}{}", why.unwrap_or_default())}</td>

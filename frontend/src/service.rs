@@ -3,11 +3,9 @@
 
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
-use tower_shared::api::{DeploymentsAnswer, ReleasesAnswer};
 
 use crate::api;
 use crate::nav::{tab_href, Page, Tab};
-use crate::ui::HealthNotice;
 use crate::{deployments, fleet, pipelines, provisioning, pulls};
 
 #[component]
@@ -125,7 +123,9 @@ fn PipelinesPage(service: String, run: Option<String>) -> impl IntoView {
     view! { <pipelines::PipelinesTab service=service run=run /> }
 }
 
-/// The Deployments tab, as the backend derived it (`GET /api/deployments`).
+/// The Deployments tab, as the backend derived it (`GET /api/deployments`). The answer
+/// carries the tab's fields at its top level: read as the tab alone (the health notice is
+/// the one every page shares), so the bundle holds one reader of it.
 #[component]
 fn DeploymentsPage(service: String) -> impl IntoView {
     let now = crate::feed::feed().now;
@@ -133,13 +133,9 @@ fn DeploymentsPage(service: String) -> impl IntoView {
     fetched(
         service,
         api::deployments_text,
-        move |answer: DeploymentsAnswer| {
-            let DeploymentsAnswer {
-                deployments,
-                health,
-            } = answer;
+        move |deployments: tower_shared::deployments::Deployments| {
             view! {
-                <HealthNotice health=health now=now />
+                <crate::ui::SharedHealthNotice />
                 <deployments::DeploymentsTab deployments=deployments now=now actions=actions />
             }
             .into_any()
@@ -175,16 +171,22 @@ fn ReleasesPage(service: String) -> impl IntoView {
     let matrix = fetched(
         service.clone(),
         api::releases_text,
-        move |answer: ReleasesAnswer| {
+        // Read as the matrix alone, as the Deployments tab is.
+        move |releases: tower_shared::releases::Releases| {
             pages.track();
-            let ReleasesAnswer { releases, health } = answer;
             view! {
-            <HealthNotice health=health now=now />
+            <crate::ui::SharedHealthNotice />
             <crate::releases::ReleasesTab releases=releases now=now access=access chosen=chosen pages=pages picked=picked />
         }
         .into_any()
         },
     );
     let records = view! { <crate::records::RecordsPanel service=service.clone() /> };
-    view! { {panel}{matrix}{records} }
+    // The app's DORA figures, under its matrix.
+    let name = service.clone();
+    let dora = crate::feed::decoded::<serde_json::Value>(crate::feed::text_resource(move || {
+        api::dora_text(Some(name.clone()))
+    }));
+    let dora = crate::fleet::dora_panel(dora, now);
+    view! { {panel}{matrix}{dora}{records} }
 }

@@ -17,20 +17,30 @@ fn at(item: &Value) -> chrono::DateTime<chrono::Utc> {
 async fn an_aborted_canary_tops_the_fleets_activity() {
     let tower = Live::start(0.0).await.unwrap();
     let asked = crate::canary_actions::abort_the_paused_canary(&tower).await;
+    let is_abort = |i: &Value| i["kind"] == "canary-aborted" && i["service"] == PAUSED_CANARY;
     let activity: Value = eventually(
         Duration::from_secs(20),
         "the abort in the activity",
         || async {
             let (_, activity) = tower.get("/api/activity").await.ok()?;
-            let first = activity["items"].get(0)?;
-            (first["kind"] == "canary-aborted" && first["service"] == PAUSED_CANARY)
+            activity["items"]
+                .as_array()?
+                .iter()
+                .any(is_abort)
                 .then_some(activity)
         },
     )
     .await
     .unwrap();
     let items = activity["items"].as_array().unwrap();
-    let aborted = &items[0];
+    // The newest: only what happened the same second (another app's release arriving then,
+    // by name) comes before it.
+    let place = items.iter().position(is_abort).unwrap();
+    let aborted = &items[place];
+    assert!(
+        items[..place].iter().all(|i| at(i) == at(aborted)),
+        "{items:?}"
+    );
     assert_eq!(
         (aborted["environment"].as_str(), aborted["tab"].as_str()),
         (Some("prod"), Some("deployments"))

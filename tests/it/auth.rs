@@ -276,6 +276,7 @@ fn protected_requests() -> Vec<(http::Method, String, Option<Value>)> {
                     "?service=svc"
                 }
                 "/api/pipelines/run" => "?service=svc&run=svc-build-1",
+                "/api/runtime/log" => "?service=svc&environment=prod&pod=svc-1",
                 "/live-runs" | "/config/cicd" => "?app=svc",
                 "/pull-requests" | "/pending-requests" => "?owner=acme&repo=r",
                 "/request-pr" => "?owner=acme&repo=r&kind=Go&name=svc",

@@ -2369,27 +2369,32 @@ async fn the_fleets_activity_shows_a_canary_aborted_while_the_page_is_open() {
             })
             .await?;
             // Aborted through Tower's canary actions while the page is open: the feed says
-            // so at its top without a reload, linking to the app's prod deployment.
+            // so at its top without a reload ("just now"; another app's release arriving at
+            // the same second may share the top), linking to the app's prod deployment.
             crate::canary_actions::abort_the_paused_canary(&tower).await;
             let said = format!("{PAUSED_CANARY}'s canary in prod was aborted");
+            let top = "return [...document.querySelectorAll('.activity-items li')].slice(0, 3)
+                .map(li => [li.innerText, li.querySelector('a').getAttribute('href')]);";
+            let found = std::cell::RefCell::new(None);
             until(Duration::from_secs(20), "the abort at the top", || async {
-                Ok(text_of(c, ".activity-items li:first-child")
-                    .await?
-                    .is_some_and(|t| t.contains(&said)))
+                let items: Vec<(String, String)> =
+                    serde_json::from_value(c.execute(top, vec![]).await?)?;
+                let href = items
+                    .into_iter()
+                    .find(|(text, _)| text.contains(&said) && text.starts_with("just now"))
+                    .map(|(_, href)| href);
+                let seen = href.is_some();
+                *found.borrow_mut() = href;
+                Ok(seen)
             })
             .await?;
-            let href = c
-                .execute(
-                    "return document.querySelector('.activity-items li:first-child a').getAttribute('href');",
-                    vec![],
-                )
-                .await?;
+            let href = found.into_inner();
             anyhow::ensure!(
-                href.as_str()
+                href.as_deref()
                     == Some(&*format!(
                         "/tower?view=deployments&service={PAUSED_CANARY}&env=prod"
                     )),
-                "{href}"
+                "{href:?}"
             );
             browser.check_page("fleet-activity").await?;
             browser.screenshot("fleet-activity").await?;
@@ -2474,6 +2479,87 @@ async fn the_fleet_says_its_dora_figures_and_what_they_counted() {
             );
             browser.check_page("fleet-dora").await?;
             browser.screenshot("fleet-dora").await?;
+
+            // One app's figures under its release matrix: the aborting canary's one failure.
+            let aborting = crate::support::fleet_app(hangar_sim::stories::fleet::Role::AbortedCanary).name;
+            c.goto(&tower.url(&format!("/tower?view=releases&service={aborting}")))
+                .await?;
+            until(Duration::from_secs(20), "the app's DORA sentence", || async {
+                Ok(text_of(c, ".dora .sentence")
+                    .await?
+                    .is_some_and(|t| t.contains("1 of ") && t.contains("rollouts that ended failed")))
+            })
+            .await?;
+            browser.check_page("releases-dora").await?;
+            anyhow::Ok(())
+        })
+        .await
+        .unwrap();
+    browser.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_pods_log_opens_from_the_runtime_tab_and_follows() {
+    let tower = crate::support::Live::start(0.0).await.unwrap();
+    let (app, answer) = crate::runtime::regressed_an_hour_in(&tower).await;
+    let pod = answer["environments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["environment"] == "prod")
+        .unwrap()["pods"][0]["name"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let browser = Browser::start().await.unwrap();
+    browser
+        .checked("runtime-pod-log", async {
+            let c = &browser.client;
+            c.goto(&tower.url(&format!("/tower?view=runtime&service={app}")))
+                .await?;
+            let button = format!("button[aria-label='Log of {pod}']");
+            until(Duration::from_secs(20), "the pod's Log button", || async {
+                Ok(c.find(Locator::Css(&button)).await.is_ok())
+            })
+            .await?;
+            c.find(Locator::Css(&button)).await?.click().await?;
+            let following = format!("Following the log of pod {pod}: ");
+            until(
+                Duration::from_secs(20),
+                "the pod's log followed",
+                || async {
+                    Ok(text_of(c, ".pod-log .log-status")
+                        .await?
+                        .is_some_and(|t| t.starts_with(&following)))
+                },
+            )
+            .await?;
+            // Kept at the end as lines arrive: the lines drawn are the container's latest.
+            let line = text_of(c, ".pod-log .log .l").await?.unwrap_or_default();
+            anyhow::ensure!(line.contains("[app] working"), "{line}");
+            // The world moves on: the lines it writes arrive on the open stream.
+            let lines = |t: &str| -> usize {
+                t.trim_start_matches(&following)
+                    .split(' ')
+                    .next()
+                    .and_then(|n| n.replace(',', "").parse().ok())
+                    .unwrap_or(0)
+            };
+            let before = lines(
+                &text_of(c, ".pod-log .log-status")
+                    .await?
+                    .unwrap_or_default(),
+            );
+            tower.advance_world(10);
+            until(Duration::from_secs(20), "two more lines", || async {
+                let now = text_of(c, ".pod-log .log-status")
+                    .await?
+                    .unwrap_or_default();
+                Ok(lines(&now) >= before + 2)
+            })
+            .await?;
+            browser.check_page("runtime-pod-log").await?;
+            browser.screenshot("runtime-pod-log").await?;
             anyhow::Ok(())
         })
         .await

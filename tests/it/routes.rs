@@ -500,6 +500,7 @@ async fn provisioning_snapshot_readiness_metrics_and_openapi() {
         "/api/argocd/rollout-actions",
         "/api/argocd/rollout-action",
         "/api/runtime",
+        "/api/runtime/log",
         "/api/dora",
         "/api/config",
         "/api/config/file",

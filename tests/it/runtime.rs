@@ -263,3 +263,101 @@ async fn an_unchanged_runtime_answer_is_not_sent_again() {
         (404, &Value::from("service"))
     );
 }
+
+/// A pod's log on request: the Runtime tab's pods only, read from the pod's own cluster
+/// (prod), whole or followed as the world moves; bad or unknown parameters named.
+#[tokio::test]
+async fn a_pods_log_is_read_from_its_cluster_on_request_and_followed() {
+    let tower = Live::start(0.0).await.unwrap();
+    let app = troubled(&tower, Trouble::Regressed);
+    let answer = runtime(&tower, &app).await;
+    let prod = env(&answer, "prod");
+    let pod = prod["pods"][0]["name"].as_str().unwrap().to_owned();
+    let path =
+        |rest: &str| format!("/api/runtime/log?service={app}&environment=prod&pod={pod}{rest}");
+    // Followed logs are counted per cluster: the prod cluster's, not the control plane's.
+    let streams = |cluster: &str| tower.world.served.api_requests()[cluster].log_streams;
+    let (prod_before, dev_before) = (streams("prod"), streams("dev"));
+    let response = tower
+        .client()
+        .get(tower.url(&path("")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(
+        response.headers()["content-type"],
+        "text/plain; charset=utf-8"
+    );
+    let text = response.text().await.unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].contains("[app] starting"), "{text}");
+    assert!(lines.len() > 1, "{text}");
+
+    // Followed: ten more world seconds are two more lines (one every five) on the stream.
+    let mut response = tower
+        .client()
+        .get(tower.url(&path("&follow=true")))
+        .send()
+        .await
+        .unwrap();
+    let mut read = String::new();
+    let until = |read: &String, n: usize| read.ends_with('\n') && read.lines().count() >= n;
+    while !until(&read, lines.len()) {
+        let chunk = tokio::time::timeout(Duration::from_secs(5), response.chunk())
+            .await
+            .expect("the log within 5 s")
+            .unwrap()
+            .expect("the log goes on");
+        read.push_str(std::str::from_utf8(&chunk).unwrap());
+    }
+    tower.advance_world(10);
+    while !until(&read, lines.len() + 2) {
+        let chunk = tokio::time::timeout(Duration::from_secs(5), response.chunk())
+            .await
+            .expect("two more lines within 5 s")
+            .unwrap()
+            .expect("the log goes on");
+        read.push_str(std::str::from_utf8(&chunk).unwrap());
+    }
+    drop(response);
+    assert_eq!(
+        (streams("prod") - prod_before, streams("dev") - dev_before),
+        (1, 0),
+        "one followed log, on prod"
+    );
+
+    for (query, status, field) in [
+        (
+            format!("service={app}&environment=prod&pod=not-one-of-its-pods"),
+            404,
+            "pod",
+        ),
+        (
+            format!("service={app}&environment=nowhere&pod={pod}"),
+            404,
+            "environment",
+        ),
+        (format!("service={app}&environment=prod"), 400, "pod"),
+        (
+            format!("service={app}&environment=prod&pod={pod}&follow=maybe"),
+            400,
+            "follow",
+        ),
+        (
+            format!("service=no-such-app&environment=prod&pod={pod}"),
+            404,
+            "service",
+        ),
+    ] {
+        let (got, body) = tower
+            .get(&format!("/api/runtime/log?{query}"))
+            .await
+            .unwrap();
+        assert_eq!(
+            (got.as_u16(), body["field"].as_str()),
+            (status, Some(field)),
+            "{query}: {body}"
+        );
+    }
+}

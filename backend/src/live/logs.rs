@@ -1,7 +1,7 @@
-//! A pipeline step's log, read on request
-//! ([`tower_shared::hangar::READ_ON_REQUEST`]): one
-//! `GET /api/v1/namespaces/{ns}/pods/{pod}/log?container=…[&follow=true]` to the
-//! control-plane cluster per open log, through Tower's own identity, passed on chunk by chunk
+//! A container's log — a pipeline step's, or an app's pod's on the Runtime tab — read on
+//! request ([`tower_shared::hangar::READ_ON_REQUEST`]): one
+//! `GET /api/v1/namespaces/{ns}/pods/{pod}/log[?container=…][&follow=true]` to the pod's
+//! cluster per open log, through Tower's own identity, passed on chunk by chunk
 //! as the API server sends it. The stream holds the upstream response; when the caller goes,
 //! axum drops the stream and with it the upstream connection, so nothing is left reading.
 //! At most [`MOST_OPEN`] are open at once.
@@ -60,25 +60,24 @@ impl Open {
 }
 
 impl Live {
-    /// The log of `container` in `pod` (namespace `namespace`, on the control-plane cluster),
-    /// as it is so far — and, with `follow`, as it grows until the container ends.
-    pub async fn step_log(
+    /// The log of `container` (the pod's only one when `None`) in `pod` (namespace
+    /// `namespace` on `cluster`), as it is so far — and, with `follow`, as it grows until the
+    /// container ends.
+    pub async fn pod_log(
         &self,
-        namespace: &str,
-        pod: &str,
-        container: &str,
+        cluster: &str,
+        (namespace, pod, container): (&str, &str, Option<&str>),
         follow: bool,
     ) -> Result<impl Stream<Item = std::io::Result<Bytes>> + Send + 'static, LogError> {
         let permit: OwnedSemaphorePermit = Arc::clone(&self.inner.logs.0)
             .try_acquire_owned()
             .map_err(|_| LogError::Busy)?;
-        let cluster = &self.config().control_plane_cluster;
         let client = self
             .clusters()
             .client(cluster)
             .ok_or_else(|| LogError::Unreachable(format!("cluster {cluster} is not configured")))?;
         let params = LogParams {
-            container: Some(container.to_owned()),
+            container: container.map(str::to_owned),
             follow,
             ..LogParams::default()
         };
@@ -120,7 +119,7 @@ impl Live {
         )
     }
 
-    /// How many step logs are being streamed now.
+    /// How many logs are being streamed now.
     pub fn open_logs(&self) -> usize {
         self.inner.logs.count()
     }

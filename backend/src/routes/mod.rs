@@ -60,6 +60,7 @@ pub fn api() -> Router<AppState> {
         .route("/api/records/export", get(records::export))
         .route(RECORD_NOTES, post(records::notes))
         .route("/api/runtime", get(runtime::get))
+        .route("/api/runtime/log", get(runtime::log))
         .route("/api/dora", get(dora::get))
         .route("/api/config", get(config::get))
         .route("/api/config/file", get(config::file))

@@ -103,23 +103,54 @@ pub async fn log(State(state): State<AppState>, query: Query) -> Result<Response
         field: "task",
         message: format!("task {task_name} has no pod yet, so no log"),
     })?;
+    let gone =
+        format!("The pod {pod} is gone: Kubernetes removed it after the run, and its logs with it");
+    let not_started =
+        |why: String| format!("step {step_name} has not started, so there is no log yet: {why}");
+    let target = (
+        pipelines.namespace.as_str(),
+        pod,
+        Some(step.container.as_str()),
+    );
+    let unread = Unread {
+        gone: ("task", gone),
+        not_started: ("step", &not_started),
+    };
+    log_of(&state, None, target, follow, unread).await
+}
+
+/// How a log route names what it could not read: a pod gone, a container not started
+/// (the field, and the message from the cluster's reason).
+pub(super) struct Unread<'a> {
+    pub gone: (&'static str, String),
+    pub not_started: (&'static str, &'a (dyn Fn(String) -> String + Sync)),
+}
+
+/// The log of `(namespace, pod, container)` on `cluster` (the control plane when `None`)
+/// as a plain-text answer, followed when `follow`; what could not be read said as `unread`
+/// says.
+pub(super) async fn log_of(
+    state: &AppState,
+    cluster: Option<&str>,
+    target: (&str, &str, Option<&str>),
+    follow: bool,
+    unread: Unread<'_>,
+) -> Result<Response, ApiError> {
     let live = state.live.as_ref().ok_or_else(|| {
         ApiError::unavailable("Tower is serving a snapshot file: logs are read only from clusters")
     })?;
+    let cluster = cluster.unwrap_or(&live.config().control_plane_cluster);
     let chunks = live
-        .step_log(&pipelines.namespace, pod, &step.container, follow)
+        .pod_log(cluster, target, follow)
         .await
         .map_err(|err| match err {
             LogError::Gone => ApiError::Gone {
-                field: "task",
-                message: format!(
-                    "The pod {pod} is gone: Kubernetes removed it after the run, and its \
-                     logs with it"
-                ),
+                field: unread.gone.0,
+                message: unread.gone.1,
             },
             LogError::NotStarted(why) => ApiError::NotYet {
-                field: "step",
-                message: format!("step {step_name} has not started, so there is no log yet: {why}"),
+                field: unread.not_started.0,
+                message: (unread.not_started.1)(why),
             },
             LogError::Busy => ApiError::Unavailable {
                 message: err.to_string(),

@@ -2,7 +2,8 @@
 //! (its Rollout's pods, the autoscaler, recent Events — from the service's part of the
 //! snapshot) and its objectives from Prometheus' figures, asked now within the configured
 //! deadline ([`crate::prometheus`]); when Prometheus does not answer, the last figures with
-//! since when it has not.
+//! since when it has not. `GET /api/runtime/log?service&environment&pod[&follow]` — one of
+//! those pods' log, read from its cluster on request (as the Pipelines tab's step logs).
 
 use axum::extract::State;
 use axum::http::HeaderMap;
@@ -11,6 +12,7 @@ use tower_shared::api::{PrometheusAnswers, PrometheusState, RuntimeAnswer, Runti
 use tower_shared::runtime;
 
 use super::params::{self, Query};
+use super::pipelines::{log_of, Unread};
 use super::ApiError;
 use crate::state::AppState;
 use crate::views::View;
@@ -69,4 +71,45 @@ pub async fn get(
         health: derived.health.clone(),
     };
     Ok(View::lazy(&answer).respond(&headers).await)
+}
+
+/// `GET /api/runtime/log`: the log of one of the app's Rollout's pods in `environment` —
+/// only a pod the Runtime tab shows, so no other pod's log is ever read through it.
+pub async fn log(State(state): State<AppState>, query: Query) -> Result<Response, ApiError> {
+    let service = params::dns_label(&query, "service")?;
+    let environment = params::dns_label(&query, "environment")?;
+    let pod = params::required(&query, "pod")?;
+    let follow = params::flag(&query, "follow")?;
+    let derived = state.source.derived();
+    let snapshot = super::config::service_part(&derived, service)?;
+    let place = runtime::places(&snapshot, service)
+        .into_iter()
+        .find(|p| p.environment == environment)
+        .ok_or_else(|| ApiError::Unknown {
+            field: "environment",
+            message: format!("{service} runs in no environment called {environment:?}"),
+        })?;
+    if !place.pods.iter().any(|p| p.name == pod) {
+        return Err(ApiError::Unknown {
+            field: "pod",
+            message: format!(
+                "{service}'s Rollout has no pod called {pod:?} in {environment} (Tower shows \
+                 only the pods it sees now)"
+            ),
+        });
+    }
+    let cluster = place.cluster.as_deref().ok_or_else(|| {
+        ApiError::unavailable(format!("Tower has read nothing of {environment} yet"))
+    })?;
+    let not_started =
+        |why: String| format!("The pod {pod} has not started, so there is no log yet: {why}");
+    let unread = Unread {
+        gone: (
+            "pod",
+            format!("The pod {pod} is gone: Kubernetes replaced it, and its logs with it"),
+        ),
+        not_started: ("pod", &not_started),
+    };
+    let target = (place.namespace.as_str(), pod, None);
+    log_of(&state, Some(cluster), target, follow, unread).await
 }
