@@ -394,22 +394,6 @@ pub struct Window {
     pub p99_met: Option<bool>,
 }
 
-/// One of the SRE workbook's burn-rate alerts, now.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Alert {
-    pub severity: String,
-    pub threshold: f64,
-    pub long: String,
-    pub short: String,
-    pub long_burn: Option<f64>,
-    pub short_burn: Option<f64>,
-    /// `None`: a window is unknown, so it cannot tell.
-    pub firing: Option<bool>,
-    /// The alert in words: `page at 14.4× over 1h and 5m: burning 0.2× and 0.3× — quiet`.
-    pub said: String,
-}
-
 /// A value placed on a chart's axis (`at`: the pixel), with its words.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -451,7 +435,7 @@ pub struct Slo {
     pub budget_left: Option<f64>,
     /// The budget left and the objectives in words.
     pub budget: String,
-    pub alerts: Vec<Alert>,
+    pub alerts: Vec<slo::AlertState>,
     pub charts: Vec<Chart>,
     /// The environment's objectives in one sentence.
     pub sentence: String,
@@ -667,39 +651,7 @@ pub fn slo(
         .collect();
     let ratios = readings.error_ratios();
     let budget_left = slo::budget_left(ratios.d30, targets.availability);
-    let alerts: Vec<Alert> = slo::alerts(&ratios, targets.availability)
-        .into_iter()
-        .map(|a| {
-            let severity = match a.alert.severity {
-                slo::Severity::Page => "page",
-                slo::Severity::Ticket => "ticket",
-            };
-            let burn =
-                |b: Option<f64>| b.map_or_else(|| "unknown".to_owned(), |b| format!("{b:.1}×"));
-            let state = match a.firing {
-                Some(true) => "firing",
-                Some(false) => "quiet",
-                None => "cannot tell",
-            };
-            Alert {
-                said: format!(
-                    "{severity} at {}× over {} and {}: burning {} and {} — {state}",
-                    a.alert.threshold,
-                    a.alert.long,
-                    a.alert.short,
-                    burn(a.long_burn),
-                    burn(a.short_burn)
-                ),
-                severity: severity.to_owned(),
-                threshold: a.alert.threshold,
-                long: a.alert.long.to_owned(),
-                short: a.alert.short.to_owned(),
-                long_burn: a.long_burn,
-                short_burn: a.short_burn,
-                firing: a.firing,
-            }
-        })
-        .collect();
+    let alerts = slo::alerts(&ratios, targets.availability).to_vec();
     let span = (now - CHART_SPAN, now);
     let empty = Vec::new();
     let series = |m: Measure| {
@@ -758,7 +710,12 @@ pub fn slo(
     }
 }
 
-fn sentence(windows: &[Window], budget_left: Option<f64>, alerts: &[Alert], t: &Targets) -> String {
+fn sentence(
+    windows: &[Window],
+    budget_left: Option<f64>,
+    alerts: &[slo::AlertState],
+    t: &Targets,
+) -> String {
     let month = windows.iter().find(|w| w.window == "30d");
     let hour = windows.iter().find(|w| w.window == "1h");
     let Some(availability) = month.and_then(|w| w.availability) else {
@@ -791,10 +748,10 @@ fn sentence(windows: &[Window], budget_left: Option<f64>, alerts: &[Alert], t: &
     if let Some(a) = alerts.iter().find(|a| a.firing == Some(true)) {
         out.push_str(&format!(
             " The error budget burns more than {}× as fast as it lasts over {} and over {}: {}.",
-            a.threshold,
-            a.long,
-            a.short,
-            if a.severity == "page" {
+            a.alert.threshold,
+            a.alert.long,
+            a.alert.short,
+            if a.alert.severity == slo::Severity::Page {
                 "page someone"
             } else {
                 "open a ticket"

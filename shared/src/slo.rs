@@ -10,6 +10,8 @@
 //! 3 days and 6 h. A window Prometheus did not answer for is unknown, never zero: an alert
 //! needing it is not raised, and says why.
 
+use std::borrow::Cow;
+
 use serde::{Deserialize, Serialize};
 
 /// The error ratios over the windows the alerts read (`None`: not known).
@@ -32,16 +34,26 @@ pub enum Severity {
     Ticket,
 }
 
-/// One of the workbook's alerts (a constant of [`ALERTS`]: written, never read back).
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+impl Severity {
+    /// As the wire says it: `page`, `ticket`.
+    pub fn word(self) -> &'static str {
+        match self {
+            Severity::Page => "page",
+            Severity::Ticket => "ticket",
+        }
+    }
+}
+
+/// One of the workbook's alerts (a constant of [`ALERTS`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct BurnAlert {
     pub severity: Severity,
     /// The burn rate both windows must exceed.
     pub threshold: f64,
     /// The long and the short window, in words (`1h`, `5m`).
-    pub long: &'static str,
-    pub short: &'static str,
+    pub long: Cow<'static, str>,
+    pub short: Cow<'static, str>,
 }
 
 /// The workbook's three alerts.
@@ -49,20 +61,20 @@ pub const ALERTS: [BurnAlert; 3] = [
     BurnAlert {
         severity: Severity::Page,
         threshold: 14.4,
-        long: "1h",
-        short: "5m",
+        long: Cow::Borrowed("1h"),
+        short: Cow::Borrowed("5m"),
     },
     BurnAlert {
         severity: Severity::Page,
         threshold: 6.0,
-        long: "6h",
-        short: "30m",
+        long: Cow::Borrowed("6h"),
+        short: Cow::Borrowed("30m"),
     },
     BurnAlert {
         severity: Severity::Ticket,
         threshold: 1.0,
-        long: "3d",
-        short: "6h",
+        long: Cow::Borrowed("3d"),
+        short: Cow::Borrowed("6h"),
     },
 ];
 
@@ -81,15 +93,18 @@ pub fn budget_left(period_ratio: Option<f64>, objective: f64) -> Option<f64> {
     burn_rate(period_ratio, objective).map(|b| 1.0 - b)
 }
 
-/// What one alert says now.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+/// What one alert says now (the Runtime tab's alerts, on the wire as they are here).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AlertState {
+    #[serde(flatten)]
     pub alert: BurnAlert,
     pub long_burn: Option<f64>,
     pub short_burn: Option<f64>,
     /// Both windows over the threshold; `None` when a window is unknown.
     pub firing: Option<bool>,
+    /// The alert in words: `page at 14.4× over 1h and 5m: burning 0.2× and 0.3× — quiet`.
+    pub said: String,
 }
 
 /// The workbook's alerts over `ratios` against `objective`.
@@ -103,17 +118,33 @@ pub fn alerts(ratios: &Ratios, objective: f64) -> [AlertState; 3] {
         _ => ratios.d30,
     };
     ALERTS.map(|alert| {
-        let long_burn = burn_rate(pick(alert.long), objective);
-        let short_burn = burn_rate(pick(alert.short), objective);
+        let long_burn = burn_rate(pick(&alert.long), objective);
+        let short_burn = burn_rate(pick(&alert.short), objective);
         let firing = match (long_burn, short_burn) {
             (Some(l), Some(s)) => Some(l > alert.threshold && s > alert.threshold),
             _ => None,
         };
+        let burn = |b: Option<f64>| b.map_or_else(|| "unknown".to_owned(), |b| format!("{b:.1}×"));
+        let state = match firing {
+            Some(true) => "firing",
+            Some(false) => "quiet",
+            None => "cannot tell",
+        };
+        let said = format!(
+            "{} at {}× over {} and {}: burning {} and {} — {state}",
+            alert.severity.word(),
+            alert.threshold,
+            alert.long,
+            alert.short,
+            burn(long_burn),
+            burn(short_burn)
+        );
         AlertState {
             alert,
             long_burn,
             short_burn,
             firing,
+            said,
         }
     })
 }
