@@ -19,6 +19,8 @@
 //!   viewer's wait for the first `change` event naming it is timed from when the change was
 //!   in the cluster, then its refetch of `/api/fleet` too: p50/p95/max over all viewers and
 //!   rounds;
+//! - `/api/activity` and `/api/dora` (the fleet's week, worked out on first demand): how
+//!   long each took and its size;
 //! - `/api/fleet`: its size as the viewers receive it (brotli), and the p50/p99 of every
 //!   fetch the viewers made;
 //! - Tower's CPU over `--steady` seconds (30) with the viewers connected and only the
@@ -313,6 +315,26 @@ async fn measure(options: &Options) -> anyhow::Result<()> {
         metric("tower_deriver_rebuilds"),
         metric("tower_deriver_last_rebuild_seconds"),
     );
+    // The fleet page's other answers: the recent activity (kept with every derivation) and
+    // the fleet's DORA figures (worked out across every app on first demand).
+    let timed = |path: &'static str| {
+        let client = client.clone();
+        let url = format!("{base}{path}");
+        async move {
+            let asked = Instant::now();
+            let response = client.get(url).send().await?;
+            anyhow::ensure!(
+                response.status().is_success(),
+                "{path}: {}",
+                response.status()
+            );
+            let bytes = response.bytes().await?.len();
+            anyhow::Ok((asked.elapsed(), bytes))
+        }
+    };
+    let activity = timed("/api/activity").await?;
+    let dora_first = timed("/api/dora").await?;
+    let dora_again = timed("/api/dora").await?;
     for viewer in viewers {
         viewer.abort();
     }
@@ -371,6 +393,14 @@ async fn measure(options: &Options) -> anyhow::Result<()> {
         cpu * 100.0,
         rebuilds.map_or_else(|| "?".to_owned(), |n| format!("{n:.0}")),
         last_rebuild.map_or_else(|| "?".to_owned(), |s| ms(Duration::from_secs_f64(s)))
+    );
+    println!(
+        "/api/activity: {} bytes brotli in {}; /api/dora (the fleet's week): first answer in {} ({} bytes brotli), asked again {}",
+        activity.1,
+        ms(activity.0),
+        ms(dora_first.0),
+        dora_first.1,
+        ms(dora_again.0)
     );
     for (cluster, now) in &after {
         let then = before.get(cluster).copied().unwrap_or_default();

@@ -347,7 +347,7 @@ impl PerService for tower_shared::api::DoraAnswer {
         if service.is_empty() {
             let services: std::collections::BTreeSet<&str> =
                 derived.fleet.apps.iter().map(|a| a.name.as_str()).collect();
-            let parts = services.into_iter().map(|s| (s, derived.service(s)));
+            let parts = derived.filed.lean_parts(&derived.base, services);
             Some(dora_answer(None, days, parts, derived.now, &derived.health))
         } else {
             derived.knows(service).then(|| {

@@ -19,7 +19,7 @@ use tower_shared::fleet::{fleet_apps, FleetApp};
 use tower_shared::hangar;
 use tower_shared::kube::{Object, ObjectMeta};
 use tower_shared::provisioning;
-use tower_shared::snapshot::Snapshot;
+use tower_shared::snapshot::{PullRequest, Snapshot};
 
 /// One object at rest: the JSON of its trimmed [`Object`].
 #[derive(Debug, PartialEq, Eq)]
@@ -118,6 +118,42 @@ impl Filed {
             });
         }
         by_cluster
+    }
+
+    /// Each of `services`' parts for a derivation across the fleet, one at a time: its
+    /// objects and its repositories' pull requests — grouped by repository once, not
+    /// scanned again per service as [`Filed::part`] does — and nothing else of `base`.
+    pub fn lean_parts<'a>(
+        &'a self,
+        base: &'a Snapshot,
+        services: impl IntoIterator<Item = &'a str> + 'a,
+    ) -> impl Iterator<Item = (&'a str, Snapshot)> + 'a {
+        let mut by_repo: FxHashMap<&str, Vec<&PullRequest>> = FxHashMap::default();
+        for pr in base.pull_requests.iter().flatten() {
+            by_repo.entry(pr.repo_name()).or_default().push(pr);
+        }
+        services.into_iter().map(move |service| {
+            let mut objects = self.objects([service]);
+            let pull_requests = base.pull_requests.as_ref().map(|_| {
+                hangar::repos(service, None)
+                    .iter()
+                    .flat_map(|repo| by_repo.get(repo.as_str()).into_iter().flatten())
+                    .map(|pr| (*pr).clone())
+                    .collect()
+            });
+            let part = Snapshot {
+                control_plane_cluster: base.control_plane_cluster.clone(),
+                clusters: base
+                    .clusters
+                    .keys()
+                    .map(|c| (c.clone(), objects.remove(c.as_str()).unwrap_or_default()))
+                    .collect(),
+                pull_requests,
+                github_host: base.github_host.clone(),
+                ..Snapshot::empty(base.now)
+            };
+            (service, part)
+        })
     }
 
     /// `service`'s part of the world ([`Snapshot::narrowed`] of `base`, which holds

@@ -138,13 +138,29 @@ pub fn derive(
         0.0
     };
 
+    // Looked up, not searched: a fleet's week holds thousands of each.
+    let mut live_at: BTreeMap<&str, DateTime<Utc>> = BTreeMap::new();
+    for r in &live {
+        if let Some(at) = r.ended_at {
+            // Its first time live, as the oldest first list has it.
+            live_at.entry(r.release.as_str()).or_insert(at);
+        }
+    }
     let lead = changes
         .iter()
         .filter_map(|c| {
-            let at = live.iter().find(|r| r.release == c.release)?.ended_at?;
-            Some((c.id.clone(), (at - c.merged_at).num_seconds()))
+            let at = live_at.get(c.release.as_str())?;
+            Some((c.id.clone(), (*at - c.merged_at).num_seconds()))
         })
         .collect::<Vec<_>>();
+    // Each app's rollouts, by start (a release fixes forward only its own app's).
+    let mut by_service: BTreeMap<&str, Vec<&ProdRollout>> = BTreeMap::new();
+    for rollout in &rollouts {
+        by_service
+            .entry(&rollout.service)
+            .or_default()
+            .push(rollout);
+    }
 
     // Which ended rollouts failed, and when their harm began and ended.
     let mut failed = Vec::new();
@@ -167,12 +183,14 @@ pub fn derive(
                 ));
             }
             Outcome::Live => {
-                let fix = rollouts.iter().find(|next| {
-                    next.service == rollout.service
-                        && next.started_at > end
-                        && next.started_at - end <= FIX_FORWARD
-                        && next.outcome == Outcome::Live
-                });
+                let own = by_service
+                    .get(rollout.service.as_str())
+                    .map_or(&[][..], Vec::as_slice);
+                let after = own.partition_point(|next| next.started_at <= end);
+                let fix = own[after..]
+                    .iter()
+                    .take_while(|next| next.started_at - end <= FIX_FORWARD)
+                    .find(|next| next.outcome == Outcome::Live);
                 if let Some(fixed_at) = fix.and_then(|f| f.ended_at) {
                     failed.push(rollout.release.clone());
                     restores.push((rollout.release.clone(), (fixed_at - end).num_seconds()));
@@ -368,11 +386,12 @@ pub fn report<'a>(
     let within = |t: DateTime<Utc>| t >= from && t < now;
     rollouts.retain(|r| within(r.started_at) || r.ended_at.is_some_and(within));
     rollouts.sort_by_key(|r| std::cmp::Reverse(r.started_at));
-    changes.retain(|c| {
-        dora.lead_time
-            .as_ref()
-            .is_some_and(|l| l.counted.contains(&c.id))
-    });
+    let counted: std::collections::BTreeSet<&str> = dora
+        .lead_time
+        .iter()
+        .flat_map(|l| l.counted.iter().map(String::as_str))
+        .collect();
+    changes.retain(|c| counted.contains(c.id.as_str()));
     changes.sort_by_key(|c| std::cmp::Reverse(c.merged_at));
     Report {
         sentence: sentence(&dora, days),

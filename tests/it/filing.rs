@@ -66,6 +66,13 @@ fn assert_same(name: &str, filing: &Filing, base: &Snapshot, whole: &Snapshot) {
             "{name}: {service}'s part"
         );
     }
+    // The fleet's DORA figures read each app's lean part (its objects and its repositories'
+    // pull requests, grouped once): the same as from its whole part.
+    let all: Vec<&str> = services.iter().map(|s| s.as_ref()).collect();
+    let lean = tower_shared::dora::report(filed.lean_parts(base, all.iter().copied()), 7, base.now);
+    let full =
+        tower_shared::dora::report(all.iter().map(|s| (*s, filed.part(base, s))), 7, base.now);
+    assert_eq!(lean, full, "{name}: the fleet's DORA figures");
     assert!(!filed.knows("nobody-by-this-name"));
     let objects: usize = whole.clusters.values().map(Vec::len).sum();
     assert_eq!(filing.count(), objects, "{name}: every object filed once");
