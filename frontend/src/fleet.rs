@@ -217,10 +217,17 @@ pub(crate) fn dora_panel(
                     format!(" merged {}, in {}", ago(c, "mergedAt", now), tag(c)),
                 )
             });
+            let many = |n: usize, one: &str, more: &str| {
+                format!("{n} {}", if n == 1 { one } else { more })
+            };
             let counted = format!(
-                "What was counted: {} prod rollouts, {} changes",
-                list(&dora, "rollouts").len(),
-                list(&dora, "changes").len()
+                "What was counted: {}, {}",
+                many(
+                    list(&dora, "rollouts").len(),
+                    "prod rollout",
+                    "prod rollouts"
+                ),
+                many(list(&dora, "changes").len(), "change", "changes")
             );
             Some(
                 view! {
