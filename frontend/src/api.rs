@@ -133,12 +133,12 @@ pub fn activity_text() -> TextFuture {
     text_of("/api/activity".to_owned())
 }
 
-/// `GET /api/dora`'s text: one app's DORA figures over the last week, or the fleet's, and
+/// `GET /api/dora`'s text: one app's DORA figures over the last `days`, or the fleet's, and
 /// what they counted ([`tower_shared::api::DoraAnswer`]).
-pub fn dora_text(service: Option<String>) -> TextFuture {
+pub fn dora_text(service: Option<String>, days: u32) -> TextFuture {
     text_of(match service {
-        Some(service) => format!("/api/dora?service={}", encode(&service)),
-        None => "/api/dora".to_owned(),
+        Some(service) => format!("/api/dora?service={}&days={days}", encode(&service)),
+        None => format!("/api/dora?days={days}"),
     })
 }
 

@@ -42,7 +42,7 @@ pub fn FleetOverview() -> impl IntoView {
     };
     // The week's DORA figures: the panel's, and the headline's failure rate and deploys.
     let dora = crate::feed::decoded::<serde_json::Value>(crate::feed::text_resource(|| {
-        api::dora_text(None)
+        api::dora_text(None, 7)
     }));
     view! {
         <section class="fleet" aria-labelledby="fleet-title">
@@ -51,7 +51,7 @@ pub fn FleetOverview() -> impl IntoView {
             <crate::ui::SharedHealthNotice />
             {headline(filters.attention, dora, now)}
             <ActivityFeed />
-            {dora_panel(dora, now)}
+            {dora_panel(None, now)}
             {move || match fleet() {
                 None => view! { <p class="state loading">"Loading the fleet…"</p> }.into_any(),
                 Some(Ok(fleet)) => view! { <FleetMatrix fleet=fleet now=now filters=filters /> }.into_any(),
@@ -173,14 +173,16 @@ fn headline(
     }
 }
 
-/// The fleet's or one app's DORA figures over the last week (`GET /api/dora`): the
-/// sentence, then what it counted — each prod rollout linking to its app's Releases tab,
-/// each change to its pull request. Read once per visit (the fleet's figures read every
-/// app). The answer is read as a JSON tree (the bundle's budget).
-pub(crate) fn dora_panel(
-    answer: impl Fn() -> Option<Result<serde_json::Value, api::ApiError>> + Copy + Send + Sync + 'static,
-    now: ReadSignal<DateTime<Utc>>,
-) -> impl IntoView {
+/// The fleet's or one app's DORA figures over a window its reader picks (a day, a week —
+/// the default — or 30 days; `GET /api/dora`): the sentence, then what it counted — each
+/// prod rollout linking to its app's Releases tab, each change to its pull request. Read
+/// once per window chosen (the fleet's figures read every app), as a JSON tree (the bundle's
+/// budget).
+pub(crate) fn dora_panel(service: Option<String>, now: ReadSignal<DateTime<Utc>>) -> impl IntoView {
+    let days = RwSignal::new(7_u32);
+    let answer = crate::feed::decoded::<serde_json::Value>(crate::feed::text_resource(move || {
+        api::dora_text(service.clone(), days.get())
+    }));
     use crate::config::{list, text};
     use crate::nav::{tab_href, Tab};
     let body = move || match answer()? {
@@ -242,7 +244,21 @@ pub(crate) fn dora_panel(
             )
         }
     };
-    panel("dora", "Delivery, last 7 days", body)
+    let window = view! {
+        <label class="dora-window">
+            "Over the last "
+            <select on:change=move |ev| {
+                if let Ok(n) = event_target_value(&ev).parse() {
+                    days.set(n);
+                }
+            }>
+                <option value="1">"day"</option>
+                <option value="7" selected>"7 days"</option>
+                <option value="30">"30 days"</option>
+            </select>
+        </label>
+    };
+    panel("dora", "Delivery", view! { {window}{body} })
 }
 
 /// Each app as the filters read it: its name in lower case and whether it needs attention,

@@ -183,10 +183,6 @@ fn ReleasesPage(service: String) -> impl IntoView {
     );
     let records = view! { <crate::records::RecordsPanel service=service.clone() /> };
     // The app's DORA figures, under its matrix.
-    let name = service.clone();
-    let dora = crate::feed::decoded::<serde_json::Value>(crate::feed::text_resource(move || {
-        api::dora_text(Some(name.clone()))
-    }));
-    let dora = crate::fleet::dora_panel(dora, now);
+    let dora = crate::fleet::dora_panel(Some(service.clone()), now);
     view! { {panel}{matrix}{dora}{records} }
 }

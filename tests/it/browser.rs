@@ -2479,6 +2479,17 @@ async fn the_fleet_says_its_dora_figures_and_what_they_counted() {
             );
             browser.check_page("fleet-dora").await?;
             browser.screenshot("fleet-dora").await?;
+            // Another window, chosen on the panel: the figures over it.
+            c.find(Locator::Css(".dora select"))
+                .await?
+                .select_by_value("30")
+                .await?;
+            until(Duration::from_secs(20), "the month's figures", || async {
+                Ok(text_of(c, ".dora .sentence")
+                    .await?
+                    .is_some_and(|t| t.starts_with("Over the last 30 days: ")))
+            })
+            .await?;
 
             // One app's figures under its release matrix: the aborting canary's one failure.
             let aborting = crate::support::fleet_app(hangar_sim::stories::fleet::Role::AbortedCanary).name;
