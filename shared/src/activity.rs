@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use crate::hangar;
 use crate::kube::{array_at, str_at, time, Object};
 use crate::provisioning::{Group, ServiceProgress};
-use crate::releases::by_tag;
+use crate::releases::{replica_set_image, tag_of};
 use crate::snapshot::{PullRequest, Snapshot};
 use crate::tekton;
 
@@ -79,20 +79,6 @@ impl Activity {
     }
 }
 
-/// The environment of `service` whose namespace `object` is in.
-fn environment_of<'o>(object: &'o Object, service: &str) -> Option<&'o str> {
-    match hangar::namespace_owner(object.namespace()?)? {
-        (owner, hangar::NamespaceRole::Environment(env)) if owner == service => Some(env),
-        _ => None,
-    }
-}
-
-/// The image's tag (`1.4.0-3a8423b`), or the image when it has none.
-fn tag(image: &str) -> &str {
-    let image = by_tag(image);
-    image.rsplit_once(':').map_or(image, |(_, tag)| tag)
-}
-
 /// What `service`'s objects in its part of a snapshot tell: each release's arrival in each
 /// environment (a canary's start where the Rollout walks canary steps), the current
 /// canary's pause and abort (from the Rollout's status), its completion (the Rollout's
@@ -110,24 +96,23 @@ pub fn of_objects(part: &Snapshot, service: &str) -> Vec<Activity> {
         match object.kind.as_str() {
             "ReplicaSet" => {
                 let (Some(env), Some(at)) = (
-                    environment_of(object, service),
+                    hangar::environment_of(object, service),
                     object.metadata.creation_timestamp,
                 ) else {
                     continue;
                 };
-                let image = object.spec["template"]["spec"]["containers"][0]["image"].as_str();
-                let Some(image) = image.filter(|i| !i.is_empty()) else {
+                let Some(image) = replica_set_image(object) else {
                     continue;
                 };
                 let (kind, said) = if canaries.contains(&object.namespace().unwrap_or_default()) {
                     (
                         Kind::CanaryStarted,
-                        format!("{service} {} started its canary in {env}.", tag(image)),
+                        format!("{service} {} started its canary in {env}.", tag_of(image)),
                     )
                 } else {
                     (
                         Kind::Promoted,
-                        format!("{service} {} reached {env}.", tag(image)),
+                        format!("{service} {} reached {env}.", tag_of(image)),
                     )
                 };
                 let mut item = Activity::new(at, service, kind, said, "releases");
@@ -135,7 +120,7 @@ pub fn of_objects(part: &Snapshot, service: &str) -> Vec<Activity> {
                 out.push(item);
             }
             "Rollout" if object.group() == "argoproj.io" => {
-                let Some(env) = environment_of(object, service) else {
+                let Some(env) = hangar::environment_of(object, service) else {
                     continue;
                 };
                 let status = &object.status;
@@ -169,7 +154,7 @@ pub fn of_objects(part: &Snapshot, service: &str) -> Vec<Activity> {
             }
             "Event" => {
                 let (Some(env), Some("Rollout"), Some("RolloutCompleted")) = (
-                    environment_of(object, service),
+                    hangar::environment_of(object, service),
                     str_at(&object.status, &["involvedObject", "kind"]),
                     str_at(&object.status, &["reason"]),
                 ) else {

@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use crate::hangar;
 use crate::kube::{str_at, time, Object};
 use crate::pulls::{PrState, Pulls};
-use crate::releases::by_tag;
+use crate::releases::{by_tag, replica_set_image};
 use crate::snapshot::Snapshot;
 
 /// A release that replaces the one before in prod this soon after it went live fixes it.
@@ -224,15 +224,9 @@ pub fn derive(
 pub fn prod_rollouts(snapshot: &Snapshot, service: &str) -> Vec<ProdRollout> {
     let mut by_namespace: BTreeMap<&str, Vec<&Object>> = BTreeMap::new();
     for object in snapshot.clusters.values().flatten() {
-        let Some(namespace) = object.namespace() else {
-            continue;
-        };
-        if let Some((owner, hangar::NamespaceRole::Environment(env))) =
-            hangar::namespace_owner(namespace)
-        {
-            if owner == service && hangar::is_production(env) {
-                by_namespace.entry(namespace).or_default().push(object);
-            }
+        let prod = hangar::environment_of(object, service).is_some_and(hangar::is_production);
+        if let (true, Some(namespace)) = (prod, object.namespace()) {
+            by_namespace.entry(namespace).or_default().push(object);
         }
     }
     let mut rollouts = Vec::new();
@@ -257,8 +251,7 @@ pub fn prod_rollouts(snapshot: &Snapshot, service: &str) -> Vec<ProdRollout> {
             else {
                 continue;
             };
-            let image = set.spec["template"]["spec"]["containers"][0]["image"].as_str();
-            let Some(image) = image.filter(|i| !i.is_empty()) else {
+            let Some(image) = replica_set_image(set) else {
                 continue;
             };
             let is_current = current == Some(hash) && stable != Some(hash);

@@ -176,6 +176,14 @@ pub fn promotion_rank(env: &str) -> (bool, Option<usize>) {
 
 /// Whether `env` is the production environment, which a release reaches only through a
 /// reviewed pull request.
+/// The environment of `service` whose namespace (`app-<service>-<env>`) `object` is in.
+pub fn environment_of<'o>(object: &'o Object, service: &str) -> Option<&'o str> {
+    match namespace_owner(object.namespace()?)? {
+        (owner, NamespaceRole::Environment(env)) if owner == service => Some(env),
+        _ => None,
+    }
+}
+
 pub fn is_production(env: &str) -> bool {
     env == "prod"
 }

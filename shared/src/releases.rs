@@ -385,16 +385,10 @@ pub fn arrivals(snapshot: &crate::snapshot::Snapshot, service: &str) -> Vec<Arri
         .flatten()
         .filter(|o| o.kind == "ReplicaSet")
         .filter_map(|rs| {
-            let (owner, role) = hangar::namespace_owner(rs.namespace()?)?;
-            let hangar::NamespaceRole::Environment(env) = role else {
-                return None;
-            };
-            let image = rs.spec["template"]["spec"]["containers"][0]["image"].as_str()?;
-            let at = rs.metadata.creation_timestamp?;
-            (owner == service && !image.is_empty()).then(|| Arrival {
-                environment: env.to_owned(),
-                image: by_tag(image).to_owned(),
-                at,
+            Some(Arrival {
+                environment: hangar::environment_of(rs, service)?.to_owned(),
+                image: by_tag(replica_set_image(rs)?).to_owned(),
+                at: rs.metadata.creation_timestamp?,
             })
         })
         .collect()
@@ -403,6 +397,20 @@ pub fn arrivals(snapshot: &crate::snapshot::Snapshot, service: &str) -> Vec<Arri
 /// The image without its digest: a tag reads the same built or deployed.
 pub fn by_tag(image: &str) -> &str {
     image.split('@').next().unwrap_or(image)
+}
+
+/// An image's tag (`1.42.0-ab12cd3`), or the image (without its digest) when it has none.
+pub fn tag_of(image: &str) -> &str {
+    let image = by_tag(image);
+    let name = image.rsplit('/').next().unwrap_or(image);
+    name.rsplit_once(':').map_or(image, |(_, tag)| tag)
+}
+
+/// The image a ReplicaSet's pod template runs (its first container's), when it names one.
+pub fn replica_set_image(rs: &crate::kube::Object) -> Option<&str> {
+    rs.spec["template"]["spec"]["containers"][0]["image"]
+        .as_str()
+        .filter(|image| !image.is_empty())
 }
 
 /// How a release reaches `environment`: as the app's `cicd.yaml` says for it (`said`, see

@@ -167,12 +167,6 @@ fn autoscaler(object: &Object) -> Autoscaler {
     }
 }
 
-/// An image's tag (`1.42.0-ab12cd3`), or the image when it has none.
-fn tag_of(image: &str) -> &str {
-    let name = image.rsplit('/').next().unwrap_or(image);
-    name.rsplit_once(':').map_or(image, |(_, tag)| tag)
-}
-
 /// Where `service` runs in each of its environments, in promotion order.
 pub fn places(snapshot: &Snapshot, service: &str) -> Vec<Place> {
     let arrivals = crate::releases::arrivals(snapshot, service);
@@ -216,7 +210,7 @@ pub fn places(snapshot: &Snapshot, service: &str) -> Vec<Place> {
                 .iter()
                 .filter(|a| a.environment == place.environment)
                 .map(|a| Arrived {
-                    release: tag_of(&a.image).to_owned(),
+                    release: crate::releases::tag_of(&a.image).to_owned(),
                     at: a.at,
                 })
                 .collect();
