@@ -281,7 +281,9 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             };
             block_on(async move {
                 if !config.clusters.is_empty() {
-                    let mut state = AppState::live(live::connect(config, Clock::system()).await?);
+                    let mut state = AppState::live(
+                        live::connect(config.clone(), Clock::for_config(&config).await?).await?,
+                    );
                     state.fleet_file = fleet.map(|f| Arc::new(View::ready(&f)));
                     return server::serve(server::bind(listen).await?, state, dist).await;
                 }

@@ -44,6 +44,76 @@ impl Clock {
         }
     }
 
+    /// The clock `config` names: a simulated world's (`worldClock`, [`Clock::following`]),
+    /// else the system clock.
+    pub async fn for_config(config: &crate::config::Config) -> anyhow::Result<Self> {
+        match &config.world_clock {
+            Some(url) => Self::following(url).await,
+            None => Ok(Self::system()),
+        }
+    }
+
+    /// A simulated world's clock, told by `GET url` (`{"now", "rate"}`, as `tower demo`'s
+    /// world serves it): read once now (an error naming `worldClock` when it does not
+    /// answer within 5 s), then every 100 ms; between readings it runs at the world's rate
+    /// from the last one, and never backwards. Its rate is the first reading's.
+    pub async fn following(url: &str) -> anyhow::Result<Self> {
+        use anyhow::Context as _;
+        use std::sync::atomic::{AtomicI64, Ordering};
+        use std::sync::Mutex;
+        use std::time::{Duration, Instant};
+
+        let client = crate::outbound::http_client();
+        let read = {
+            let client = client.clone();
+            let url = url.to_owned();
+            move || {
+                let request = client.get(&url).timeout(Duration::from_secs(5));
+                async move {
+                    let reading: ClockReading =
+                        request.send().await?.error_for_status()?.json().await?;
+                    anyhow::Ok((reading, Instant::now()))
+                }
+            }
+        };
+        let first = read()
+            .await
+            .with_context(|| format!("worldClock: reading the world's clock at {url}"))?;
+        let rate = first.0.rate;
+        let last = Arc::new(Mutex::new(first));
+        let shown = Arc::new(AtomicI64::new(i64::MIN));
+        let poll = Arc::clone(&last);
+        tokio::spawn(async move {
+            let mut every = tokio::time::interval(Duration::from_millis(100));
+            every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                every.tick().await;
+                match read().await {
+                    Ok(reading) => {
+                        *poll
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner) = reading;
+                    }
+                    // The world is gone (its demo stopped) or slow: the clock runs on.
+                    Err(err) => tracing::debug!(%err, "the world's clock did not answer"),
+                }
+            }
+        });
+        Ok(Self::new(
+            move || {
+                let (reading, at) = *last
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                #[allow(clippy::cast_possible_truncation)]
+                let ran = (at.elapsed().as_secs_f64() * reading.rate * 1000.0) as i64;
+                let millis = reading.now.timestamp_millis() + ran;
+                let millis = shown.fetch_max(millis, Ordering::Relaxed).max(millis);
+                DateTime::from_timestamp_millis(millis).unwrap_or(reading.now)
+            },
+            rate,
+        ))
+    }
+
     /// A clock standing still at `at` (a snapshot file's moment).
     pub fn stopped(at: DateTime<Utc>) -> Self {
         Self::new(move || at, 0.0)

@@ -26,6 +26,7 @@
 //! dataDir: /var/lib/tower
 //! frameAncestors: ["'self'"]                # Backstage's origin is always added
 //! insecureOnNetwork: false                  # openApi / guestSignIn listen on loopback only unless true
+//! worldClock: http://127.0.0.1:41234/clock  # only against a simulated world: tell time by its clock
 //! proxy:                                    # optional: an authenticating proxy in front
 //!   userHeader: X-Forwarded-User
 //!   trustedAddresses: [10.0.3.17, 10.0.3.18]  # the proxy's own addresses; from anywhere else the header is ignored
@@ -124,6 +125,11 @@ pub struct Config {
     /// caller — listen on an address other than loopback. Off: Tower refuses to start so.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub insecure_on_network: bool,
+    /// A simulated world's clock (`GET` answers `{"now", "rate"}`) for Tower to tell time
+    /// by instead of the system clock: `tower demo` writes it, so a second Tower served
+    /// with the demo's `tower.yaml` reads the world on the world's time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub world_clock: Option<String>,
 }
 
 /// An authenticating proxy: `{userHeader: X-Forwarded-User, trustedAddresses: [10.0.3.17]}`.
@@ -375,6 +381,7 @@ impl Default for Config {
             proxy: None,
             open_api: false,
             insecure_on_network: false,
+            world_clock: None,
         }
     }
 }
@@ -628,6 +635,9 @@ impl Config {
             proxy
                 .networks()
                 .map_err(|(i, message)| (format!("proxy.trustedAddresses[{i}]"), message))?;
+        }
+        if let Some(url) = &self.world_clock {
+            check_url(url).map_err(|m| ("worldClock".to_owned(), m))?;
         }
         if let Some(url) = &self.database_url {
             let url = url.expose();

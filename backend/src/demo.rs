@@ -153,6 +153,7 @@ pub async fn start_world_ticking(
     writeln!(out, "Simulated GitHub API: http://{}", served.github)?;
     writeln!(out, "Simulated Argo CD API: http://{}", served.argocd)?;
     writeln!(out, "Simulated Prometheus: http://{}", served.prometheus)?;
+    writeln!(out, "The world's clock: http://{}/clock", served.clock)?;
     writeln!(
         out,
         "Simulated Backstage: http://{} (static token {})",
@@ -259,5 +260,6 @@ pub fn config_for(
         proxy: None,
         open_api: false,
         insecure_on_network: false,
+        world_clock: Some(format!("http://{}/clock", served.clock)),
     }
 }

@@ -6,6 +6,7 @@
 use chrono::{DateTime, Utc};
 use leptos::prelude::*;
 use tower_shared::api::PullsAnswer;
+use tower_shared::pipelines::Outcome;
 use tower_shared::pulls::{Landed, PrState, PullView, ReviewState};
 use tower_shared::time::age;
 
@@ -50,7 +51,20 @@ fn landed_text(landed: &Landed) -> String {
 fn where_now(pr: &PullView) -> String {
     match (pr.state, pr.source, &pr.image) {
         (PrState::Merged, false, _) => "a GitOps change: nothing to build".to_owned(),
-        (PrState::Merged, true, None) => "no build of its merge commit seen".to_owned(),
+        (PrState::Merged, true, None) => match &pr.build {
+            None => "no build of its merge commit seen".to_owned(),
+            Some(build) => match build.outcome {
+                Outcome::Pending | Outcome::Running => {
+                    format!("building: run {} makes its image", build.run)
+                }
+                Outcome::Failed => format!("its build {} failed: no image", build.run),
+                Outcome::TimedOut => format!("its build {} timed out: no image", build.run),
+                Outcome::Cancelled => {
+                    format!("its build {} was cancelled: no image", build.run)
+                }
+                _ => format!("built by run {}, which published no image", build.run),
+            },
+        },
         (PrState::Merged, true, Some(_)) if pr.landed.is_empty() => {
             "built; running nowhere Tower sees".to_owned()
         }

@@ -23,8 +23,9 @@ use crate::snapshot::{PullRequest, RecordedRun, Snapshot};
 /// tell durations on the server's clock.
 pub const CLOCK_HEADER: &str = "tower-clock";
 
-/// A reading of Tower's clock.
-#[derive(Clone, Copy, Debug, PartialEq)]
+/// A reading of Tower's clock (also what a simulated world's clock answers as JSON, for a
+/// Tower told by it: `worldClock`).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ClockReading {
     pub now: DateTime<Utc>,
     /// World seconds per real second: 1 for a real clock, the demo's speed, 0 when stopped.

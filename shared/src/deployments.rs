@@ -428,21 +428,10 @@ fn rollout_view(
     let namespace = rollout.namespace();
     let same_place = |o: &&std::sync::Arc<Object>| o.namespace() == namespace;
     let replica_set = |hash: &str| {
-        let found = cluster
-            .iter()
-            .filter(same_place)
-            .filter(|o| o.kind == "ReplicaSet" && o.label(POD_HASH_LABEL) == Some(hash))
-            .min_by(|a, b| a.name().cmp(b.name()));
-        replica_set_view(hash, found.map(|o| &**o), builds)
+        let found = replica_set_of(cluster.iter().filter(same_place).map(|o| &**o), hash);
+        replica_set_view(hash, found, builds)
     };
-    let hash = |path: &[&str]| str_at(status, path).filter(|h| !h.is_empty());
-    let (stable_hash, canary_hash) = match strategy {
-        Some(Strategy::BlueGreen) => (
-            hash(&["blueGreen", "activeSelector"]).or_else(|| hash(&["stableRS"])),
-            hash(&["blueGreen", "previewSelector"]),
-        ),
-        _ => (hash(&["stableRS"]), hash(&["currentPodHash"])),
-    };
+    let (stable_hash, canary_hash) = rollout_hashes(rollout);
     let stable = stable_hash.map(replica_set);
     let canary = canary_hash
         .filter(|c| Some(*c) != stable_hash)
@@ -547,6 +536,34 @@ fn weights(
     (canary, stable)
 }
 
+/// The pod-template hashes of `rollout`'s stable and current ReplicaSets as its status names
+/// them (blue-green: the active and the preview). The current one is the canary unless it
+/// is the stable one.
+pub fn rollout_hashes(rollout: &Object) -> (Option<&str>, Option<&str>) {
+    let status = &rollout.status;
+    let hash = |path: &[&str]| str_at(status, path).filter(|h| !h.is_empty());
+    if at(&rollout.spec, &["strategy", "blueGreen"]).is_some() {
+        (
+            hash(&["blueGreen", "activeSelector"]).or_else(|| hash(&["stableRS"])),
+            hash(&["blueGreen", "previewSelector"]),
+        )
+    } else {
+        (hash(&["stableRS"]), hash(&["currentPodHash"]))
+    }
+}
+
+/// The ReplicaSet of `objects` (one namespace's) with pod-template hash `hash`; the lowest
+/// name wins a repeat.
+pub fn replica_set_of<'a>(
+    objects: impl IntoIterator<Item = &'a Object>,
+    hash: &str,
+) -> Option<&'a Object> {
+    objects
+        .into_iter()
+        .filter(|o| o.kind == "ReplicaSet" && o.label(POD_HASH_LABEL) == Some(hash))
+        .min_by(|a, b| a.name().cmp(b.name()))
+}
+
 fn replica_set_view(
     hash: &str,
     replica_set: Option<&Object>,
@@ -562,13 +579,9 @@ fn replica_set_view(
                 .unwrap_or(0)
         })
     };
-    let image = replica_set.and_then(|rs| {
-        array_at(&rs.spec, &["template", "spec", "containers"])
-            .first()
-            .and_then(|c| c.get("image"))
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-    });
+    let image = replica_set
+        .and_then(crate::releases::replica_set_image)
+        .map(str::to_owned);
     ReplicaSetView {
         replica_set: replica_set.map(|rs| rs.name().to_owned()),
         pod_hash: hash.to_owned(),

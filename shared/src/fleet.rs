@@ -233,6 +233,18 @@ pub fn fleet_apps(snapshot: &crate::snapshot::Snapshot) -> Vec<FleetApp> {
         .filter(|(_, o)| o.kind == "Rollout" && o.group() == "argoproj.io")
         .filter_map(|(cluster, o)| Some(((cluster, o.namespace()?, o.name()), o)))
         .collect();
+    // ReplicaSets by where they run: a Rollout's stable one is what runs there.
+    let mut replica_sets: BTreeMap<(&str, &str), Vec<&crate::kube::Object>> = BTreeMap::new();
+    for (cluster, objects) in &snapshot.clusters {
+        for set in objects.iter().filter(|o| o.kind == "ReplicaSet") {
+            if let Some(ns) = set.namespace() {
+                replica_sets
+                    .entry((cluster.as_str(), ns))
+                    .or_default()
+                    .push(set);
+            }
+        }
+    }
     let kinds: BTreeMap<&str, &str> = objects(control_plane)
         .filter(|o| hangar::is_xr(o))
         .map(|o| (o.name(), o.kind.as_str()))
@@ -276,12 +288,24 @@ pub fn fleet_apps(snapshot: &crate::snapshot::Snapshot) -> Vec<FleetApp> {
         let destination = |field| str_at(&application.spec, &["destination", field]);
         // An Application deploying "in-cluster" (by server URL) deploys to the control plane.
         let cluster = destination("name").unwrap_or(control_plane);
-        let rollout = destination("namespace").and_then(|ns| rollouts.get(&(cluster, ns, app)));
-        let image_tag = at(status, &["summary", "images"])
-            .and_then(|images| images.get(0))
-            .and_then(serde_json::Value::as_str)
-            .and_then(|image| image.rsplit_once(':'))
-            .map(|(_, tag)| tag.to_owned());
+        let namespace = destination("namespace");
+        let rollout = namespace.and_then(|ns| rollouts.get(&(cluster, ns, app)));
+        // What runs: a Rollout's stable version (never a canary, nor one aborted), as the
+        // Deployments tab and the release matrix read it; without a Rollout, the image
+        // Argo CD reports.
+        let image = match rollout {
+            Some(rollout) => crate::deployments::rollout_hashes(rollout)
+                .0
+                .and_then(|hash| {
+                    let here = replica_sets.get(&(cluster, namespace?))?;
+                    crate::deployments::replica_set_of(here.iter().copied(), hash)
+                })
+                .and_then(crate::releases::replica_set_image),
+            None => at(status, &["summary", "images"])
+                .and_then(|images| images.get(0))
+                .and_then(serde_json::Value::as_str),
+        };
+        let image_tag = image.map(|image| crate::releases::tag_of(image).to_owned());
         cells.entry(app).or_default().push(FleetCell {
             environment: environment.to_owned(),
             sync: word(status, &["sync", "status"]).unwrap_or(SyncStatus::Unknown),
@@ -501,7 +525,8 @@ mod tests {
                                       "labels": {"hangar.io/app": "pay", "hangar.io/environment": "prod"}},
                          "spec": {"destination": {"name": "prod", "namespace": "app-pay-prod"}},
                          "status": {"sync": {"status": "Synced"}, "health": {"status": "Suspended"},
-                                    "summary": {"images": ["ghcr.io/acme/pay:1.4.0-abc1234"]}}},
+                                    "summary": {"images": ["ghcr.io/acme/pay:1.5.0-def5678",
+                                                           "ghcr.io/acme/pay:1.4.0-abc1234"]}}},
                         // No status yet: unknown, never healthy.
                         {"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
                          "metadata": {"name": "pay-dev", "namespace": "argocd",
@@ -516,7 +541,20 @@ mod tests {
                         {"apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout",
                          "metadata": {"name": "pay", "namespace": "app-pay-prod"},
                          "status": {"phase": "Paused", "message": "CanaryPauseStep",
-                                    "canary": {"weights": {"canary": {"weight": 40}}}}}
+                                    "stableRS": "aaa", "currentPodHash": "bbb",
+                                    "canary": {"weights": {"canary": {"weight": 40}}}}},
+                        // What runs is the stable ReplicaSet's image; the canary's is the
+                        // one under trial, whatever order Argo CD lists them in.
+                        {"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                         "metadata": {"name": "pay-aaa", "namespace": "app-pay-prod",
+                                      "labels": {"rollouts-pod-template-hash": "aaa"}},
+                         "spec": {"template": {"spec": {"containers": [
+                             {"name": "app", "image": "ghcr.io/acme/pay:1.4.0-abc1234"}]}}}},
+                        {"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                         "metadata": {"name": "pay-bbb", "namespace": "app-pay-prod",
+                                      "labels": {"rollouts-pod-template-hash": "bbb"}},
+                         "spec": {"template": {"spec": {"containers": [
+                             {"name": "app", "image": "ghcr.io/acme/pay:1.5.0-def5678"}]}}}}
                     ]
                 }
             })

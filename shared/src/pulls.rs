@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::deployments::Deployments;
 use crate::hangar;
-use crate::pipelines::{Outcome, Pipelines};
+use crate::pipelines::{Outcome, Pipelines, RunSummary};
 use crate::releases::by_tag;
 use crate::snapshot::{CheckRun, CommitStatus, PullRequest, Review, Snapshot};
 
@@ -30,7 +30,7 @@ pub enum PrState {
     Closed,
 }
 
-/// One pipeline run for a pull request's head commit.
+/// One pipeline run of a pull request's commit (its head's, or its merge's build).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Check {
@@ -38,6 +38,17 @@ pub struct Check {
     pub pipeline: Option<String>,
     pub outcome: Outcome,
     pub started_at: Option<DateTime<Utc>>,
+}
+
+impl Check {
+    fn of(run: &RunSummary) -> Self {
+        Self {
+            run: run.name.clone(),
+            pipeline: run.pipeline.clone(),
+            outcome: run.outcome,
+            started_at: run.started_at,
+        }
+    }
 }
 
 /// Where a pull request's review stands, as GitHub's own review decision reads it: each
@@ -196,9 +207,12 @@ pub struct PullView {
     pub checks: Vec<Check>,
     /// Other checks GitHub reports on its head (`None` until read).
     pub github_checks: Option<Vec<GitHubCheck>>,
-    /// Merged: its merge commit, the image the build of that commit published (`None`
-    /// while Tower sees no such build), and the environments running that image.
+    /// Merged: its merge commit, the newest run building that commit (`None` while Tower
+    /// sees none; running while the image is being made), the image that build published
+    /// (`None` until it has), and the environments running that image.
     pub merge_commit: Option<String>,
+    #[serde(default)]
+    pub build: Option<Check>,
     pub image: Option<String>,
     pub landed: Vec<Landed>,
 }
@@ -284,24 +298,25 @@ fn stitch(
                 .runs
                 .iter()
                 .filter(|r| r.commit.as_deref() == Some(sha))
-                .map(|r| Check {
-                    run: r.name.clone(),
-                    pipeline: r.pipeline.clone(),
-                    outcome: r.outcome,
-                    started_at: r.started_at,
-                })
+                .map(Check::of)
                 .collect()
         })
         .unwrap_or_default();
     let merge_commit = pr.merge_commit_sha.clone().filter(|_| pr.is_merged());
-    // Only a source repository's merge is built.
-    let image = merge_commit.as_deref().filter(|_| source).and_then(|sha| {
-        pipelines
-            .runs
-            .iter()
-            .filter(|r| r.commit.as_deref() == Some(sha))
-            .find_map(|r| r.image.clone())
-    });
+    // Only a source repository's merge is built: its runs, newest first.
+    let builds: Vec<&RunSummary> = merge_commit
+        .as_deref()
+        .filter(|_| source)
+        .map(|sha| {
+            pipelines
+                .runs
+                .iter()
+                .filter(|r| r.commit.as_deref() == Some(sha))
+                .collect()
+        })
+        .unwrap_or_default();
+    let image = builds.iter().find_map(|r| r.image.clone());
+    let build = builds.first().map(|r| Check::of(r));
     let landed = image
         .as_deref()
         .map(|image| landed(image, deployments))
@@ -334,6 +349,7 @@ fn stitch(
         checks,
         github_checks: GitHubCheck::of(pr),
         merge_commit,
+        build,
         image,
         landed,
     }
@@ -458,6 +474,7 @@ mod tests {
             checks: Vec::new(),
             github_checks: None,
             merge_commit: None,
+            build: None,
             image: None,
             landed: Vec::new(),
         }

@@ -67,7 +67,7 @@ async fn fake_backstage() -> FakeBackstage {
 type Expect = fn(&AuthError) -> bool;
 
 fn now() -> i64 {
-    chrono::Utc::now().timestamp()
+    crate::support::wall_now().timestamp()
 }
 
 fn claims(issuer: &str) -> Value {
@@ -346,7 +346,7 @@ async fn every_route_refuses_every_bad_token_without_side_effects() {
         routes: vec!["/provisioning-history/*".to_owned()],
     });
     let gate = tower_backend::auth::Gate::from_config(&config, reqwest::Client::new());
-    let snapshot = tower_shared::snapshot::Snapshot::empty(chrono::Utc::now());
+    let snapshot = tower_shared::snapshot::Snapshot::empty(crate::support::test_start());
     let state = tower_backend::state::AppState::fixed(
         None,
         Arc::new(tower_backend::source::Fixed::new(snapshot, None)),
@@ -363,7 +363,7 @@ async fn every_route_refuses_every_bad_token_without_side_effects() {
         tower_backend::state::AppState::fixed(
             None,
             Arc::new(tower_backend::source::Fixed::new(
-                tower_shared::snapshot::Snapshot::empty(chrono::Utc::now()),
+                tower_shared::snapshot::Snapshot::empty(crate::support::test_start()),
                 None,
             )),
             tower_backend::history::History::connect(&format!(

@@ -159,7 +159,7 @@ async fn refresh_and_lookup_against_a_real_backstage() {
     ))
     .await
     .unwrap();
-    let snapshot = tower_shared::snapshot::Snapshot::empty(chrono::Utc::now());
+    let snapshot = tower_shared::snapshot::Snapshot::empty(crate::support::test_start());
     // Tower checks callers against this real Backstage, and forwards their tokens to it.
     let mut config = config::Config::default();
     config.backstage = Some(config::HttpService {

@@ -1259,7 +1259,7 @@ async fn the_deployments_tab_follows_a_canary_live_and_explains_an_aborted_one()
             browser.check_page("deployments-aborted").await?;
 
             // An app whose builds Tekton Chains does not sign: said plainly, not hidden.
-            let fleet = SteadyFleet::new(1, chrono::Utc::now());
+            let fleet = SteadyFleet::new(1, crate::support::test_start());
             let unsigned = fleet
                 .apps
                 .iter()

@@ -181,7 +181,7 @@ async fn a_paused_canary_is_resumed_aborted_and_retried_through_argo_cd_once_per
     let seen = at_80["seen"].as_str().unwrap().to_owned();
     let (status, _) = press(&signed_in(WATCHER), &tower, &abort(&seen)).await;
     assert_eq!(status, 403);
-    let other = SteadyFleet::new(1, chrono::Utc::now())
+    let other = SteadyFleet::new(1, crate::support::test_start())
         .apps
         .into_iter()
         .find(|a| a.owner == "team-b")

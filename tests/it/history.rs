@@ -12,7 +12,7 @@ use crate::support::{postgres_database, Demo, ReadJson as _};
 async fn thousand_concurrent_posts(database_url: Option<String>) {
     let dir = tempfile::tempdir().unwrap();
     let world = demo::World::Stories {
-        start: chrono::Utc::now(),
+        start: crate::support::test_start(),
         seed: 1,
     };
     let listen = "127.0.0.1:0".parse().unwrap();

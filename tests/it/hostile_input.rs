@@ -107,7 +107,7 @@ fn tower() -> &'static (tokio::runtime::Runtime, axum::Router, tempfile::TempDir
         let dir = tempfile::tempdir().unwrap();
         let url = format!("sqlite://{}?mode=rwc", dir.path().join("h.db").display());
         let history = runtime.block_on(history::History::connect(&url)).unwrap();
-        let snapshot = Snapshot::empty(chrono::Utc::now());
+        let snapshot = Snapshot::empty(crate::support::test_start());
         let state = tower_backend::state::AppState::fixed(
             None,
             Arc::new(tower_backend::source::Fixed::new(snapshot, None)),

@@ -7,6 +7,7 @@
 //! - [`provisioning`] — the provisioning derivation over `fixtures/provisioning/`.
 //! - [`provisioning_props`] — invariants under shuffled and corrupted snapshots (proptest).
 //! - [`simulator`] — the simulated platform through kubectl and a kube-rs watcher.
+//! - [`steady_world`] — proptest: the demo world keeps what world tests rely on at any start.
 //! - [`hostile_input`] — proptest: parsers and the history POST never panic and name the field.
 //! - [`http`] — the demo's HTTP surface through a real socket.
 //! - [`filing`] — the backend's filing of objects by service derives what the whole snapshot does,
@@ -54,5 +55,6 @@ mod replicas;
 mod routes;
 mod runtime;
 mod simulator;
+mod steady_world;
 mod support;
 mod tidy;

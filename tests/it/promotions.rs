@@ -362,7 +362,7 @@ async fn a_stale_file_a_non_owner_and_bad_input_are_refused() {
     assert_eq!(String::from_utf8(text).unwrap(), theirs);
 
     // An app team-b owns: the guest (in team-a) may not promote it, and is told why.
-    let other = hangar_sim::stories::fleet::SteadyFleet::new(1, chrono::Utc::now())
+    let other = hangar_sim::stories::fleet::SteadyFleet::new(1, crate::support::test_start())
         .apps
         .into_iter()
         .find(|a| a.owner == "team-b")
@@ -474,7 +474,7 @@ async fn argo_cd_syncs_an_environment_on_request_of_its_owner_only() {
     );
 
     // Not the owner, an environment it does not have, bad input: refused, nothing asked.
-    let other = hangar_sim::stories::fleet::SteadyFleet::new(1, chrono::Utc::now())
+    let other = hangar_sim::stories::fleet::SteadyFleet::new(1, crate::support::test_start())
         .apps
         .into_iter()
         .find(|a| a.owner == "team-b")

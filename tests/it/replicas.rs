@@ -6,7 +6,7 @@
 
 use std::time::Duration as Wait;
 
-use chrono::{Duration, Utc};
+use chrono::Duration;
 use hangar_sim::stories::fleet::AWAITING_PROMOTION as APP;
 use serde_json::{json, Value};
 use tower_backend::demo;
@@ -113,9 +113,10 @@ fn without_own_stamps(mut value: Value) -> Value {
 async fn two_replicas_on_one_postgres_write_once_and_answer_alike_when_one_is_killed() {
     let database = postgres_database().await.unwrap();
     let dir = tempfile::tempdir().unwrap();
-    // The world stands still an hour behind the replicas' wall clocks, moved by the test.
+    // The world stands still at the suite's start, moved by the test; the replicas tell
+    // time by its clock (the demo's tower.yaml names it: `worldClock`).
     let world = demo::World::Stories {
-        start: Utc::now() - Duration::hours(1),
+        start: crate::support::test_start(),
         seed: 1,
     };
     let world = demo::start_world(world, 0.0, dir.path(), None, "127.0.0.1:0".parse().unwrap())

@@ -1854,11 +1854,33 @@ async fn pull_requests_are_stitched_to_their_runs_images_and_environments() {
         .filter(|p| p["state"] == "merged" && p["repo"] == format!("acme/{service}").as_str())
         .collect();
     assert_eq!(merged.len(), 3, "the newest three releases");
+    // A merge's build publishes its image once it has had time to finish; until then the
+    // pull request names the build that is making it (the world may start mid-build).
+    let merged_at = |pr: &Value| -> chrono::DateTime<chrono::Utc> {
+        serde_json::from_value(pr["endedAt"].clone()).unwrap()
+    };
+    let mut building = None;
     for pr in &merged {
-        let image = pr["image"]
-            .as_str()
-            .unwrap_or_else(|| panic!("no image: {pr}"));
-        assert!(image.contains(&format!("/{service}:")), "{image}");
+        assert_eq!(pr["build"]["pipeline"], "build", "{pr}");
+        match pr["image"].as_str() {
+            Some(image) => {
+                assert!(image.contains(&format!("/{service}:")), "{image}");
+                assert_eq!(pr["build"]["outcome"], "succeeded", "{pr}");
+            }
+            None => {
+                let since = tower.world_now() - merged_at(pr);
+                assert!(
+                    pr["build"]["outcome"] == "running"
+                        && since
+                            < chrono::Duration::seconds(hangar_sim::stories::fleet::BUILD_TAKES),
+                    "no image, and no build making it: {pr}"
+                );
+                assert!(
+                    building.replace(pr["number"].clone()).is_none(),
+                    "one build at a time"
+                );
+            }
+        }
         assert_eq!(
             pr["checks"],
             json!([]),
@@ -1866,11 +1888,12 @@ async fn pull_requests_are_stitched_to_their_runs_images_and_environments() {
         );
     }
     assert!(
-        merged[0]["landed"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|l| l["environment"] == "dev"),
+        building.is_some()
+            || merged[0]["landed"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|l| l["environment"] == "dev"),
         "the newest merge runs in dev: {}",
         merged[0]
     );
@@ -1957,6 +1980,24 @@ async fn pull_requests_are_stitched_to_their_runs_images_and_environments() {
     )
     .await
     .unwrap();
+
+    // The build still making its image, had the world started mid-build, publishes it.
+    if let Some(number) = building {
+        tower.advance_world(hangar_sim::stories::fleet::BUILD_TAKES);
+        let path = format!("/api/pulls?service={service}&limit=100");
+        let built = eventually(Duration::from_secs(15), "the build's image", || async {
+            let (_, body) = tower.get(&path).await.ok()?;
+            body["pulls"]
+                .as_array()?
+                .iter()
+                .find(|p| p["number"] == number && p["repo"] == format!("acme/{service}").as_str())
+                .filter(|p| p["image"].is_string())
+                .cloned()
+        })
+        .await
+        .unwrap();
+        assert_eq!(built["build"]["outcome"], "succeeded", "{built}");
+    }
 
     // The canary app a minute into its prod rollout: its newest merge is live in dev and
     // staging and the canary at 20 % in prod.

@@ -11,7 +11,36 @@ use serde_json::json;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
-/// The workspace root.
+/// The instant every world this suite starts begins at, so what a test sees never depends
+/// on the time of day it runs: `tests/pinned-start` (one RFC 3339 line), or
+/// `TOWER_TEST_START=<RFC 3339>` to rerun a failure at the instant it happened.
+/// `cargo xtask test` prints the one it used.
+pub fn test_start() -> chrono::DateTime<chrono::Utc> {
+    const PINNED: &str = include_str!("../pinned-start");
+    match std::env::var("TOWER_TEST_START") {
+        Ok(start) => start
+            .trim()
+            .parse()
+            .unwrap_or_else(|e| panic!("TOWER_TEST_START={start:?} is not an RFC 3339 time: {e}")),
+        Err(_) => PINNED
+            .trim()
+            .parse()
+            .expect("tests/pinned-start is an RFC 3339 time"),
+    }
+}
+
+/// [`test_start`] as `tower demo --start` takes it.
+pub fn test_start_arg() -> String {
+    test_start().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+/// The real present, for what Tower checks against the wall clock rather than the world's
+/// (a Backstage token's `iat` and `exp`, as a real Backstage signs them). Never a world's
+/// start: that is [`test_start`].
+pub fn wall_now() -> chrono::DateTime<chrono::Utc> {
+    chrono::Utc::now()
+}
+
 /// What `command` prints, once it has succeeded (else the test fails with its stderr).
 pub fn stdout_of(command: &mut std::process::Command) -> String {
     let out = command.output().expect("the command runs");
@@ -23,6 +52,7 @@ pub fn stdout_of(command: &mut std::process::Command) -> String {
     String::from_utf8(out.stdout).expect("it prints UTF-8")
 }
 
+/// The workspace root.
 pub fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
@@ -141,6 +171,9 @@ impl Demo {
             .arg(&kubeconfig)
             .args(args)
             .env("RUST_LOG", filter);
+        if !args.iter().any(|a| ["--start", "--scenario"].contains(a)) {
+            command.args(["--start", &test_start_arg()]);
+        }
         Self::spawn(command, kubeconfig).await
     }
 
@@ -178,7 +211,16 @@ impl Demo {
         let kubeconfig = profile.keep().join("kubeconfig");
         let mut command = Command::new(binary);
         command
-            .args(["demo", "--port", "0", "--speed", "0", "--kubeconfig"])
+            .args([
+                "demo",
+                "--port",
+                "0",
+                "--speed",
+                "0",
+                "--start",
+                &test_start_arg(),
+            ])
+            .arg("--kubeconfig")
             .arg(&kubeconfig)
             .env("RUST_LOG", "info")
             .env_remove("TOWER_DIST");
@@ -628,7 +670,7 @@ impl Live {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
         let world = demo::World::Stories {
-            start: chrono::Utc::now(),
+            start: test_start(),
             seed: 1,
         };
         let world = demo::start_world(world, speed, dir.path(), None, addr).await?;
@@ -880,7 +922,7 @@ impl Live {
 /// The steady fleet's app playing `role` in every world this suite starts (seed 1; which
 /// app plays which role does not depend on when the world starts).
 pub fn fleet_app(role: hangar_sim::stories::fleet::Role) -> hangar_sim::stories::fleet::SteadyApp {
-    hangar_sim::stories::fleet::SteadyFleet::new(1, chrono::Utc::now())
+    hangar_sim::stories::fleet::SteadyFleet::new(1, test_start())
         .app(role)
         .cloned()
         .expect("the fleet plays every role")
@@ -888,7 +930,7 @@ pub fn fleet_app(role: hangar_sim::stories::fleet::Role) -> hangar_sim::stories:
 
 /// The demo fleet's busy app: a pull-request pipeline every ten minutes, 320 runs kept.
 pub fn busy_app() -> String {
-    hangar_sim::stories::fleet::SteadyFleet::new(1, chrono::Utc::now())
+    hangar_sim::stories::fleet::SteadyFleet::new(1, test_start())
         .apps
         .iter()
         .find(|a| a.busy)
@@ -1092,18 +1134,24 @@ pub fn simulated_worlds(minutes: &[i64]) -> Vec<tower_shared::snapshot::Snapshot
             assert!(at >= clock.now(), "moments in order");
             clock.advance(at - clock.now());
             platform.tick();
-            let mut snapshot = tower_shared::snapshot::Snapshot::empty(clock.now());
-            snapshot.control_plane_cluster = "dev".into();
-            for (cluster, store) in platform.clusters() {
-                let objects = store
-                    .objects()
-                    .into_iter()
-                    .filter_map(tower_shared::kube::Object::from_value)
-                    .map(std::sync::Arc::new)
-                    .collect();
-                snapshot.clusters.insert(cluster.to_owned(), objects);
-            }
-            snapshot
+            objects_of(&platform)
         })
         .collect()
+}
+
+/// What Tower would read of `platform`'s clusters at its last tick (no pull requests), on
+/// its clock; the control plane is `dev`.
+pub fn objects_of(platform: &hangar_sim::platform::Platform) -> tower_shared::snapshot::Snapshot {
+    let mut snapshot = tower_shared::snapshot::Snapshot::empty(platform.clock().now());
+    snapshot.control_plane_cluster = "dev".into();
+    for (cluster, store) in platform.clusters() {
+        let objects = store
+            .objects()
+            .into_iter()
+            .filter_map(tower_shared::kube::Object::from_value)
+            .map(std::sync::Arc::new)
+            .collect();
+        snapshot.clusters.insert(cluster.to_owned(), objects);
+    }
+    snapshot
 }

@@ -470,6 +470,49 @@ fn time_is_read_in_the_clock_modules_only() {
     }
 }
 
+/// Every world a test starts begins at the pinned instant (`support::test_start`), never at
+/// the machine's clock, so no test passes only at some hours: no test file reads the clock
+/// but `support::wall_now` (for what Tower checks against the wall, a token's `exp`), and
+/// that is never a world's start.
+#[test]
+fn test_worlds_start_at_the_pinned_instant() {
+    let reads = |line: &str| {
+        ["Utc::now", "Local::now", "SystemTime::now"]
+            .iter()
+            .any(|p| line.contains(p))
+    };
+    let found = lines_matching(
+        "tests/it",
+        &["tests/it/support.rs", "tests/it/tidy.rs"],
+        reads,
+    );
+    assert!(
+        found.is_empty(),
+        "start worlds at support::test_start(): {found:#?}"
+    );
+    let support = std::fs::read_to_string(root().join("tests/it/support.rs")).unwrap();
+    let support_reads: Vec<&str> = support
+        .lines()
+        .filter(|l| reads(l))
+        .map(str::trim)
+        .collect();
+    assert_eq!(
+        support_reads,
+        ["chrono::Utc::now()"],
+        "only wall_now reads the clock"
+    );
+    let wall_starts = lines_matching("tests/it", &["tests/it/tidy.rs"], |line| {
+        line.contains("wall_now")
+            && ["start", "SteadyFleet::new", "Snapshot::empty", "Clock::new"]
+                .iter()
+                .any(|w| line.contains(w))
+    });
+    assert!(
+        wall_starts.is_empty(),
+        "a world starts at support::test_start(): {wall_starts:#?}"
+    );
+}
+
 /// The documentation's proxy examples trust the proxy's own addresses, never a network a
 /// reader would copy and so trust every caller on it.
 #[test]

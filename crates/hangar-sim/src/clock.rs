@@ -82,6 +82,23 @@ impl Clock {
     }
 }
 
+/// The world's clock over HTTP: `GET /clock` answers `{"now": RFC 3339, "rate": speed}`,
+/// so a Tower in another process (`worldClock` in its `tower.yaml`) tells time by it.
+pub fn router(clock: Clock) -> axum::Router {
+    axum::Router::new().route(
+        "/clock",
+        axum::routing::get(move || {
+            let clock = clock.clone();
+            async move {
+                axum::Json(serde_json::json!({
+                    "now": clock.now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+                    "rate": clock.speed(),
+                }))
+            }
+        }),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

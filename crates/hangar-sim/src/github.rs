@@ -189,7 +189,9 @@ fn label_json(repo: &str, name: &str) -> Value {
            "name": name, "description": null, "color": "5319e7", "default": false})
 }
 
-fn pull_json(pr: &PullRequest, single: bool) -> Value {
+/// A pull request as GitHub's REST API answers it: in a list, or alone (`single`, which adds
+/// `merged` and `mergeable`).
+pub fn pull_json(pr: &PullRequest, single: bool) -> Value {
     let owner = pr.repo.split_once('/').map_or("acme", |(o, _)| o);
     let url = format!("https://github.com/{}/pull/{}", pr.repo, pr.number);
     let mut v = json!({

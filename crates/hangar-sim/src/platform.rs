@@ -572,6 +572,12 @@ impl Platform {
         let (prometheus, task) =
             serve_on_loopback("the Prometheus API", |_| Ok(measured.router())).await?;
         tasks.push(task);
+        let world_clock = self.clock.clone();
+        let (clock, task) = serve_on_loopback("the world's clock", |_| {
+            Ok(crate::clock::router(world_clock))
+        })
+        .await?;
+        tasks.push(task);
         let platform = Arc::clone(&self);
         tasks.push(tokio::spawn(async move {
             let mut ticker = tokio::time::interval(tick_every);
@@ -602,6 +608,7 @@ impl Platform {
             prometheus,
             prometheus_switch,
             prometheus_requests,
+            clock,
             tasks,
         })
     }
@@ -691,6 +698,8 @@ pub struct Served {
     pub backstage: SocketAddr,
     /// The Prometheus API's address (`/api/v1/query`, `/api/v1/query_range`).
     pub prometheus: SocketAddr,
+    /// The world's clock (`GET /clock`: `{"now", "rate"}`).
+    pub clock: SocketAddr,
     prometheus_switch: tokio::sync::watch::Sender<bool>,
     prometheus_requests: Arc<std::sync::atomic::AtomicU64>,
     /// Each cluster API's on/off switch.

@@ -98,8 +98,25 @@ fn demo(root: &Path, args: &[String]) -> anyhow::Result<()> {
     steps::run("tower demo", &mut run)
 }
 
+/// The instant every test world starts at: `TOWER_TEST_START` when set (RFC 3339, to rerun
+/// a failure at the instant it happened), else `tests/pinned-start`.
+fn test_start() -> anyhow::Result<String> {
+    const PINNED: &str = include_str!("../../../tests/pinned-start");
+    let (start, from) = match std::env::var("TOWER_TEST_START") {
+        Ok(start) => (start, "TOWER_TEST_START"),
+        Err(_) => (PINNED.trim().to_owned(), "tests/pinned-start"),
+    };
+    chrono::DateTime::parse_from_rfc3339(start.trim())
+        .with_context(|| format!("{from}={start:?} is not an RFC 3339 time"))?;
+    Ok(start.trim().to_owned())
+}
+
 fn test(root: &Path) -> anyhow::Result<()> {
     let started = std::time::Instant::now();
+    let start = test_start()?;
+    println!(
+        "xtask: every test world starts at {start} (rerun at another instant: TOWER_TEST_START=<RFC 3339> cargo xtask test)"
+    );
     let toolchain = tools::Toolchain::ensure(root, tools::Need::Everything)?;
     let browser = toolchain
         .browser
@@ -171,6 +188,7 @@ fn test(root: &Path) -> anyhow::Result<()> {
             .env("TOWER_TEST_DATABASE_URL", &postgres)
             .env("TOWER_BACKSTAGE_PARTNER", &partner_scripts)
             .env("TOWER_BACKSTAGE_PARTNER_DIR", &partner_install)
+            .env("TOWER_TEST_START", &start)
             .args([
                 "nextest",
                 "run",
@@ -180,7 +198,12 @@ fn test(root: &Path) -> anyhow::Result<()> {
                 "tower-frontend",
             ]),
     )
-    .context("the tests failed (browser screenshots, if any, are in target/screenshots/)")?;
+    .with_context(|| {
+        format!(
+            "the tests failed (browser screenshots, if any, are in target/screenshots/; \
+             rerun at the same instant: TOWER_TEST_START={start} cargo xtask test)"
+        )
+    })?;
     steps::run(
         "doc tests",
         cargo().current_dir(root).args([
@@ -193,7 +216,7 @@ fn test(root: &Path) -> anyhow::Result<()> {
         ]),
     )?;
     println!(
-        "xtask: every check passed in {}s",
+        "xtask: every check passed in {}s (test worlds started at {start})",
         started.elapsed().as_secs()
     );
     Ok(())

@@ -1,0 +1,170 @@
+//! What the tests that read the demo world rely on holds whatever instant the world starts
+//! at: the world seen at many starts (spread over two days across a month's end, and at the
+//! instants the suite was once red at) keeps its invariants. Every world test starts at
+//! `support::test_start`, so this is what lets that instant be any one.
+//!
+//! - Each merged pull request of an app names its image once its build has had time to
+//!   finish, and the build making it until then.
+//! - The activity feed is newest first, within its 24 hours, and holds releases arriving.
+//! - The fleet and the release matrix name the same release as live in each environment.
+
+use chrono::{DateTime, Duration, Utc};
+use hangar_sim::stories::fleet::BUILD_TAKES;
+use proptest::prelude::*;
+use proptest::test_runner::RngSeed;
+use tower_shared::activity::{self, Kind};
+use tower_shared::pipelines::Outcome;
+use tower_shared::pulls::PrState;
+use tower_shared::releases::{tag_of, CellState};
+use tower_shared::snapshot::{PullRequest, Snapshot};
+
+use crate::support::{objects_of, test_start};
+
+/// What Tower would read of the demo world (seed 1) started at `start`, as it starts:
+/// every cluster's objects and every pull request.
+fn world_at(start: DateTime<Utc>) -> Snapshot {
+    let clock = hangar_sim::clock::Clock::new(start, 0.0);
+    let platform = hangar_sim::platform::Platform::new(
+        clock,
+        &["dev", "prod"],
+        hangar_sim::stories::demo_world(start, 1),
+    );
+    platform.tick();
+    let mut snapshot = objects_of(&platform);
+    let pulls = platform
+        .pull_requests()
+        .iter()
+        .map(|pr| {
+            let mut json = hangar_sim::github::pull_json(pr, false);
+            json["repo"] = pr.repo.clone().into();
+            serde_json::from_value::<PullRequest>(json).expect("GitHub's shape reads")
+        })
+        .collect();
+    snapshot.pull_requests = Some(pulls);
+    snapshot
+}
+
+/// The invariants at `start`; `Err` says which broke, and for what.
+fn check(start: DateTime<Utc>) -> Result<(), String> {
+    let world = world_at(start);
+    let now = world.now;
+    let fleet = tower_shared::fleet::derive_fleet(&world);
+    let mut items = Vec::new();
+    for app in &fleet.apps {
+        let service = app.name.as_str();
+        let part = world.for_service(service);
+
+        // Each merge: its image once built, the build making it until then.
+        let pulls = tower_shared::pulls::of(&part, service, now);
+        for pr in pulls
+            .pulls
+            .iter()
+            .filter(|p| p.source && p.state == PrState::Merged)
+        {
+            let merged = pr
+                .ended_at
+                .ok_or(format!("{service} #{}: merged when?", pr.number))?;
+            let built_by = merged + Duration::seconds(BUILD_TAKES);
+            let building = pr
+                .build
+                .as_ref()
+                .is_some_and(|b| matches!(b.outcome, Outcome::Running | Outcome::Pending));
+            let finished = now >= built_by;
+            if pr.image.is_none() && (finished || !building) {
+                let build = &pr.build;
+                return Err(format!(
+                    "{service} #{} merged at {merged}: no image ({build:?}; done: {finished})",
+                    pr.number
+                ));
+            }
+        }
+
+        // The fleet's cell and the matrix agree on what is live.
+        let releases = tower_backend::derived::releases_of(&part, service);
+        for cell in &app.cells {
+            let live: Vec<&str> = releases
+                .releases
+                .iter()
+                .filter(|r| {
+                    r.cells
+                        .iter()
+                        .any(|c| c.environment == cell.environment && c.state == CellState::Live)
+                })
+                .map(|r| tag_of(&r.image))
+                .collect();
+            if live.len() > 1 || cell.image_tag.as_deref() != live.first().copied() {
+                return Err(format!(
+                    "{service} in {}: the fleet says {:?}, the matrix {live:?}",
+                    cell.environment, cell.image_tag
+                ));
+            }
+        }
+        items.extend(activity::of_objects(&part, service));
+    }
+    items.extend(activity::of_pulls(
+        world.pull_requests.as_deref().unwrap_or_default(),
+    ));
+
+    // The feed: newest first, within its day, releases arriving among them.
+    let feed = activity::latest(&items, now);
+    if feed.len() > activity::MOST || feed.len() < 10 {
+        return Err(format!("{} items in the feed", feed.len()));
+    }
+    if let Some(pair) = feed.windows(2).find(|p| p[0].at < p[1].at) {
+        return Err(format!("not newest first: {pair:?}"));
+    }
+    if let Some(item) = feed
+        .iter()
+        .find(|i| i.at > now || i.at < now - activity::WINDOW)
+    {
+        return Err(format!("outside the day before {now}: {item:?}"));
+    }
+    if !feed
+        .iter()
+        .any(|i| matches!(i.kind, Kind::Promoted | Kind::CanaryStarted))
+    {
+        return Err("no release arriving in the feed".to_owned());
+    }
+    Ok(())
+}
+
+fn at(text: &str) -> DateTime<Utc> {
+    text.parse().unwrap()
+}
+
+/// The suite's own start and the instants a run at the machine's clock once failed at.
+#[test]
+fn the_world_keeps_its_invariants_at_the_pinned_start_and_past_red_instants() {
+    for start in [
+        test_start(),
+        at("2026-12-02T09:00:00Z"),
+        at("2026-12-03T03:00:00Z"),
+        at("2027-01-01T00:00:30Z"),
+        at("2027-06-15T23:45:00Z"),
+    ] {
+        if let Err(broken) = check(start) {
+            panic!("started at {start}: {broken}");
+        }
+    }
+}
+
+/// Two days from 2026-11-30 00:00 UTC: any second of the 30th, the month's end and the 1st.
+const SPAN: i64 = 2 * 24 * 3_600;
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: 32,
+        // The same instants every run: a failure names its start, and
+        // `TOWER_TEST_START=<it>` reruns the suite there.
+        rng_seed: RngSeed::Fixed(41),
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+    #[test]
+    fn the_world_keeps_its_invariants_at_any_start(second in 0..SPAN) {
+        let start = at("2026-11-30T00:00:00Z") + Duration::seconds(second);
+        if let Err(broken) = check(start) {
+            prop_assert!(false, "started at {start}: {broken}");
+        }
+    }
+}
