@@ -38,6 +38,12 @@ pub struct Snapshot {
     /// Backstage catalog entities. `None`: the lookup could not answer.
     #[serde(default)]
     pub catalog: Option<Vec<CatalogEntity>>,
+    /// The services the catalog lookup has answered for, when it answers service by service
+    /// (the live source asks about each service it shows): one it was not asked about
+    /// reads as unknown, not as absent from the catalog. `None`: `catalog` is the whole
+    /// catalog.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub catalog_asked: Option<Vec<String>>,
     /// Each service's `cicd.yaml`, as text, when it has been read.
     #[serde(default)]
     pub cicd: BTreeMap<String, String>,
@@ -254,6 +260,7 @@ impl Snapshot {
             clusters: BTreeMap::new(),
             pull_requests: None,
             catalog: None,
+            catalog_asked: None,
             cicd: BTreeMap::new(),
             cicd_read: BTreeMap::new(),
             history: Vec::new(),
@@ -346,6 +353,10 @@ impl Snapshot {
                     .cloned()
                     .collect()
             }),
+            catalog_asked: self
+                .catalog_asked
+                .as_ref()
+                .map(|asked| asked.iter().filter(|n| *n == service).cloned().collect()),
             cicd: only_entry(&self.cicd, service),
             cicd_read: only_entry(&self.cicd_read, service),
             history: self.history.clone(),

@@ -245,3 +245,56 @@ async fn two_replicas_on_one_postgres_write_once_and_answer_alike_when_one_is_ki
         }
     }
 }
+
+/// A replica started (or restarted) after a provision finished reads when it finished as
+/// the others do: the catalog it looks up service by service answers only for the services
+/// it asked about, so one finished long ago (shown nowhere, so never asked about) is unknown
+/// to it — never "not in the catalog", which made it look as if it had just finished, shown
+/// for a quarter of an hour by that replica alone.
+#[tokio::test]
+async fn a_replica_started_after_a_provision_finished_does_not_show_it_as_just_finished() {
+    let tower = crate::support::Live::start(0.0).await.unwrap();
+    // Fifty minutes on: shop finished provisioning half an hour ago.
+    tower.advance_world(50 * 60);
+    let shows_shop = |derived: &tower_backend::derived::Derived| {
+        derived
+            .provisioning
+            .services
+            .iter()
+            .any(|s| &*s.name == "shop")
+    };
+    eventually(Wait::from_secs(30), "the world moved on", || async {
+        let derived = tower.live.derived();
+        (derived.now >= tower.world_now()).then_some(())
+    })
+    .await
+    .unwrap();
+    assert!(!shows_shop(&tower.live.derived()));
+    let late = tower_backend::live::connect(tower.world.config.clone(), tower.world.clock())
+        .await
+        .unwrap();
+    assert!(late.wait_ready(Wait::from_secs(30)).await);
+    // Every derivation of the late replica until its catalog has answered, and that one.
+    let deadline = tokio::time::Instant::now() + Wait::from_secs(30);
+    loop {
+        let derived = late.derived();
+        assert!(
+            !shows_shop(&derived),
+            "the late replica shows shop: {:?}",
+            derived
+                .provisioning
+                .services
+                .iter()
+                .find(|s| &*s.name == "shop")
+        );
+        if derived.base.catalog.is_some() {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the catalog never answered"
+        );
+        tokio::time::sleep(Wait::from_millis(20)).await;
+    }
+    assert!(!shows_shop(&tower.live.derived()));
+}

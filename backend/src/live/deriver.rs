@@ -98,6 +98,15 @@ impl Live {
         snapshot.catalog = remote
             .catalog_answered
             .then(|| remote.catalog.values().cloned().collect());
+        // Looked up one service at a time: one not asked about yet is unknown to it.
+        snapshot.catalog_asked = remote.catalog_answered.then(|| {
+            remote
+                .catalog
+                .keys()
+                .chain(&remote.catalog_missing)
+                .cloned()
+                .collect()
+        });
         snapshot.history = remote.history.clone();
         snapshot.observed = observed.clone();
         snapshot

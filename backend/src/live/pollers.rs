@@ -38,6 +38,9 @@ pub(super) struct Remote {
     /// Catalog entities found so far, by name; `catalog_answered` once Backstage answered.
     pub catalog: BTreeMap<String, CatalogEntity>,
     pub catalog_answered: bool,
+    /// The services asked about and not found (yet): with `catalog`'s, every service the
+    /// catalog has answered for. Any other is unknown to it, not absent.
+    pub catalog_missing: BTreeSet<String>,
 }
 
 /// How often the pollers look for what is due (GitHub answers are reused for 45 s, so an
@@ -296,8 +299,14 @@ impl Live {
                     Ok(found) => {
                         let entity =
                             found.and_then(|v| serde_json::from_value::<CatalogEntity>(v).ok());
+                        let mut remote = self.remote();
                         if let Some(entity) = entity {
-                            self.remote().catalog.insert(name.to_string(), entity);
+                            remote.catalog_missing.remove(&*name);
+                            remote.catalog.insert(name.to_string(), entity);
+                            drop(remote);
+                            self.note(Change::of(ChangeSource::Catalog, Some(name.to_string())));
+                        } else if remote.catalog_missing.insert(name.to_string()) {
+                            drop(remote);
                             self.note(Change::of(ChangeSource::Catalog, Some(name.to_string())));
                         }
                     }

@@ -47,6 +47,9 @@ pub struct World<'a> {
     applications: HashMap<&'a str, Vec<Application<'a>>>,
     /// Names in the catalog; `None` when the lookup could not answer.
     catalog: Option<HashSet<&'a str>>,
+    /// The names the lookup answered for, when it answers name by name
+    /// ([`Snapshot::catalog_asked`]); `None`: every name.
+    catalog_asked: Option<HashSet<&'a str>>,
     /// `hangar.io/deploy-target` declared on catalog entities.
     catalog_targets: HashMap<&'a str, CloudTarget>,
     /// Other objects of `*.hangar.io` groups on the control plane (e.g. the CI/CD child XR),
@@ -73,6 +76,7 @@ impl<'a> World<'a> {
             rollouts: HashMap::default(),
             applications: HashMap::default(),
             catalog: None,
+            catalog_asked: None,
             catalog_targets: HashMap::default(),
             hangar_objects: HashMap::default(),
             prs_by_repo: HashMap::default(),
@@ -119,6 +123,10 @@ impl<'a> World<'a> {
                 .map(|e| e.metadata.name.as_str())
                 .collect()
         });
+        world.catalog_asked = snapshot
+            .catalog_asked
+            .as_ref()
+            .map(|asked| asked.iter().map(String::as_str).collect());
         for pr in snapshot.pull_requests.iter().flatten() {
             world
                 .prs_by_repo
@@ -259,9 +267,17 @@ impl<'a> World<'a> {
         self.applications.get(name).map_or(&[], Vec::as_slice)
     }
 
-    /// Whether the catalog has an entity called `name`; `None` when it could not answer.
+    /// Whether the catalog has an entity called `name`; `None` when it could not answer, or
+    /// was not asked about `name`.
     pub fn in_catalog(&self, name: &str) -> Option<bool> {
-        self.catalog.as_ref().map(|names| names.contains(name))
+        let names = self.catalog.as_ref()?;
+        if names.contains(name) {
+            return Some(true);
+        }
+        match &self.catalog_asked {
+            Some(asked) if !asked.contains(name) => None,
+            _ => Some(false),
+        }
     }
 
     /// Whether GitHub answered at all.
