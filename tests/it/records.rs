@@ -213,10 +213,14 @@ async fn a_release_tower_takes_to_prod_is_written_up_once_and_people_add_their_p
     let repo = format!("acme/gitops-{APP}");
     let branch = tower_shared::hangar::record_branch(&release);
 
-    // The record's pull request opens by itself: one, whatever the replicas.
-    let pr = eventually(Wait::from_secs(30), "the record's pull request", || async {
+    // The record's pull request opens by itself: one, whatever the replicas. GitHub labels a
+    // pull request in a second call after opening it, so the wait is for the labelled one.
+    let pr = eventually(Wait::from_secs(30), "the record's labelled pull request", || async {
         let found = open_pulls(&tower, &repo, &branch).await;
-        (!found.is_empty()).then_some(found)
+        found
+            .iter()
+            .any(|p| p["labels"].as_array().is_some_and(|l| !l.is_empty()))
+            .then_some(found)
     })
     .await
     .unwrap();
