@@ -318,7 +318,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Releases(args) => {
             let snapshot = offline::read_snapshot(&args.snapshot)?;
-            offline::print_json(&crate::derived::releases_of(&snapshot, &args.service))
+            offline::print_json(&crate::tabs::releases_of(&snapshot, &args.service))
         }
         Command::Pipelines(args) => {
             let snapshot = offline::read_snapshot(&args.service.snapshot)?;

@@ -2,19 +2,13 @@
 //! filed by service), the provisioning at `now`, and every view as bytes ([`View`]). A view is made again only when its content changes, so
 //! its ETag stays put while nothing it shows moves — and a page's refetch is a `304`.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use tower_shared::activity::{self, Activity};
-use tower_shared::api::{
-    ActivityAnswer, DeploymentsAnswer, Health, ProvisioningAnswer, SnapshotAnswer, Summary,
-};
-use tower_shared::deployments::derive_deployments;
+use tower_shared::api::{ActivityAnswer, Health, ProvisioningAnswer, Summary};
 use tower_shared::fleet::{assemble, Fleet, FleetApp};
-use tower_shared::pipelines::Pipelines;
-use tower_shared::provisioning::{summary, Provisioning};
-use tower_shared::pulls::Pulls;
+use tower_shared::provisioning::Provisioning;
 use tower_shared::snapshot::Snapshot;
 
 use crate::filed::Filed;
@@ -125,7 +119,7 @@ impl Derived {
                 }
             }
         };
-        let summary = summary(&provisioning.services, health.clone());
+        let summary = Summary::of(&provisioning.services, health.clone());
         let (summary, summary_view) = match previous {
             Some(p) if *p.summary == summary => {
                 (Arc::clone(&p.summary), Arc::clone(&p.views.summary))
@@ -195,7 +189,7 @@ impl Derived {
         }
     }
 
-    /// Whether Tower knows `service` ([`tower_shared::hangar::is_known_service`]).
+    /// Whether Tower knows `service` ([`Snapshot::knows`]).
     pub fn knows(&self, service: &str) -> bool {
         self.filed.knows(service)
     }
@@ -220,244 +214,4 @@ fn same_fleet(old: &Fleet, new: &mut Fleet) -> bool {
         new.generated_at = generated_at;
     }
     same
-}
-
-/// How many services' snapshot views one version keeps: a caller asking for many names
-/// that do not exist cannot make the cache grow without bound.
-const SERVICES_KEPT: usize = 10_000;
-
-/// An answer about one service, made from a derivation on first demand.
-pub trait PerService: PartialEq + serde::Serialize + Send + Sync + Sized + 'static {
-    /// The answer for `service`; `None` when Tower knows nothing of it.
-    fn make(derived: &Derived, service: &str) -> Option<Self>;
-    /// Whether `self` shows what `old` shows (then `old`'s bytes and ETag stand).
-    fn shows_the_same(&mut self, old: &Self) -> bool {
-        self == old
-    }
-    /// Its view (brotli made now) for answers served whole; `None` for answers routes
-    /// serve only in parts.
-    fn view(&self) -> Option<View> {
-        Some(View::ready(self))
-    }
-}
-
-impl PerService for SnapshotAnswer {
-    fn make(derived: &Derived, service: &str) -> Option<Self> {
-        let snapshot = derived.service(service);
-        // Read here: the browser derives from it without a YAML reader.
-        (!snapshot.is_empty()).then(|| SnapshotAnswer {
-            snapshot: snapshot.with_cicd_read(),
-            health: derived.health.clone(),
-        })
-    }
-
-    /// Unchanged but for the moment it was read.
-    fn shows_the_same(&mut self, old: &Self) -> bool {
-        let read_at = self.snapshot.now;
-        self.snapshot.now = old.snapshot.now;
-        let same = self == old;
-        self.snapshot.now = read_at;
-        same
-    }
-}
-
-/// The Pipelines tab's runs and graphs: routes serve pages of it, not the whole.
-impl PerService for Pipelines {
-    fn make(derived: &Derived, service: &str) -> Option<Self> {
-        derived
-            .knows(service)
-            .then(|| tower_shared::pipelines::derive(&derived.service(service), service))
-    }
-
-    /// Served in pages and single runs, never whole.
-    fn view(&self) -> Option<View> {
-        None
-    }
-}
-
-/// The Pull requests tab: routes serve pages of it.
-impl PerService for Pulls {
-    fn make(derived: &Derived, service: &str) -> Option<Self> {
-        derived
-            .knows(service)
-            .then(|| tower_shared::pulls::of(&derived.service(service), service, derived.now))
-    }
-
-    /// Served in pages, never whole.
-    fn view(&self) -> Option<View> {
-        None
-    }
-}
-
-impl PerService for DeploymentsAnswer {
-    fn make(derived: &Derived, service: &str) -> Option<Self> {
-        derived.knows(service).then(|| DeploymentsAnswer {
-            deployments: derive_deployments(&derived.service(service), service),
-            health: derived.health.clone(),
-        })
-    }
-}
-
-/// `service`'s release matrix from its part of the snapshot.
-pub fn releases_of(snapshot: &Snapshot, service: &str) -> tower_shared::releases::Releases {
-    tower_shared::releases::derive(
-        service,
-        &tower_shared::pipelines::derive(snapshot, service),
-        &derive_deployments(snapshot, service),
-        snapshot.pull_requests.as_deref().unwrap_or_default(),
-        &tower_shared::releases::arrivals(snapshot, service),
-        &snapshot.cicd_of(service).promotions,
-    )
-}
-
-/// The Releases tab's matrix, from the same runs and deployments as their tabs.
-impl PerService for tower_shared::api::ReleasesAnswer {
-    fn make(derived: &Derived, service: &str) -> Option<Self> {
-        derived.knows(service).then(|| {
-            let snapshot = derived.service(service);
-            Self {
-                releases: releases_of(&snapshot, service),
-                health: derived.health.clone(),
-            }
-        })
-    }
-}
-
-/// The Config tab's read-only half: the app's environments, secrets and composed resources.
-impl PerService for tower_shared::api::ConfigAnswer {
-    fn make(derived: &Derived, service: &str) -> Option<Self> {
-        derived.knows(service).then(|| {
-            let snapshot = derived.service(service);
-            Self {
-                service: service.to_owned(),
-                environments: tower_shared::config::environments(&snapshot, service),
-                made: tower_shared::config::derive(&snapshot, service),
-                health: derived.health.clone(),
-            }
-        })
-    }
-}
-
-/// DORA's four keys of one app, or of the fleet, over some days: the key is
-/// [`dora_key`]'s.
-impl PerService for tower_shared::api::DoraAnswer {
-    fn make(derived: &Derived, key: &str) -> Option<Self> {
-        let (days, service) = key.split_once(':')?;
-        let days = days.parse().ok()?;
-        if service.is_empty() {
-            let services: std::collections::BTreeSet<&str> =
-                derived.fleet.apps.iter().map(|a| a.name.as_str()).collect();
-            let parts = derived.filed.lean_parts(&derived.base, services);
-            Some(dora_answer(None, days, parts, derived.now, &derived.health))
-        } else {
-            derived.knows(service).then(|| {
-                let parts = [(service, derived.service(service))];
-                dora_answer(Some(service), days, parts, derived.now, &derived.health)
-            })
-        }
-    }
-}
-
-/// The key [`ServiceViews`] files a DORA answer under: the days, and the app (none: the
-/// fleet).
-pub fn dora_key(service: Option<&str>, days: u32) -> String {
-    format!("{days}:{}", service.unwrap_or_default())
-}
-
-/// The DORA answer of `parts` (each service with its part of the snapshot) over the `days`
-/// before `now`; `service` names the one app asked about.
-pub fn dora_answer<'a>(
-    service: Option<&str>,
-    days: u32,
-    parts: impl IntoIterator<Item = (&'a str, Snapshot)>,
-    now: DateTime<Utc>,
-    health: &Health,
-) -> tower_shared::api::DoraAnswer {
-    tower_shared::api::DoraAnswer {
-        service: service.map(str::to_owned),
-        days,
-        report: tower_shared::dora::report(parts, days, now),
-        health: health.clone(),
-    }
-}
-
-/// Views of one service (`GET /api/snapshot?service=`, `GET /api/deployments?service=`): each
-/// made once per [`Derived::version`] on first demand (a page asks for one service; nobody
-/// asks for all), keeping the previous version's bytes — and ETag — when the service's
-/// answer did not change.
-#[derive(Debug)]
-pub struct ServiceViews<A> {
-    cache: Mutex<ServiceCache<A>>,
-}
-
-impl<A> Default for ServiceViews<A> {
-    fn default() -> Self {
-        Self {
-            cache: Mutex::new(ServiceCache {
-                version: None,
-                current: HashMap::new(),
-                previous: HashMap::new(),
-            }),
-        }
-    }
-}
-
-/// A service's answer and its view.
-type Made<A> = (Arc<A>, Option<Arc<View>>);
-type Slot<A> = Arc<OnceLock<Option<Made<A>>>>;
-
-#[derive(Debug)]
-struct ServiceCache<A> {
-    version: Option<u64>,
-    current: HashMap<String, Slot<A>>,
-    previous: HashMap<String, Made<A>>,
-}
-
-impl<A: PerService> ServiceViews<A> {
-    /// `service`'s view in `derived`; `None` when Tower knows nothing of it.
-    pub fn get(&self, derived: &Derived, service: &str) -> Option<Arc<View>> {
-        self.made(derived, service).and_then(|(_, view)| view)
-    }
-
-    /// `service`'s answer in `derived`, for routes that serve parts of it.
-    pub fn answer(&self, derived: &Derived, service: &str) -> Option<Arc<A>> {
-        self.made(derived, service).map(|(answer, _)| answer)
-    }
-
-    fn made(&self, derived: &Derived, service: &str) -> Option<Made<A>> {
-        let slot = {
-            let mut cache = self.lock();
-            if cache.version != Some(derived.version) {
-                let made = std::mem::take(&mut cache.current)
-                    .into_iter()
-                    .filter_map(|(name, slot)| Some((name, slot.get()?.clone()?)))
-                    .collect();
-                cache.previous = made;
-                cache.version = Some(derived.version);
-            }
-            match cache.current.get(service) {
-                Some(slot) => Arc::clone(slot),
-                None if cache.current.len() >= SERVICES_KEPT => Slot::default(),
-                None => Arc::clone(cache.current.entry(service.to_owned()).or_default()),
-            }
-        };
-        slot.get_or_init(|| self.make(derived, service)).clone()
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, ServiceCache<A>> {
-        self.cache
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    fn make(&self, derived: &Derived, service: &str) -> Option<Made<A>> {
-        let mut answer = A::make(derived, service)?;
-        if let Some((old, view)) = self.lock().previous.get(service) {
-            if answer.shows_the_same(old) {
-                return Some((Arc::clone(old), view.clone()));
-            }
-        }
-        let view = answer.view().map(Arc::new);
-        Some((Arc::new(answer), view))
-    }
 }

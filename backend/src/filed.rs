@@ -16,10 +16,11 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use serde::Deserialize;
 use tower_shared::activity::{self, Activity};
 use tower_shared::fleet::{fleet_apps, FleetApp};
+use tower_shared::github::PullRequest;
 use tower_shared::hangar;
 use tower_shared::kube::{Object, ObjectMeta};
 use tower_shared::provisioning;
-use tower_shared::snapshot::{PullRequest, Snapshot};
+use tower_shared::snapshot::Snapshot;
 
 /// One object at rest: the JSON of its trimmed [`Object`].
 #[derive(Debug, PartialEq, Eq)]
@@ -84,7 +85,7 @@ pub struct Filed {
 
 impl Filed {
     /// Whether some object is `service`'s by [`hangar::service_of`]
-    /// ([`hangar::is_known_service`]).
+    /// ([`Snapshot::knows`]).
     pub fn knows(&self, service: &str) -> bool {
         self.parts.get(service).is_some_and(|p| p.own > 0)
     }

@@ -15,9 +15,12 @@
 //!   Backstage's catalog, and the deriver thread that keeps every view ready.
 //! - [`filed`] — objects at rest (compact JSON), filed by service, and what each service's
 //!   part feeds the fleet and provisioning, re-derived only where a change touched.
-//! - [`derived`] — a derivation and its views; [`views`] — a view as bytes (ETag, brotli,
-//!   gzip, 304).
+//! - [`derived`] — a derivation and its fleet-wide views; [`tabs`] — every service's tabs,
+//!   made once per change; [`views`] — a view as bytes (ETag, brotli, gzip, 304).
 //! - [`history`] — provisioning history in SQLite or PostgreSQL (sqlx).
+//! - [`records`] — the release recorder: each prod release's record proposed once, by pull
+//!   request; [`export`] — a record as HTML and PDF.
+//! - [`prometheus`] — Prometheus' query API for the Runtime tab, within a deadline.
 //! - [`metrics`] — `/metrics`.
 //! - [`config`] — `tower.yaml` and its environment overrides.
 //! - [`clock`] — Tower's clock, the one place time is read; [`outbound`] — the HTTP client
@@ -52,4 +55,5 @@ pub mod routes;
 pub mod server;
 pub mod source;
 pub mod state;
+pub mod tabs;
 pub mod views;

@@ -42,7 +42,7 @@ pub fn dora(snapshot: &Snapshot, service: Option<&str>, days: u32) -> anyhow::Re
     let services: std::collections::BTreeSet<String> = match service {
         Some(name) => {
             anyhow::ensure!(
-                tower_shared::hangar::is_known_service(snapshot, name),
+                snapshot.knows(name),
                 "the snapshot holds no service called {name}"
             );
             [name.to_owned()].into()
@@ -55,7 +55,7 @@ pub fn dora(snapshot: &Snapshot, service: Option<&str>, days: u32) -> anyhow::Re
     let parts = services
         .iter()
         .map(|s| (s.as_str(), snapshot.for_service(s)));
-    print_json(&crate::derived::dora_answer(
+    print_json(&crate::tabs::dora_answer(
         service,
         days,
         parts,
@@ -108,19 +108,19 @@ pub fn release_record(
     release: &str,
     format: crate::cli::RecordFormat,
 ) -> anyhow::Result<()> {
-    let matrix = crate::derived::releases_of(snapshot, service);
+    let matrix = crate::tabs::releases_of(snapshot, service);
     let row = matrix
         .releases
         .iter()
         .find(|r| {
-            tower_shared::hangar::release_name(&r.image) == Some(release)
+            tower_shared::image::release_name(&r.image) == Some(release)
                 || r.version.as_deref() == Some(release)
         })
         .with_context(|| {
             let known: Vec<&str> = matrix
                 .releases
                 .iter()
-                .filter_map(|r| tower_shared::hangar::release_name(&r.image))
+                .filter_map(|r| tower_shared::image::release_name(&r.image))
                 .collect();
             format!(
                 "{service} has no release {release} in the snapshot (it has: {})",

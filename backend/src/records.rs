@@ -13,7 +13,7 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use tower_shared::fleet::{HealthStatus, SyncStatus};
+use tower_shared::argo::{HealthStatus, SyncStatus};
 use tower_shared::hangar;
 use tower_shared::records::{self, Record};
 use tower_shared::releases::{CellState, ComparedPull, Comparison, Release, Releases};
@@ -92,7 +92,7 @@ pub fn previous_in_prod(
     if let Some(row) = matrix.releases.iter().find(|r| r.image == image) {
         return Some(row.clone());
     }
-    let (version, sha) = hangar::release_tag(&image).unzip();
+    let (version, sha) = tower_shared::image::release_tag(&image).unzip();
     Some(Release {
         image: image.clone(),
         version: version.map(str::to_owned),
@@ -120,12 +120,14 @@ pub async fn compared(
     };
     let repo = format!("{}/{}", github.owner(), hangar::source_repo(service));
     let found = github.compare(&repo, &base, &head).await?;
-    let pulls = state
-        .source
-        .service_pulls(service)
+    let derived = state.source.derived();
+    let tabs = state.source.tabs();
+    let pulls = tabs
+        .answer::<tower_shared::pulls::Pulls>(&derived, service)
         .map(|p| p.pulls.clone())
         .unwrap_or_default();
-    let Some(pipelines) = state.source.service_pipelines(service) else {
+    let Some(pipelines) = tabs.answer::<tower_shared::pipelines::Pipelines>(&derived, service)
+    else {
         return Ok(None);
     };
     Ok(Some(tower_shared::releases::compare(
@@ -148,7 +150,7 @@ pub async fn draft_now(
     service: &str,
 ) -> Option<Record> {
     let snapshot = derived.service(service);
-    let matrix = crate::derived::releases_of(&snapshot, service);
+    let matrix = crate::tabs::releases_of(&snapshot, service);
     let (_, release) = live_in_prod(&matrix)?;
     let mut comparison = match previous_in_prod(&matrix, &snapshot, release) {
         Some(older) => compared(state, github, service, (&older, release))
@@ -197,9 +199,13 @@ pub async fn draft_now(
             }
         }
     }
-    let pipelines = state.source.service_pipelines(service).unwrap_or_else(|| {
-        std::sync::Arc::new(tower_shared::pipelines::derive(&snapshot, service))
-    });
+    let pipelines = state
+        .source
+        .tabs()
+        .answer::<tower_shared::pipelines::Pipelines>(&state.source.derived(), service)
+        .unwrap_or_else(|| {
+            std::sync::Arc::new(tower_shared::pipelines::derive(&snapshot, service))
+        });
     let deployments = tower_shared::deployments::derive_deployments(&snapshot, service);
     let prod = deployments
         .environments
@@ -357,7 +363,7 @@ impl Recorder {
         let Some(record) = draft_now(&self.state, &self.github, derived, service).await else {
             return Ok(());
         };
-        if !hangar::is_release_name(&record.release) {
+        if !tower_shared::image::is_release_name(&record.release) {
             tracing::warn!(
                 service,
                 image = record.image,

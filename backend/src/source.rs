@@ -4,17 +4,15 @@
 
 use std::sync::Arc;
 
-use tower_shared::api::{DeploymentsAnswer, Health, SnapshotAnswer};
+use tower_shared::api::Health;
 use tower_shared::fleet::Fleet;
-use tower_shared::pipelines::Pipelines;
 use tower_shared::provisioning::derive_provisioning;
-use tower_shared::pulls::Pulls;
 use tower_shared::snapshot::Snapshot;
 
 use crate::clock::Clock;
-use crate::derived::{Derived, Inputs, ServiceViews};
+use crate::derived::{Derived, Inputs};
 use crate::filed::Filing;
-use crate::views::View;
+use crate::tabs::Tabs;
 
 /// Something that can say what Tower knows right now, derived.
 pub trait Source: Send + Sync + std::fmt::Debug {
@@ -22,22 +20,9 @@ pub trait Source: Send + Sync + std::fmt::Debug {
     fn clock(&self) -> &Clock;
     /// The latest derivation.
     fn derived(&self) -> Arc<Derived>;
-    /// One service's snapshot view; `None` when nothing of it is known.
-    fn service_snapshot(&self, service: &str) -> Option<Arc<View>>;
-    /// One service's Deployments tab; `None` for a service Tower does not know.
-    fn service_deployments(&self, service: &str) -> Option<Arc<View>>;
-    /// One service's runs and their graphs; `None` for a service Tower does not know.
-    fn service_pipelines(&self, service: &str) -> Option<Arc<Pipelines>>;
-    /// One service's pull requests, stitched; `None` for a service Tower does not know.
-    fn service_pulls(&self, service: &str) -> Option<Arc<Pulls>>;
-    /// One service's release matrix; `None` for a service Tower does not know.
-    fn service_releases(&self, service: &str) -> Option<Arc<View>>;
-    /// One service's Config tab (environments, secrets, composed resources); `None` for a
-    /// service Tower does not know.
-    fn service_config(&self, service: &str) -> Option<Arc<View>>;
-    /// DORA's four keys under `key` ([`crate::derived::dora_key`]); `None` for an app Tower
-    /// does not know. Made on first demand: call it off the async workers.
-    fn dora(&self, key: &str) -> Option<Arc<View>>;
+    /// Every service's tabs, made from [`Source::derived`] on first demand. A DORA answer for
+    /// the fleet is slow to make: ask for it off the async workers.
+    fn tabs(&self) -> &Tabs;
 }
 
 /// A snapshot read once from a file, derived once; time stands still at its `now`.
@@ -45,13 +30,7 @@ pub trait Source: Send + Sync + std::fmt::Debug {
 pub struct Fixed {
     clock: Clock,
     derived: Arc<Derived>,
-    services: ServiceViews<SnapshotAnswer>,
-    deployments: ServiceViews<DeploymentsAnswer>,
-    pipelines: ServiceViews<Pipelines>,
-    pulls: ServiceViews<Pulls>,
-    releases: ServiceViews<tower_shared::api::ReleasesAnswer>,
-    config: ServiceViews<tower_shared::api::ConfigAnswer>,
-    dora: ServiceViews<tower_shared::api::DoraAnswer>,
+    tabs: Tabs,
 }
 
 impl Fixed {
@@ -80,13 +59,7 @@ impl Fixed {
         Self {
             clock: Clock::stopped(now),
             derived: Arc::new(derived),
-            services: ServiceViews::default(),
-            deployments: ServiceViews::default(),
-            pipelines: ServiceViews::default(),
-            pulls: ServiceViews::default(),
-            releases: ServiceViews::default(),
-            config: ServiceViews::default(),
-            dora: ServiceViews::default(),
+            tabs: Tabs::default(),
         }
     }
 }
@@ -100,32 +73,8 @@ impl Source for Fixed {
         Arc::clone(&self.derived)
     }
 
-    fn service_snapshot(&self, service: &str) -> Option<Arc<View>> {
-        self.services.get(&self.derived, service)
-    }
-
-    fn service_deployments(&self, service: &str) -> Option<Arc<View>> {
-        self.deployments.get(&self.derived, service)
-    }
-
-    fn service_pipelines(&self, service: &str) -> Option<Arc<Pipelines>> {
-        self.pipelines.answer(&self.derived, service)
-    }
-
-    fn service_pulls(&self, service: &str) -> Option<Arc<Pulls>> {
-        self.pulls.answer(&self.derived, service)
-    }
-
-    fn service_releases(&self, service: &str) -> Option<Arc<View>> {
-        self.releases.get(&self.derived, service)
-    }
-
-    fn service_config(&self, service: &str) -> Option<Arc<View>> {
-        self.config.get(&self.derived, service)
-    }
-
-    fn dora(&self, key: &str) -> Option<Arc<View>> {
-        self.dora.get(&self.derived, key)
+    fn tabs(&self) -> &Tabs {
+        &self.tabs
     }
 }
 
@@ -138,31 +87,7 @@ impl Source for crate::live::Live {
         crate::live::Live::derived(self)
     }
 
-    fn service_snapshot(&self, service: &str) -> Option<Arc<View>> {
-        crate::live::Live::service_snapshot(self, service)
-    }
-
-    fn service_deployments(&self, service: &str) -> Option<Arc<View>> {
-        crate::live::Live::service_deployments(self, service)
-    }
-
-    fn service_pipelines(&self, service: &str) -> Option<Arc<Pipelines>> {
-        crate::live::Live::service_pipelines(self, service)
-    }
-
-    fn service_pulls(&self, service: &str) -> Option<Arc<Pulls>> {
-        crate::live::Live::service_pulls(self, service)
-    }
-
-    fn service_releases(&self, service: &str) -> Option<Arc<View>> {
-        crate::live::Live::service_releases(self, service)
-    }
-
-    fn service_config(&self, service: &str) -> Option<Arc<View>> {
-        crate::live::Live::service_config(self, service)
-    }
-
-    fn dora(&self, key: &str) -> Option<Arc<View>> {
-        crate::live::Live::dora(self, key)
+    fn tabs(&self) -> &Tabs {
+        crate::live::Live::tabs(self)
     }
 }

@@ -105,26 +105,10 @@ fn text_of(path: String) -> TextFuture {
     Box::pin(async move { get_text(&path).await })
 }
 
-/// `GET /api/deployments?service=…`'s text ([`deployments`]).
-pub fn deployments_text(service: String) -> TextFuture {
-    text_of(format!("/api/deployments?service={}", encode(&service)))
-}
-
-/// `GET /api/releases?service=…`'s text ([`releases`]).
-pub fn releases_text(service: String) -> TextFuture {
-    text_of(format!("/api/releases?service={}", encode(&service)))
-}
-
-/// `GET /api/config?service=…`'s text: the app's environments, secrets and composed
-/// resources ([`tower_shared::api::ConfigAnswer`]).
-pub fn config_text(service: String) -> TextFuture {
-    text_of(format!("/api/config?service={}", encode(&service)))
-}
-
-/// `GET /api/runtime?service=…`'s text: where the app runs and how it meets its objectives
-/// ([`tower_shared::api::RuntimeAnswer`]).
-pub fn runtime_text(service: String) -> TextFuture {
-    text_of(format!("/api/runtime?service={}", encode(&service)))
+/// `GET /api/<tab>?service=…`'s text: the answer a tab draws (`/api/deployments`,
+/// `/api/releases`, `/api/runtime`, `/api/config`: each tab's route is named for the tab).
+pub fn tab_text(tab: crate::tabs::Tab, service: &str) -> TextFuture {
+    text_of(format!("/api/{}?service={}", tab.id(), encode(service)))
 }
 
 /// `GET /api/activity`'s text: the fleet's recent activity, newest first

@@ -66,8 +66,8 @@ pub fn FleetOverview() -> impl IntoView {
 /// tree (the bundle's budget).
 #[component]
 fn ActivityFeed() -> impl IntoView {
-    use crate::config::text;
     use crate::nav::{environment_href, tab_href, Tab};
+    use crate::tabs::config::text;
     let feed = crate::feed::feed();
     let (now, any) = (feed.now, feed.refresh.any);
     let answer = crate::feed::decoded::<serde_json::Value>(crate::feed::text_resource(move || {
@@ -77,7 +77,7 @@ fn ActivityFeed() -> impl IntoView {
     let body = move || match answer()? {
         Err(err) => Some(crate::ui::error_alert(&err)),
         Ok(activity) => {
-            let items = crate::config::list(&activity, "items");
+            let items = crate::tabs::config::list(&activity, "items");
             if items.is_empty() {
                 return Some(
                     view! { <p class="state empty">"Nothing happened in the last 24 hours."</p> }
@@ -147,7 +147,7 @@ fn headline(
     let deploys = move || {
         let since = now.get_untracked() - chrono::Duration::hours(24);
         week().map(|dora| {
-            crate::config::list(&dora, "rollouts")
+            crate::tabs::config::list(&dora, "rollouts")
                 .iter()
                 .filter(|r| r["outcome"] == "live")
                 .filter_map(|r| r["endedAt"].as_str()?.parse::<DateTime<Utc>>().ok())
@@ -183,14 +183,14 @@ pub(crate) fn dora_panel(service: Option<String>, now: ReadSignal<DateTime<Utc>>
     let answer = crate::feed::decoded::<serde_json::Value>(crate::feed::text_resource(move || {
         api::dora_text(service.clone(), days.get())
     }));
-    use crate::config::{list, text};
     use crate::nav::{tab_href, Tab};
+    use crate::tabs::config::{list, text};
     let body = move || match answer()? {
         Err(err) => Some(crate::ui::error_alert(&err)),
         Ok(dora) => {
             let tag = |v: &serde_json::Value| {
                 let release = text(v, "release");
-                release.rsplit(':').next().unwrap_or_default().to_owned()
+                tower_shared::image::short(&release).to_owned()
             };
             // Each counted item as a link and what it was.
             let items =

@@ -7,11 +7,12 @@
 //! - [`feed`] — what every page shares: time, sign-in, when to refetch, the summary.
 //! - [`live`] — when to fetch again: `/api/events` (SSE) says what changed, for which
 //!   service; polling is the fallback.
-//! - [`nav`] — the pages and tabs ([`nav::Tab`]) and the links to them.
-//! - [`fleet`] — the fleet overview: apps × environments, trouble first.
-//! - [`service`] — `/tower?view=…`: the Services tab, or one service's tabs.
-//! - [`provisioning`] — the Services tab (in-flight strip) and one service's Provisioning tab.
-//! - [`deployments`] (the cloud variant) and [`pipelines`] — one service's other tabs.
+//! - [`nav`] — where the page is, and the links to every page and tab.
+//! - [`fleet`] — the fleet overview: apps × environments, trouble first, recent activity and
+//!   DORA's figures.
+//! - [`service`] — `/tower?view=…`: the Services tab, or one service's tab bar and tab.
+//! - [`tabs`] — one service's tabs ([`tabs::Tab`], the one list of them), a module each.
+//! - [`logs`] — the log console the Pipelines and Runtime tabs open.
 //! - [`signin`] — the Backstage user token: from the Backstage parent page, or guest.
 //! - [`ui`] — view helpers the tabs share (status labels, durations, health notices).
 //!
@@ -20,22 +21,14 @@
 
 mod api;
 mod clock;
-mod config;
-mod deployments;
 mod feed;
 mod fleet;
 mod live;
 mod logs;
 mod nav;
-mod pipelines;
-mod provisioning;
-mod pulls;
-mod records;
-mod releases;
-mod rollout;
-mod runtime;
 mod service;
 mod signin;
+mod tabs;
 mod ui;
 
 use leptos::prelude::*;

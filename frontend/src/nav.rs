@@ -1,64 +1,8 @@
 //! Where the page is: `/` (the fleet), `/tower?view=services`, and one service's tabs at
-//! `/tower?view=<tab>&service=<name>[&run=<run>]`. The [`Tab`] enum is the one list of tabs:
-//! it draws the tab bar, picks the page, and builds every link to a tab.
+//! `/tower?view=<tab>&service=<name>[&run=<run>]` ([`Tab`], the one list of tabs, is in
+//! [`crate::tabs`]); every link to a tab is built here.
 
-/// One service's tabs, in the order the bar shows them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Tab {
-    Provisioning,
-    PullRequests,
-    Pipelines,
-    Deployments,
-    Releases,
-    Runtime,
-    Config,
-}
-
-impl Tab {
-    /// In the order a change lives: pull request, pipeline, deployment, release, runtime;
-    /// then the app's config.
-    pub const ALL: [Tab; 7] = [
-        Tab::Provisioning,
-        Tab::PullRequests,
-        Tab::Pipelines,
-        Tab::Deployments,
-        Tab::Releases,
-        Tab::Runtime,
-        Tab::Config,
-    ];
-
-    /// The tab a service link without `view` opens.
-    pub const DEFAULT: Tab = Tab::Deployments;
-
-    /// The tab's `view=` value.
-    pub fn id(self) -> &'static str {
-        match self {
-            Tab::Provisioning => "provisioning",
-            Tab::PullRequests => "pulls",
-            Tab::Pipelines => "pipelines",
-            Tab::Deployments => "deployments",
-            Tab::Releases => "releases",
-            Tab::Runtime => "runtime",
-            Tab::Config => "config",
-        }
-    }
-
-    pub fn title(self) -> &'static str {
-        match self {
-            Tab::Provisioning => "Provisioning",
-            Tab::PullRequests => "Pull requests",
-            Tab::Pipelines => "Pipelines",
-            Tab::Deployments => "Deployments",
-            Tab::Releases => "Releases",
-            Tab::Runtime => "Runtime",
-            Tab::Config => "Config",
-        }
-    }
-
-    pub fn from_id(id: &str) -> Option<Tab> {
-        Tab::ALL.into_iter().find(|t| t.id() == id)
-    }
-}
+pub use crate::tabs::Tab;
 
 /// What `/tower?…` shows.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -11,11 +11,13 @@
 use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
 
+use crate::argo::replica_set_image;
+use crate::github::PullRequest;
 use crate::hangar;
+use crate::image;
 use crate::kube::{array_at, str_at, time, Object};
 use crate::provisioning::{Group, ServiceProgress};
-use crate::releases::{replica_set_image, tag_of};
-use crate::snapshot::{PullRequest, Snapshot};
+use crate::snapshot::Snapshot;
 use crate::tekton;
 
 /// How far back the feed looks.
@@ -107,12 +109,15 @@ pub fn of_objects(part: &Snapshot, service: &str) -> Vec<Activity> {
                 let (kind, said) = if canaries.contains(&object.namespace().unwrap_or_default()) {
                     (
                         Kind::CanaryStarted,
-                        format!("{service} {} started its canary in {env}.", tag_of(image)),
+                        format!(
+                            "{service} {} started its canary in {env}.",
+                            image::short(image)
+                        ),
                     )
                 } else {
                     (
                         Kind::Promoted,
-                        format!("{service} {} reached {env}.", tag_of(image)),
+                        format!("{service} {} reached {env}.", image::short(image)),
                     )
                 };
                 let mut item = Activity::new(at, service, kind, said, "releases");
@@ -379,7 +384,7 @@ mod tests {
             created_at: Some(at("2026-11-30T09:00:00Z")),
             merged_at: merged.map(at),
             html_url: Some(format!("https://github.com/acme/gitops-shop/pull/{number}")),
-            head: Some(crate::snapshot::GitRef {
+            head: Some(crate::github::GitRef {
                 branch: branch.to_owned(),
                 sha: "a".repeat(40),
             }),

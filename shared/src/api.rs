@@ -11,12 +11,13 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::cicd::FirstEnvironment;
+use crate::github::PullRequest;
 use crate::hangar::ServiceKind;
 use crate::kube::Object;
-use crate::provisioning::{
-    FirstEnvironment, Group, ServiceProgress, StepId, StepStatus, TypicalSource,
-};
-use crate::snapshot::{PullRequest, RecordedRun, Snapshot};
+use crate::provisioning::{GroupCounts, ServiceProgress, ServiceSummary, StepId, TypicalSource};
+use crate::snapshot::{RecordedRun, Snapshot};
+use crate::values::DiffLine;
 
 /// The header every API answer carries: Tower's clock when it answered, and how fast that
 /// clock runs against real time (`2026-11-30T10:00:00.250Z; rate=20`). A page reads it to
@@ -166,37 +167,16 @@ pub struct Summary {
     pub health: Health,
 }
 
-/// How many services are in each group.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct GroupCounts {
-    pub pending: usize,
-    pub in_flight: usize,
-    pub stalled: usize,
-    pub finished: usize,
-}
-
-/// One service on the strip.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ServiceSummary {
-    pub name: String,
-    pub kind: Option<ServiceKind>,
-    pub group: Group,
-    pub steps: Vec<StepSummary>,
-}
-
-/// One step on the strip: enough to draw its segment and tell the time left.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct StepSummary {
-    pub id: StepId,
-    pub title: String,
-    pub status: StepStatus,
-    /// Running steps only: when it started (`None`: not known).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub started_at: Option<DateTime<Utc>>,
-    pub typical_sec: u64,
+impl Summary {
+    /// The strip of `services` ([`crate::provisioning::summary`]) with the health notices.
+    pub fn of(services: &[ServiceProgress], health: Health) -> Self {
+        let (counts, services) = crate::provisioning::summary(services);
+        Self {
+            counts,
+            services,
+            health,
+        }
+    }
 }
 
 /// `GET /api/snapshot?service=NAME`: the objects the browser derives one service's views
@@ -247,23 +227,6 @@ pub struct Access {
     pub why_not: Option<String>,
 }
 
-/// One line of a file's diff.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct DiffLine {
-    pub change: LineChange,
-    /// The line without its end.
-    pub text: String,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum LineChange {
-    Same,
-    Removed,
-    Added,
-}
-
 /// `GET /api/releases/promotion?service=&image=&environment=`: exactly what promoting the
 /// release there will change, before anything is written.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -272,7 +235,7 @@ pub struct PromotionPreview {
     pub service: String,
     pub image: String,
     pub environment: String,
-    pub how: crate::releases::Promotion,
+    pub how: crate::cicd::Promotion,
     /// The GitOps repository (`owner/name`) and the file in it.
     pub repo: String,
     pub path: String,

@@ -144,7 +144,7 @@ pub struct CloudDeploys {
 /// label), else on its catalog entity.
 pub fn declared_target(snapshot: &Snapshot, service: &str) -> Option<CloudTarget> {
     let from_xr = snapshot
-        .cluster(&snapshot.control_plane_cluster)
+        .control_plane()
         .iter()
         .filter(|o| o.group() == hangar::XR_GROUP && o.name() == service)
         .find_map(|o| object_target(o));
@@ -172,7 +172,7 @@ pub fn derive_cloud_deploys(snapshot: &Snapshot, service: &str) -> CloudDeploys 
     // A cloud service is an application or a function: never an InfraService.
     let namespace = hangar::cicd_namespace(service, None);
     let objects: Vec<&Object> = snapshot
-        .cluster(&snapshot.control_plane_cluster)
+        .control_plane()
         .iter()
         .filter(|o| o.namespace() == Some(namespace.as_str()))
         .map(|o| &**o)
@@ -321,7 +321,10 @@ fn deploy_run(run: &PipelineRun<'_>, tasks: &[TaskRun<'_>]) -> DeployRun {
         run: run.name().to_owned(),
         status,
         environment: cloud_task.and_then(|t| t.param("env")).map(str::to_owned),
-        commit: image.as_deref().and_then(commit_of_image),
+        commit: image
+            .as_deref()
+            .and_then(crate::image::commit)
+            .map(str::to_owned),
         image,
         started_at: run.started_at(),
         finished_at: run.completed_at(),
@@ -352,16 +355,6 @@ fn read_place(target: CloudTarget, json: &str) -> Option<Place> {
         region: first(&["region", "location"]),
         cluster: first(&["cluster", "clusterName"]),
     })
-}
-
-/// The commit an image was built from: the trailing hex of its tag
-/// (`…/shop:1.4.2-9f2c1ab` → `9f2c1ab`), when it is at least 7 hex digits.
-pub fn commit_of_image(image: &str) -> Option<String> {
-    let without_digest = image.split('@').next().unwrap_or(image);
-    let last_segment = without_digest.rsplit('/').next().unwrap_or(without_digest);
-    let (_, tag) = last_segment.rsplit_once(':')?;
-    let tail = tag.rsplit(['-', '.', '_']).next().unwrap_or(tag);
-    (tail.len() >= 7 && tail.bytes().all(|b| b.is_ascii_hexdigit())).then(|| tail.to_owned())
 }
 
 /// The console page of the deployed resource: the region only when shaped like an AWS
@@ -419,28 +412,6 @@ pub const FAILURE_NOTE: &str =
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn commit_is_the_tags_trailing_hex() {
-        let cases = [
-            (
-                "123.dkr.ecr.eu-west-1.amazonaws.com/shop:1.4.2-9f2c1ab",
-                Some("9f2c1ab"),
-            ),
-            ("ghcr.io/acme/shop:9f2c1ab0d1", Some("9f2c1ab0d1")),
-            ("registry:5000/shop:sha-0123abcd", Some("0123abcd")),
-            ("registry:5000/shop", None),
-            ("ghcr.io/acme/shop:latest", None),
-            ("ghcr.io/acme/shop:1.2.3-abc", None),
-            (
-                "ghcr.io/acme/shop:1.4.2-9f2c1ab@sha256:586789aa",
-                Some("9f2c1ab"),
-            ),
-        ];
-        for (image, commit) in cases {
-            assert_eq!(commit_of_image(image).as_deref(), commit, "{image}");
-        }
-    }
 
     #[test]
     fn console_links_need_a_region_for_aws_only() {

@@ -267,7 +267,7 @@ pub struct Composites<'a> {
 impl<'a> Composites<'a> {
     pub fn of(snapshot: &'a Snapshot) -> Self {
         let mut index = Self::default();
-        for object in snapshot.cluster(&snapshot.control_plane_cluster) {
+        for object in snapshot.control_plane() {
             if hangar::is_xr(object) {
                 index.xrs.push(object);
                 continue;
@@ -379,7 +379,7 @@ pub fn environments(snapshot: &Snapshot, service: &str) -> Vec<String> {
     let mut out: Vec<String> = snapshot.cicd_of(service).environments.unwrap_or_default();
     out.extend(
         snapshot
-            .cluster(&snapshot.control_plane_cluster)
+            .control_plane()
             .iter()
             .filter(|o| o.kind == "Application" && o.label(hangar::APP_LABEL) == Some(service))
             .filter_map(|o| o.label(hangar::ENVIRONMENT_LABEL).map(str::to_owned)),

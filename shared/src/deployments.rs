@@ -12,19 +12,16 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::argo::{
+    self, measured, replica_set_image, replica_set_of, rollout_hashes, rollout_phase, HealthStatus,
+    RolloutPhase, SyncStatus, POD_HASH_LABEL, ROLLOUT_TYPE_LABEL,
+};
 use crate::cloud::{self, Capability, CloudDeploys};
 use crate::evidence::{Builds, Evidence};
-use crate::fleet::{
-    self, Attention, FleetCell, HealthStatus, RolloutPhase, RolloutState, Severity,
-};
+use crate::fleet::{Attention, FleetCell, RolloutState, Severity};
 use crate::hangar;
 use crate::kube::{array_at, at, str_at, time, Object};
 use crate::snapshot::Snapshot;
-
-/// The label Argo Rollouts puts on a Rollout's ReplicaSets, pods and AnalysisRuns.
-pub const POD_HASH_LABEL: &str = "rollouts-pod-template-hash";
-/// The label saying which part of a rollout an AnalysisRun checks.
-pub const ROLLOUT_TYPE_LABEL: &str = "rollout-type";
 
 /// The whole Deployments tab of one service.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -249,11 +246,7 @@ fn environments(snapshot: &Snapshot, service: &str) -> Vec<Environment> {
             .iter()
             .filter(|o| o.kind == "Rollout" && o.group() == "argoproj.io" && o.name() == service)
         {
-            let env = rollout
-                .namespace()
-                .and_then(|ns| ns.strip_prefix(&format!("app-{service}-")))
-                .filter(|env| !env.is_empty() && !env.contains('-'));
-            if let Some(env) = env {
+            if let Some(env) = hangar::environment_of(rollout, service) {
                 rollouts
                     .entry(env.to_owned())
                     .or_insert((cluster.as_str(), rollout));
@@ -338,72 +331,6 @@ fn argo_app(application: &Object, github_host: Option<&str>) -> ArgoApp {
         last_synced_at: at(status, &["operationState", "finishedAt"]).and_then(time),
         message: condition.or(failed_sync),
     }
-}
-
-/// A Rollout's phase and message by `GetRolloutPhase`'s rules (argo-rollouts
-/// `utils/rollout/rolloututil.go`): a spec not yet observed and a controller pause without a
-/// reason are Progressing whatever `status.phase` says; then `status.phase` as written; then
-/// the older controllers' conditions.
-pub fn rollout_phase(rollout: &Object) -> (RolloutPhase, Option<String>) {
-    let status = &rollout.status;
-    let observed = match at(status, &["observedGeneration"]) {
-        Some(Value::String(s)) => s.parse::<i64>().ok(),
-        Some(other) => other.as_i64(),
-        None => None,
-    };
-    if let (Some(generation), Some(observed)) = (rollout.metadata.generation, observed) {
-        if generation != observed {
-            return (
-                RolloutPhase::Progressing,
-                Some("waiting for rollout spec update to be observed".to_owned()),
-            );
-        }
-    }
-    let pause_conditions = array_at(status, &["pauseConditions"]);
-    if at(status, &["controllerPause"]).and_then(Value::as_bool) == Some(true)
-        && pause_conditions.is_empty()
-    {
-        return (
-            RolloutPhase::Progressing,
-            Some("waiting for rollout to unpause".to_owned()),
-        );
-    }
-    let message = str_at(status, &["message"])
-        .filter(|m| !m.is_empty())
-        .map(str::to_owned);
-    if let Some(phase) = str_at(status, &["phase"]).filter(|p| !p.is_empty()) {
-        let phase = serde_json::from_value(Value::from(phase)).unwrap_or(RolloutPhase::Unknown);
-        return (phase, message);
-    }
-    if status.is_null() {
-        return (RolloutPhase::Unknown, None);
-    }
-    // Controllers before v1.0 wrote no phase.
-    let reasons: Vec<&str> = rollout.conditions().filter_map(|c| c.reason).collect();
-    if rollout.condition("InvalidSpec").is_some()
-        || reasons
-            .iter()
-            .any(|r| matches!(*r, "RolloutAborted" | "ProgressDeadlineExceeded"))
-    {
-        return (RolloutPhase::Degraded, message);
-    }
-    if at(&rollout.spec, &["paused"]).and_then(Value::as_bool) == Some(true) {
-        return (RolloutPhase::Paused, Some("manually paused".to_owned()));
-    }
-    if let Some(reason) = pause_conditions
-        .iter()
-        .find_map(|c| c.get("reason").and_then(Value::as_str))
-    {
-        return (RolloutPhase::Paused, Some(reason.to_owned()));
-    }
-    let hash = |field| str_at(status, &[field]);
-    if hash("stableRS") != hash("currentPodHash") {
-        return (
-            RolloutPhase::Progressing,
-            Some("waiting for all steps to complete".to_owned()),
-        );
-    }
-    (RolloutPhase::Healthy, message)
 }
 
 fn rollout_view(
@@ -536,34 +463,6 @@ fn weights(
     (canary, stable)
 }
 
-/// The pod-template hashes of `rollout`'s stable and current ReplicaSets as its status names
-/// them (blue-green: the active and the preview). The current one is the canary unless it
-/// is the stable one.
-pub fn rollout_hashes(rollout: &Object) -> (Option<&str>, Option<&str>) {
-    let status = &rollout.status;
-    let hash = |path: &[&str]| str_at(status, path).filter(|h| !h.is_empty());
-    if at(&rollout.spec, &["strategy", "blueGreen"]).is_some() {
-        (
-            hash(&["blueGreen", "activeSelector"]).or_else(|| hash(&["stableRS"])),
-            hash(&["blueGreen", "previewSelector"]),
-        )
-    } else {
-        (hash(&["stableRS"]), hash(&["currentPodHash"]))
-    }
-}
-
-/// The ReplicaSet of `objects` (one namespace's) with pod-template hash `hash`; the lowest
-/// name wins a repeat.
-pub fn replica_set_of<'a>(
-    objects: impl IntoIterator<Item = &'a Object>,
-    hash: &str,
-) -> Option<&'a Object> {
-    objects
-        .into_iter()
-        .filter(|o| o.kind == "ReplicaSet" && o.label(POD_HASH_LABEL) == Some(hash))
-        .min_by(|a, b| a.name().cmp(b.name()))
-}
-
 fn replica_set_view(
     hash: &str,
     replica_set: Option<&Object>,
@@ -579,9 +478,7 @@ fn replica_set_view(
                 .unwrap_or(0)
         })
     };
-    let image = replica_set
-        .and_then(crate::releases::replica_set_image)
-        .map(str::to_owned);
+    let image = replica_set.and_then(replica_set_image).map(str::to_owned);
     ReplicaSetView {
         replica_set: replica_set.map(|rs| rs.name().to_owned()),
         pod_hash: hash.to_owned(),
@@ -661,14 +558,6 @@ fn analysis(run: &Object) -> Analysis {
         message: text(&run.status, "message"),
         metrics,
     }
-}
-
-/// A measurement's value as a number: a scalar (`"0.97"`) or a vector's first element
-/// (`"[0.97,0.95]"`), as the Prometheus provider writes them.
-pub fn measured(value: &str) -> Option<f64> {
-    let inner = value.trim().trim_start_matches('[').trim_end_matches(']');
-    let first = inner.split(',').next()?.trim();
-    first.parse::<f64>().ok().filter(|v| v.is_finite())
 }
 
 /// The first metric of a failed AnalysisRun that failed, with its last value.
@@ -840,10 +729,10 @@ fn attention(
     let cell = FleetCell {
         environment: env.to_owned(),
         sync: status
-            .and_then(|s| fleet::word(s, &["sync", "status"]))
-            .unwrap_or(fleet::SyncStatus::Unknown),
+            .and_then(|s| argo::word(s, &["sync", "status"]))
+            .unwrap_or(SyncStatus::Unknown),
         health: status
-            .and_then(|s| fleet::word(s, &["health", "status"]))
+            .and_then(|s| argo::word(s, &["health", "status"]))
             .unwrap_or(HealthStatus::Unknown),
         image_tag: None,
         platform: Vec::new(),
@@ -860,7 +749,7 @@ fn attention(
             blue_green: r.strategy == Some(Strategy::BlueGreen),
         }),
     };
-    let mut attention = fleet::attention(&cell);
+    let mut attention = crate::fleet::attention(&cell);
     if let Some((metric, _)) = rollout.and_then(failed_metric) {
         let said = format!("analysis metric {} failed", metric.name);
         match &mut attention {
@@ -877,77 +766,4 @@ fn attention(
         }
     }
     attention
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn measurements_read_scalars_and_vectors() {
-        assert_eq!(measured("0.97"), Some(0.97));
-        assert_eq!(measured("[0.012]"), Some(0.012));
-        assert_eq!(measured("[0.97,0.95]"), Some(0.97));
-        assert_eq!(measured("[]"), None);
-        assert_eq!(measured("NaN"), None);
-        assert_eq!(measured("error"), None);
-    }
-
-    fn rollout(value: Value) -> Object {
-        Object::from_value(value).unwrap()
-    }
-
-    #[test]
-    fn the_phase_follows_get_rollout_phase() {
-        let base = |status: Value, generation: i64| {
-            rollout(
-                serde_json::json!({"apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout",
-                "metadata": {"name": "r", "namespace": "n", "generation": generation},
-                "spec": {"strategy": {"canary": {"steps": []}}}, "status": status}),
-            )
-        };
-        // A spec not yet observed is Progressing, whatever the phase says.
-        let (phase, message) = rollout_phase(&base(
-            serde_json::json!({"phase": "Healthy", "observedGeneration": "3"}),
-            4,
-        ));
-        assert_eq!(phase, RolloutPhase::Progressing);
-        assert_eq!(
-            message.as_deref(),
-            Some("waiting for rollout spec update to be observed")
-        );
-        // A controller pause without a reason: Progressing.
-        let (phase, _) = rollout_phase(&base(
-            serde_json::json!({"phase": "Paused", "observedGeneration": "4", "controllerPause": true}),
-            4,
-        ));
-        assert_eq!(phase, RolloutPhase::Progressing);
-        // Otherwise status.phase as written.
-        let (phase, message) = rollout_phase(&base(
-            serde_json::json!({"phase": "Paused", "message": "CanaryPauseStep", "observedGeneration": 4,
-                "controllerPause": true, "pauseConditions": [{"reason": "CanaryPauseStep"}]}),
-            4,
-        ));
-        assert_eq!(
-            (phase, message.as_deref()),
-            (RolloutPhase::Paused, Some("CanaryPauseStep"))
-        );
-        // Older controllers: from the conditions.
-        let (phase, _) = rollout_phase(&base(
-            serde_json::json!({"observedGeneration": "4", "stableRS": "a", "currentPodHash": "a",
-                "conditions": [{"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded"}]}),
-            4,
-        ));
-        assert_eq!(phase, RolloutPhase::Degraded);
-        let (phase, _) = rollout_phase(&base(
-            serde_json::json!({"observedGeneration": "4", "stableRS": "a", "currentPodHash": "b"}),
-            4,
-        ));
-        assert_eq!(phase, RolloutPhase::Progressing);
-        let (phase, _) = rollout_phase(&base(
-            serde_json::json!({"observedGeneration": "4", "stableRS": "a", "currentPodHash": "a"}),
-            4,
-        ));
-        assert_eq!(phase, RolloutPhase::Healthy);
-    }
 }

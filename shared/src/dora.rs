@@ -19,10 +19,11 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
 
+use crate::argo::replica_set_image;
 use crate::hangar;
+use crate::image::without_digest;
 use crate::kube::{str_at, time, Object};
 use crate::pulls::{PrState, Pulls};
-use crate::releases::{by_tag, replica_set_image};
 use crate::snapshot::Snapshot;
 
 /// A release that replaces the one before in prod this soon after it went live fixes it.
@@ -263,7 +264,7 @@ pub fn prod_rollouts(snapshot: &Snapshot, service: &str) -> Vec<ProdRollout> {
             };
             rollouts.push(ProdRollout {
                 service: service.to_owned(),
-                release: by_tag(image).to_owned(),
+                release: without_digest(image).to_owned(),
                 started_at,
                 outcome,
                 ended_at,
@@ -289,7 +290,7 @@ pub fn changes(pulls: &Pulls) -> Vec<Change> {
                 id: format!("{}#{}", pr.repo, pr.number),
                 url: pr.url.clone(),
                 merged_at: pr.ended_at?,
-                release: by_tag(pr.image.as_deref()?).to_owned(),
+                release: without_digest(pr.image.as_deref()?).to_owned(),
             })
         })
         .collect()

@@ -178,7 +178,7 @@ impl<'a> Builds<'a> {
                     == Some((service, NamespaceRole::Cicd))
         };
         let runs: Vec<&'a Object> = snapshot
-            .cluster(&snapshot.control_plane_cluster)
+            .control_plane()
             .iter()
             .filter(own)
             .map(|o| &**o)

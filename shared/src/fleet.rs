@@ -1,11 +1,13 @@
 //! The fleet overview: every app in every environment, and which cells need attention.
 //!
 //! Wire types use Argo CD's and Argo Rollouts' own status words. A status Tower has not
-//! seen (or that a newer controller invented) is kept as [`SyncStatus::Unknown`] /
-//! [`HealthStatus::Unknown`] / `None`, never guessed.
+//! seen (or that a newer controller invented) is kept as [`crate::argo::SyncStatus::Unknown`] /
+//! [`crate::argo::HealthStatus::Unknown`] / `None`, never guessed.
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
+
+use crate::argo::{word, HealthStatus, RolloutPhase, SyncStatus};
 
 /// The fleet as the backend last saw it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -51,38 +53,6 @@ pub struct FleetCell {
     /// not synced, or stale), in plain words ([`crate::config::secret_attention`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub platform: Vec<String>,
-}
-
-/// Argo CD sync status codes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum SyncStatus {
-    Synced,
-    OutOfSync,
-    #[serde(other)]
-    Unknown,
-}
-
-/// Argo CD health status codes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum HealthStatus {
-    Healthy,
-    Progressing,
-    Degraded,
-    Suspended,
-    Missing,
-    #[serde(other)]
-    Unknown,
-}
-
-/// Argo Rollouts phase (as `kubectl argo rollouts` decides it).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum RolloutPhase {
-    Healthy,
-    Progressing,
-    Paused,
-    Degraded,
-    #[serde(other)]
-    Unknown,
 }
 
 /// A canary rollout's position.
@@ -294,18 +264,18 @@ pub fn fleet_apps(snapshot: &crate::snapshot::Snapshot) -> Vec<FleetApp> {
         // Deployments tab and the release matrix read it; without a Rollout, the image
         // Argo CD reports.
         let image = match rollout {
-            Some(rollout) => crate::deployments::rollout_hashes(rollout)
+            Some(rollout) => crate::argo::rollout_hashes(rollout)
                 .0
                 .and_then(|hash| {
                     let here = replica_sets.get(&(cluster, namespace?))?;
-                    crate::deployments::replica_set_of(here.iter().copied(), hash)
+                    crate::argo::replica_set_of(here.iter().copied(), hash)
                 })
-                .and_then(crate::releases::replica_set_image),
+                .and_then(crate::argo::replica_set_image),
             None => at(status, &["summary", "images"])
                 .and_then(|images| images.get(0))
                 .and_then(serde_json::Value::as_str),
         };
-        let image_tag = image.map(|image| crate::releases::tag_of(image).to_owned());
+        let image_tag = image.map(|image| crate::image::short(image).to_owned());
         cells.entry(app).or_default().push(FleetCell {
             environment: environment.to_owned(),
             sync: word(status, &["sync", "status"]).unwrap_or(SyncStatus::Unknown),
@@ -351,19 +321,10 @@ pub fn assemble(generated_at: chrono::DateTime<chrono::Utc>, mut apps: Vec<Fleet
     }
 }
 
-/// A status word at `path` read as one of our enums (whose unknown words read as `Unknown`).
-pub(crate) fn word<T: serde::de::DeserializeOwned>(
-    value: &serde_json::Value,
-    path: &[&str],
-) -> Option<T> {
-    let text = crate::kube::str_at(value, path)?;
-    serde_json::from_value(serde_json::Value::from(text)).ok()
-}
-
 /// A Rollout's phase by the same rules as the Deployments tab
-/// ([`crate::deployments::rollout_phase`]), its canary weight while mid-way, and its message.
+/// ([`crate::argo::rollout_phase`]), its canary weight while mid-way, and its message.
 fn rollout_state(rollout: &crate::kube::Object) -> RolloutState {
-    let (phase, message) = crate::deployments::rollout_phase(rollout);
+    let (phase, message) = crate::argo::rollout_phase(rollout);
     let canary_weight = (phase != RolloutPhase::Healthy)
         .then(|| crate::kube::at(&rollout.status, &["canary", "weights", "canary", "weight"]))
         .flatten()

@@ -18,8 +18,8 @@
 use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
 
+use crate::github::PullRequest;
 use crate::kube::Object;
-use crate::snapshot::{PullRequest, Snapshot};
 
 /// The API group of the Hangar XRs.
 pub const XR_GROUP: &str = "catalog.hangar.io";
@@ -174,8 +174,6 @@ pub fn promotion_rank(env: &str) -> (bool, Option<usize>) {
     (rank.is_none(), rank)
 }
 
-/// Whether `env` is the production environment, which a release reaches only through a
-/// reviewed pull request.
 /// The environment of `service` whose namespace (`app-<service>-<env>`) `object` is in.
 pub fn environment_of<'o>(object: &'o Object, service: &str) -> Option<&'o str> {
     match namespace_owner(object.namespace()?)? {
@@ -184,6 +182,8 @@ pub fn environment_of<'o>(object: &'o Object, service: &str) -> Option<&'o str> 
     }
 }
 
+/// Whether `env` is the production environment, which a release reaches only through a
+/// reviewed pull request.
 pub fn is_production(env: &str) -> bool {
     env == "prod"
 }
@@ -192,9 +192,8 @@ pub fn is_production(env: &str) -> bool {
 /// (`tower/promote-prod-1.4.0-3a8423b`): named for the change, so the same promotion
 /// finds its pull request again.
 pub fn promotion_branch(env: &str, image: &str) -> String {
-    let image = image.split('@').next().unwrap_or(image);
-    let name = image.rsplit('/').next().unwrap_or(image);
-    let tag = name.rsplit_once(':').map_or(name, |(_, tag)| tag);
+    let image = crate::image::Image::parse(image);
+    let tag = image.tag.unwrap_or_else(|| image.name());
     format!("tower/promote-{env}-{tag}")
 }
 
@@ -228,26 +227,7 @@ pub fn is_config_branch(branch: &str, file: &str) -> bool {
 /// prod release, `glidepath/releases/<release>.yaml` ([`record_path`]).
 pub const RECORDS_DIR: &str = "glidepath/releases";
 
-/// A release's name in its record: its image's tag (`1.4.0-3a8423b`), when the tag is one
-/// a file and a branch may be named for (letters, digits, `.`, `_`, `-`; 1 to 128, not
-/// starting with `.` or `-`).
-pub fn release_name(image: &str) -> Option<&str> {
-    let image = image.split('@').next().unwrap_or(image);
-    let name = image.rsplit('/').next().unwrap_or(image);
-    let (_, tag) = name.rsplit_once(':')?;
-    is_release_name(tag).then_some(tag)
-}
-
-/// Whether `name` may name a record's file and branches (see [`release_name`]).
-pub fn is_release_name(name: &str) -> bool {
-    (1..=128).contains(&name.len())
-        && !name.starts_with(['.', '-'])
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
-}
-
-/// The record file of `release` (a [`release_name`]) in `gitops-<app>`.
+/// The record file of `release` (a [`crate::image::release_name`]) in `gitops-<app>`.
 pub fn record_path(release: &str) -> String {
     format!("{RECORDS_DIR}/{release}.yaml")
 }
@@ -267,22 +247,6 @@ pub fn record_notes_branch(release: &str, change: &str) -> String {
 
 /// The label on every pull request that writes a release record.
 pub const RECORD_LABEL: &str = "tower-release-record";
-
-/// A release image's tag read by the platform's rule `<version>-<shortsha>` (the build's
-/// commit, 7 to 40 lowercase hex): `("1.4.0", "3a8423b")`. `None` for any other tag.
-pub fn release_tag(image: &str) -> Option<(&str, &str)> {
-    let image = image.split('@').next().unwrap_or(image);
-    // The tag follows the last `:` after the last `/` (a registry's port is not a tag).
-    let name = image.rsplit('/').next().unwrap_or(image);
-    let (_, tag) = name.rsplit_once(':')?;
-    let (version, sha) = tag.rsplit_once('-')?;
-    let hex = sha.len() >= 7
-        && sha.len() <= 40
-        && sha
-            .bytes()
-            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
-    (hex && !version.is_empty()).then_some((version, sha))
-}
 
 /// The service an object belongs to, by the platform's rules, in this order: an XR is the
 /// service; a composed resource names it in `crossplane.io/composite`; an Application in
@@ -389,30 +353,10 @@ pub fn service_of_repo(repo_name: &str) -> Option<&str> {
     is_dns_label(service).then_some(service)
 }
 
-/// Whether `service` is one the platform knows: an XR of that name on the control plane, or
-/// any object Hangar's rules give to it (an app of the fleet, its namespaces, its runs).
-pub fn is_known_service(snapshot: &Snapshot, service: &str) -> bool {
-    snapshot
-        .clusters
-        .values()
-        .flatten()
-        .any(|o| service_of(o) == Some(service))
-}
-
-/// Every service some object is of ([`service_of`]), by name.
-pub fn known_services(snapshot: &Snapshot) -> std::collections::BTreeSet<&str> {
-    snapshot
-        .clusters
-        .values()
-        .flatten()
-        .filter_map(|o| service_of(o))
-        .collect()
-}
-
 /// Whether `repo_name` (without owner, lower case) is one of the repositories Hangar's rules
 /// give a known service — the only repositories Tower's GitHub routes read, besides the
 /// configured tenants repositories. `knows` says whether a service is known
-/// ([`is_known_service`]).
+/// ([`crate::snapshot::Snapshot::knows`]).
 pub fn is_known_repo(repo_name: &str, knows: impl FnOnce(&str) -> bool) -> bool {
     let Some(service) = service_of_repo(repo_name) else {
         return false;
@@ -502,11 +446,14 @@ pub fn request_pr<'p>(
 }
 
 /// Where a service's `cicd.yaml` lives, as `(owner/repo, path)`: the repo and file its
-/// scaffold `RepositoryFile` writes (on the control plane), else [`DEFAULT_CICD_PATH`] in
-/// its GitOps repo.
-pub fn cicd_location(snapshot: &Snapshot, owner: &str, service: &str) -> (String, String) {
-    let scaffolded = snapshot
-        .cluster(&snapshot.control_plane_cluster)
+/// scaffold `RepositoryFile` writes (among the control plane's `objects`), else
+/// [`DEFAULT_CICD_PATH`] in its GitOps repo.
+pub fn cicd_location(
+    control_plane: &[std::sync::Arc<Object>],
+    owner: &str,
+    service: &str,
+) -> (String, String) {
+    let scaffolded = control_plane
         .iter()
         .filter(|o| o.kind == "RepositoryFile" && o.label(COMPOSITE_LABEL) == Some(service))
         .filter_map(|o| repository_file_target(o, owner))
@@ -533,9 +480,6 @@ fn repository_file_target(object: &Object, owner: &str) -> Option<(String, Strin
     };
     Some((repo, file.to_owned()))
 }
-
-/// The label Argo Rollouts puts on every pod of a Rollout: the pods Tower watches.
-pub const ROLLOUT_POD_SELECTOR: &str = "rollouts-pod-template-hash";
 
 /// A Kubernetes resource type Tower reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -630,7 +574,7 @@ pub const WATCHED_KINDS: &[WatchedKind] = &[
     // with its pod template's hash; a build's pods are never watched —, the autoscaler, and
     // the Events about them.
     WatchedKind {
-        selector: Some(ROLLOUT_POD_SELECTOR),
+        selector: Some(crate::argo::POD_HASH_LABEL),
         ..watched("", "v1", "Pod", "pods")
     },
     watched("", "v1", "Event", "events"),
@@ -681,28 +625,6 @@ mod tests {
             merged_at: merged_min.map(at),
             closed_at: merged_min.map(at),
             ..PullRequest::default()
-        }
-    }
-
-    #[test]
-    fn release_tags_follow_the_version_and_short_sha_rule() {
-        assert_eq!(
-            release_tag("ghcr.io/acme/shop:1.4.0-3a8423b"),
-            Some(("1.4.0", "3a8423b"))
-        );
-        assert_eq!(
-            release_tag("registry:5000/acme/shop:2.0.0-rc.1-0123456789abcdef@sha256:ab"),
-            Some(("2.0.0-rc.1", "0123456789abcdef"))
-        );
-        for other in [
-            "ghcr.io/acme/shop:latest",
-            "ghcr.io/acme/shop",
-            "registry:5000/acme/shop",
-            "ghcr.io/acme/shop:1.4.0-3A8423B",
-            "ghcr.io/acme/shop:1.4.0-3a842",
-            "ghcr.io/acme/shop:-3a8423b",
-        ] {
-            assert_eq!(release_tag(other), None, "{other}");
         }
     }
 

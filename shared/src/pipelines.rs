@@ -253,7 +253,7 @@ impl Pipelines {
 
 /// `service`'s runs in its CI/CD namespace on the control plane.
 pub fn derive(snapshot: &Snapshot, service: &str) -> Pipelines {
-    let objects = snapshot.cluster(&snapshot.control_plane_cluster);
+    let objects = snapshot.control_plane();
     let kind = objects
         .iter()
         .find(|o| hangar::is_xr(o) && o.name() == service)

@@ -11,10 +11,11 @@ use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::deployments::Deployments;
+use crate::github::{CheckRun, CommitStatus, PullRequest, Review};
 use crate::hangar;
+use crate::image::without_digest;
 use crate::pipelines::{Outcome, Pipelines, RunSummary};
-use crate::releases::by_tag;
-use crate::snapshot::{CheckRun, CommitStatus, PullRequest, Review, Snapshot};
+use crate::snapshot::Snapshot;
 
 /// Closed pull requests are listed this many days after they close.
 pub const RECENT_DAYS: i64 = 30;
@@ -357,10 +358,10 @@ fn stitch(
 
 /// The environments whose Rollout runs `image`, stable or as the canary.
 fn landed(image: &str, deployments: &Deployments) -> Vec<Landed> {
-    let image = by_tag(image);
+    let image = without_digest(image);
     let runs = |set: Option<&crate::deployments::ReplicaSetView>| {
         set.and_then(|s| s.image.as_deref())
-            .is_some_and(|i| by_tag(i) == image)
+            .is_some_and(|i| without_digest(i) == image)
     };
     deployments
         .environments
@@ -482,7 +483,7 @@ mod tests {
 
     fn review(who: &str, state: &str) -> Review {
         Review {
-            user: Some(crate::snapshot::GitHubUser {
+            user: Some(crate::github::GitHubUser {
                 login: who.to_owned(),
             }),
             state: state.to_owned(),
@@ -530,7 +531,7 @@ mod tests {
             status: status.to_owned(),
             conclusion: conclusion.map(str::to_owned),
             html_url: None,
-            app: Some(crate::snapshot::CheckApp {
+            app: Some(crate::github::CheckApp {
                 slug: slug.to_owned(),
             }),
         };

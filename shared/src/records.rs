@@ -165,7 +165,7 @@ pub const SCHEMA: &str = "tower.hangar.io/release-record/v1";
 pub struct Record {
     pub schema: String,
     pub service: String,
-    /// The release's name: its image's tag (`hangar::release_name`), which names the file.
+    /// The release's name: its image's tag (`image::release_name`), which names the file.
     pub release: String,
     pub image: String,
     pub version: Option<String>,
@@ -239,9 +239,9 @@ pub fn limit_of(condition: &str) -> Option<f64> {
 /// The pull request among `pulls` that promoted `image` to prod (Tower's branch for it,
 /// `hangar::promotion_branch`).
 pub fn promotion_of<'a>(
-    pulls: impl IntoIterator<Item = &'a crate::snapshot::PullRequest>,
+    pulls: impl IntoIterator<Item = &'a crate::github::PullRequest>,
     image: &str,
-) -> Option<&'a crate::snapshot::PullRequest> {
+) -> Option<&'a crate::github::PullRequest> {
     let branch = crate::hangar::promotion_branch("prod", image);
     pulls
         .into_iter()
@@ -258,7 +258,7 @@ pub fn draft(
     pipelines: &crate::pipelines::Pipelines,
     prod: Option<&crate::deployments::Environment>,
     compared: Option<&crate::releases::Comparison>,
-    promotion: Option<&crate::snapshot::PullRequest>,
+    promotion: Option<&crate::github::PullRequest>,
 ) -> Record {
     use crate::deployments::StepStatus;
     let build = release.run.as_ref().map(|name| {
@@ -369,12 +369,12 @@ pub fn draft(
             detail: format!("{sync}, {health}"),
         });
     }
-    let image = crate::releases::by_tag(&release.image);
+    let image = crate::image::without_digest(&release.image);
     let evidence = rollout
         .into_iter()
         .flat_map(|r| [r.canary.as_ref(), r.stable.as_ref()])
         .flatten()
-        .filter(|set| set.image.as_deref().map(crate::releases::by_tag) == Some(image))
+        .filter(|set| set.image.as_deref().map(crate::image::without_digest) == Some(image))
         .find_map(|set| set.evidence.as_ref());
     let read = evidence.map(|e| EvidenceRead {
         signing: e.signing,
@@ -421,7 +421,7 @@ pub fn draft(
     Record {
         schema: SCHEMA.to_owned(),
         service: service.to_owned(),
-        release: crate::hangar::release_name(&release.image)
+        release: crate::image::release_name(&release.image)
             .unwrap_or_default()
             .to_owned(),
         image: release.image.clone(),

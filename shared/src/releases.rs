@@ -13,8 +13,9 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+use crate::argo::{replica_set_image, RolloutPhase};
+use crate::cicd::Promotion;
 use crate::deployments::{Deployments, RolloutView};
-use crate::fleet::RolloutPhase;
 use crate::hangar;
 use crate::pipelines::{Pipelines, Trigger};
 
@@ -48,16 +49,6 @@ pub struct Cell {
     /// one that brought it (the canary's, or the stable version's with no canary beside
     /// it). `None` when not known — an earlier arrival leaves no trace Tower reads.
     pub arrived_at: Option<DateTime<Utc>>,
-}
-
-/// How a promotion is made: both through Git, never a write to a cluster.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Promotion {
-    /// A direct commit to the app's GitOps repo.
-    Commit,
-    /// A branch and a pull request someone reviews.
-    PullRequest,
 }
 
 /// Where a release can go next, and how.
@@ -275,7 +266,7 @@ impl Comparison {
     /// The comparison in one sentence: "1.4.2-bbbbbbb adds 3 commits (2 pull requests, 3
     /// builds) to 1.4.1-aaaaaaa; 5 files changed, 1 of them configuration."
     pub fn sentence(&self) -> String {
-        let tag = |image: &str| image.rsplit(':').next().unwrap_or(image).to_owned();
+        let tag = |image: &str| crate::image::short(image).to_owned();
         let count =
             |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
         format!(
@@ -387,34 +378,15 @@ pub fn arrivals(snapshot: &crate::snapshot::Snapshot, service: &str) -> Vec<Arri
         .filter_map(|rs| {
             Some(Arrival {
                 environment: hangar::environment_of(rs, service)?.to_owned(),
-                image: by_tag(replica_set_image(rs)?).to_owned(),
+                image: crate::image::without_digest(replica_set_image(rs)?).to_owned(),
                 at: rs.metadata.creation_timestamp?,
             })
         })
         .collect()
 }
 
-/// The image without its digest: a tag reads the same built or deployed.
-pub fn by_tag(image: &str) -> &str {
-    image.split('@').next().unwrap_or(image)
-}
-
-/// An image's tag (`1.42.0-ab12cd3`), or the image (without its digest) when it has none.
-pub fn tag_of(image: &str) -> &str {
-    let image = by_tag(image);
-    let name = image.rsplit('/').next().unwrap_or(image);
-    name.rsplit_once(':').map_or(image, |(_, tag)| tag)
-}
-
-/// The image a ReplicaSet's pod template runs (its first container's), when it names one.
-pub fn replica_set_image(rs: &crate::kube::Object) -> Option<&str> {
-    rs.spec["template"]["spec"]["containers"][0]["image"]
-        .as_str()
-        .filter(|image| !image.is_empty())
-}
-
 /// How a release reaches `environment`: as the app's `cicd.yaml` says for it (`said`, see
-/// [`crate::provisioning::CicdRead::promotions`]), else [`promotion_to`].
+/// [`crate::cicd::CicdRead::promotions`]), else [`promotion_to`].
 pub fn promotion_for(
     environment: &str,
     said: &std::collections::BTreeMap<String, Promotion>,
@@ -449,7 +421,8 @@ struct Running<'a> {
 impl<'a> Running<'a> {
     fn of(rollout: &'a RolloutView, synced_at: Option<DateTime<Utc>>) -> Self {
         let image = |set: Option<&'a crate::deployments::ReplicaSetView>| {
-            set.and_then(|s| s.image.as_deref()).map(by_tag)
+            set.and_then(|s| s.image.as_deref())
+                .map(crate::image::without_digest)
         };
         Self {
             stable: image(rollout.stable.as_ref()),
@@ -467,7 +440,7 @@ pub fn derive(
     service: &str,
     pipelines: &Pipelines,
     deployments: &Deployments,
-    pulls: &[crate::snapshot::PullRequest],
+    pulls: &[crate::github::PullRequest],
     arrivals: &[Arrival],
     promotions: &std::collections::BTreeMap<String, Promotion>,
 ) -> Releases {
@@ -484,7 +457,7 @@ pub fn derive(
     // The builds' images, newest first (pull requests' runs publish none that ship).
     let mut rows: Vec<Release> = Vec::new();
     for run in &pipelines.runs {
-        let Some(image) = run.image.as_deref().map(by_tag) else {
+        let Some(image) = run.image.as_deref().map(crate::image::without_digest) else {
             continue;
         };
         if matches!(run.trigger, Trigger::PullRequest { .. })
@@ -541,7 +514,7 @@ pub fn derive(
 }
 
 fn row(image: &str, run: Option<&crate::pipelines::RunSummary>) -> Release {
-    let (version, short_sha) = match hangar::release_tag(image) {
+    let (version, short_sha) = match crate::image::release_tag(image) {
         Some((version, sha)) => (Some(version.to_owned()), Some(sha.to_owned())),
         None => (None, None),
     };
@@ -594,7 +567,7 @@ fn proposed(
     service: &str,
     image: &str,
     environment: &str,
-    pulls: &[crate::snapshot::PullRequest],
+    pulls: &[crate::github::PullRequest],
 ) -> Option<PullRef> {
     let branch = hangar::promotion_branch(environment, image);
     let repo = hangar::gitops_repo(service, None);
@@ -841,7 +814,7 @@ mod tests {
         );
 
         // Release 2 live and healthy in staging, 1 in prod: 2 goes to prod next.
-        let ready = |pulls: &[crate::snapshot::PullRequest],
+        let ready = |pulls: &[crate::github::PullRequest],
                      said: &std::collections::BTreeMap<String, Promotion>| {
             derive(
                 "shop",
@@ -871,7 +844,7 @@ mod tests {
         );
         // Once its pull request is open (on the branch Tower names for it), the cell
         // points at it; a closed one, or one in another repository, does not count.
-        let pull = |repo: &str, state: &str, number: u64| -> crate::snapshot::PullRequest {
+        let pull = |repo: &str, state: &str, number: u64| -> crate::github::PullRequest {
             serde_json::from_value(json!({"repo": repo, "number": number, "title": "Promote",
                 "state": state, "html_url": format!("https://github.com/{repo}/pull/{number}"),
                 "head": {"ref": format!("tower/promote-prod-1.2.0-{:07x}", 0xa00_0000 + 2),

@@ -70,10 +70,7 @@ pub fn seen(rollout: &Object) -> String {
 /// The image as `name:tag` (its last path segment, without a digest).
 fn short(set: Option<&ReplicaSetView>, unknown: &'static str) -> String {
     set.and_then(|s| s.image.as_deref())
-        .map(|image| {
-            let image = image.split('@').next().unwrap_or(image);
-            image.rsplit('/').next().unwrap_or(image).to_owned()
-        })
+        .map(|image| crate::image::name_and_tag(image).to_owned())
         .unwrap_or_else(|| unknown.to_owned())
 }
 
@@ -147,8 +144,8 @@ pub fn offered(rollout: &RolloutView) -> Vec<OfferedAction> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::argo::RolloutPhase;
     use crate::deployments::{Step, StepStatus};
-    use crate::fleet::RolloutPhase;
 
     fn set(image: &str) -> ReplicaSetView {
         ReplicaSetView {

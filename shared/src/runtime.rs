@@ -13,6 +13,7 @@ use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::cicd::Targets;
 use crate::hangar;
 use crate::kube::{time, Object};
 use crate::slo;
@@ -167,6 +168,23 @@ fn autoscaler(object: &Object) -> Autoscaler {
     }
 }
 
+/// What the Runtime tab knows of an app before Prometheus is asked: where it runs and the
+/// objectives it is held to. Made once per change of the app's objects.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Runtime {
+    pub places: Vec<Place>,
+    pub targets: Targets,
+}
+
+/// `service`'s [`Runtime`] from its part of the snapshot.
+pub fn derive(snapshot: &Snapshot, service: &str) -> Runtime {
+    Runtime {
+        places: places(snapshot, service),
+        targets: snapshot.cicd_of(service).slo.unwrap_or_default(),
+    }
+}
+
 /// Where `service` runs in each of its environments, in promotion order.
 pub fn places(snapshot: &Snapshot, service: &str) -> Vec<Place> {
     let arrivals = crate::releases::arrivals(snapshot, service);
@@ -190,7 +208,7 @@ pub fn places(snapshot: &Snapshot, service: &str) -> Vec<Place> {
                 {
                     match object.kind.as_str() {
                         // The Rollout's pods: Argo Rollouts labels each with its hash.
-                        "Pod" if object.label("rollouts-pod-template-hash").is_some() => {
+                        "Pod" if object.label(crate::argo::POD_HASH_LABEL).is_some() => {
                             place.pods.push(pod(object));
                         }
                         "Event" => place.events.push(event(object)),
@@ -210,7 +228,7 @@ pub fn places(snapshot: &Snapshot, service: &str) -> Vec<Place> {
                 .iter()
                 .filter(|a| a.environment == place.environment)
                 .map(|a| Arrived {
-                    release: crate::releases::tag_of(&a.image).to_owned(),
+                    release: crate::image::short(&a.image).to_owned(),
                     at: a.at,
                 })
                 .collect();
@@ -219,31 +237,6 @@ pub fn places(snapshot: &Snapshot, service: &str) -> Vec<Place> {
             place
         })
         .collect()
-}
-
-/// An app's objectives: `cicd.yaml`'s `slo:` section, or Tower's defaults
-/// ([`Targets::default`], `docs/runtime.md`).
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Targets {
-    /// The share of requests that must succeed (0.999 for 99.9 %).
-    pub availability: f64,
-    pub latency_p95_ms: f64,
-    pub latency_p99_ms: f64,
-    /// Whether `cicd.yaml` declared them (else Tower's defaults).
-    pub declared: bool,
-}
-
-impl Default for Targets {
-    /// 99.9 % of requests succeed; p95 under 300 ms, p99 under 500 ms.
-    fn default() -> Self {
-        Self {
-            availability: 0.999,
-            latency_p95_ms: 300.0,
-            latency_p99_ms: 500.0,
-            declared: false,
-        }
-    }
 }
 
 /// What Tower asks Prometheus for.

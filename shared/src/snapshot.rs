@@ -13,6 +13,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::github::PullRequest;
 use crate::hangar;
 use crate::kube::Object;
 
@@ -50,7 +51,7 @@ pub struct Snapshot {
     /// What each `cicd.yaml` says, read by the backend ([`Snapshot::with_cicd_read`]) so
     /// the browser needs no YAML reader; a service's entry here stands for its text.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub cicd_read: BTreeMap<String, crate::provisioning::CicdRead>,
+    pub cicd_read: BTreeMap<String, crate::cicd::CicdRead>,
     /// Recorded provisioning runs, for typical durations.
     #[serde(default)]
     pub history: Vec<RecordedRun>,
@@ -84,124 +85,6 @@ fn lenient_clusters<'de, D: serde::Deserializer<'de>>(
             (name, objects)
         })
         .collect())
-}
-
-/// A GitHub pull request, in GitHub's own field names, plus the repository it belongs to.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct PullRequest {
-    /// `owner/name`.
-    pub repo: String,
-    pub number: u64,
-    pub title: String,
-    /// `open` or `closed`.
-    pub state: String,
-    #[serde(default)]
-    pub created_at: Option<DateTime<Utc>>,
-    #[serde(default)]
-    pub merged_at: Option<DateTime<Utc>>,
-    #[serde(default)]
-    pub closed_at: Option<DateTime<Utc>>,
-    #[serde(default)]
-    pub html_url: Option<String>,
-    #[serde(default)]
-    pub user: Option<GitHubUser>,
-    #[serde(default)]
-    pub draft: bool,
-    /// The branch it comes from and the commit at its tip.
-    #[serde(default)]
-    pub head: Option<GitRef>,
-    /// Merged: the commit the merge made on the base branch.
-    #[serde(default)]
-    pub merge_commit_sha: Option<String>,
-    /// People asked to review who have not yet.
-    #[serde(default)]
-    pub requested_reviewers: Vec<GitHubUser>,
-    /// Read when a page shows the pull request (`None`: not read): its reviews, oldest
-    /// first, and the check runs and commit statuses on its head commit.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reviews: Option<Vec<Review>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub check_runs: Option<Vec<CheckRun>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub statuses: Option<Vec<CommitStatus>>,
-}
-
-/// A pull request review (`GET /repos/{o}/{r}/pulls/{n}/reviews`).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Review {
-    #[serde(default)]
-    pub user: Option<GitHubUser>,
-    /// `APPROVED`, `CHANGES_REQUESTED`, `COMMENTED`, `DISMISSED` or `PENDING`.
-    pub state: String,
-    #[serde(default)]
-    pub submitted_at: Option<DateTime<Utc>>,
-}
-
-/// A check run on a commit (`GET /repos/{o}/{r}/commits/{ref}/check-runs`).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CheckRun {
-    pub name: String,
-    /// `queued`, `in_progress` or `completed`.
-    pub status: String,
-    /// Once completed: `success`, `failure`, `neutral`, `cancelled`, `skipped`,
-    /// `timed_out` or `action_required`.
-    #[serde(default)]
-    pub conclusion: Option<String>,
-    #[serde(default)]
-    pub html_url: Option<String>,
-    /// The GitHub App that made it.
-    #[serde(default)]
-    pub app: Option<CheckApp>,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CheckApp {
-    pub slug: String,
-}
-
-/// A commit status (`statuses[]` of `GET /repos/{o}/{r}/commits/{ref}/status`).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CommitStatus {
-    pub context: String,
-    /// `success`, `pending`, `failure` or `error`.
-    pub state: String,
-    #[serde(default)]
-    pub description: Option<String>,
-    #[serde(default)]
-    pub target_url: Option<String>,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct GitHubUser {
-    pub login: String,
-}
-
-/// A branch and a commit on it (`head` and `base` of a pull request).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct GitRef {
-    #[serde(rename = "ref")]
-    pub branch: String,
-    pub sha: String,
-}
-
-impl PullRequest {
-    /// The repository's name without its owner.
-    pub fn repo_name(&self) -> &str {
-        self.repo.rsplit('/').next().unwrap_or(&self.repo)
-    }
-
-    pub fn is_merged(&self) -> bool {
-        self.merged_at.is_some()
-    }
-
-    pub fn is_open(&self) -> bool {
-        self.state == "open" && !self.is_merged()
-    }
-
-    /// Closed by someone without being merged.
-    pub fn is_abandoned(&self) -> bool {
-        self.state == "closed" && !self.is_merged()
-    }
 }
 
 /// A Backstage catalog entity; Tower needs its kind, name and annotations.
@@ -252,6 +135,24 @@ pub struct SnapshotError {
 }
 
 impl Snapshot {
+    /// Whether `service` is one the platform knows: an XR of that name on the control plane, or
+    /// any object Hangar's rules give to it (an app of the fleet, its namespaces, its runs).
+    pub fn knows(&self, service: &str) -> bool {
+        self.clusters
+            .values()
+            .flatten()
+            .any(|o| hangar::service_of(o) == Some(service))
+    }
+
+    /// Every service some object is of ([`hangar::service_of`]), by name.
+    pub fn known_services(&self) -> std::collections::BTreeSet<&str> {
+        self.clusters
+            .values()
+            .flatten()
+            .filter_map(|o| hangar::service_of(o))
+            .collect()
+    }
+
     /// A snapshot that knows nothing but the time.
     pub fn empty(now: DateTime<Utc>) -> Self {
         Self {
@@ -270,12 +171,12 @@ impl Snapshot {
         }
     }
 
-    /// The snapshot with every object [`Object::trimmed`](crate::kube::Object::trimmed).
+    /// The snapshot with every object [`crate::trim::object`].
     #[must_use]
     pub fn trimmed(mut self) -> Self {
         for objects in self.clusters.values_mut() {
             for object in objects.iter_mut() {
-                *object = Arc::new(Object::clone(object).trimmed());
+                *object = Arc::new(crate::trim::object(Object::clone(object)));
             }
         }
         self
@@ -295,6 +196,11 @@ impl Snapshot {
                 message: err.into_inner().to_string(),
             }
         })
+    }
+
+    /// The control plane's objects (XRs, composed resources, CI/CD runs).
+    pub fn control_plane(&self) -> &[Arc<Object>] {
+        self.cluster(&self.control_plane_cluster)
     }
 
     /// The objects of one cluster (empty when the cluster is not in the snapshot).
@@ -370,10 +276,10 @@ impl Snapshot {
 impl Snapshot {
     /// What `service`'s `cicd.yaml` says: the backend's reading when it sent one, else the
     /// text read now (without the `yaml` feature, an unread text counts as unreadable).
-    pub fn cicd_of(&self, service: &str) -> crate::provisioning::CicdRead {
+    pub fn cicd_of(&self, service: &str) -> crate::cicd::CicdRead {
         match self.cicd_read.get(service) {
             Some(read) => read.clone(),
-            None => crate::provisioning::CicdRead::of(self.cicd.get(service).map(String::as_str)),
+            None => crate::cicd::CicdRead::of(self.cicd.get(service).map(String::as_str)),
         }
     }
 
@@ -385,12 +291,7 @@ impl Snapshot {
         self.cicd_read = self
             .cicd
             .iter()
-            .map(|(service, text)| {
-                (
-                    service.clone(),
-                    crate::provisioning::CicdRead::of(Some(text)),
-                )
-            })
+            .map(|(service, text)| (service.clone(), crate::cicd::CicdRead::of(Some(text))))
             .collect();
         self
     }

@@ -160,8 +160,10 @@ mod text {
     use yaml_edit::path::YamlPath as _;
     use yaml_edit::Document;
 
-    use super::{pointer, segments, Edit, Field, FieldKind, FileKind, Form, OpenMap, Problem};
-    use crate::api::{DiffLine, LineChange};
+    use super::{
+        pointer, segments, DiffLine, Edit, Field, FieldKind, FileKind, Form, LineChange, OpenMap,
+        Problem,
+    };
 
     /// An edit that cannot be written, naming the field.
     #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -565,20 +567,17 @@ owner-note: ask team-a before scaling down
         let after = apply(FileKind::EnvValues, PROD, &[edit("/replicas", "5")]).unwrap();
         let changed: Vec<_> = diff(PROD, &after)
             .into_iter()
-            .filter(|l| l.change != crate::api::LineChange::Same)
+            .filter(|l| l.change != LineChange::Same)
             .map(|l| (l.change, l.text))
             .collect();
         assert_eq!(
             changed,
             vec![
                 (
-                    crate::api::LineChange::Removed,
+                    LineChange::Removed,
                     "replicas: 3   # three zones".to_owned()
                 ),
-                (
-                    crate::api::LineChange::Added,
-                    "replicas: 5   # three zones".to_owned()
-                ),
+                (LineChange::Added, "replicas: 5   # three zones".to_owned()),
             ]
         );
     }
@@ -663,4 +662,21 @@ owner-note: ask team-a before scaling down
         assert_eq!(segments(&p).unwrap(), vec!["a/b", "c~d"]);
         assert_eq!(segments("nope"), None);
     }
+}
+
+/// One line of a file's diff.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DiffLine {
+    pub change: LineChange,
+    /// The line without its end.
+    pub text: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LineChange {
+    Same,
+    Removed,
+    Added,
 }

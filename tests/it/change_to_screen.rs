@@ -24,25 +24,6 @@ async fn texts(c: &fantoccini::Client, css: &str) -> anyhow::Result<Vec<String>>
     Ok(serde_json::from_value(found)?)
 }
 
-/// Polls `check` every 50 ms for at most `limit`.
-async fn until<T, F, Fut>(limit: Duration, what: &str, mut check: F) -> anyhow::Result<T>
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = anyhow::Result<Option<T>>>,
-{
-    let deadline = tokio::time::Instant::now() + limit;
-    loop {
-        if let Some(value) = check().await? {
-            return Ok(value);
-        }
-        anyhow::ensure!(
-            tokio::time::Instant::now() < deadline,
-            "{what}: not within {limit:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
 /// Opens the page at `path` signed in as the demo's guest and waits for `css` and for the
 /// page to follow `/api/events`.
 async fn open(browser: &Browser, tower: &Live, path: &str, css: &str) -> anyhow::Result<()> {
@@ -106,7 +87,7 @@ async fn a_merged_pull_request_reaches_the_page_within_two_seconds() {
                 )?;
                 anyhow::Ok(rows.into_iter().find(|(name, _)| name == "wallet").map(|(_, c)| c))
             };
-            let before = until(Duration::from_secs(10), "the request on the page", || async {
+            let before = eventually(Duration::from_secs(10), "the request on the page", || async {
                 current().await
             })
             .await?;
@@ -120,7 +101,7 @@ async fn a_merged_pull_request_reaches_the_page_within_two_seconds() {
                 .send()
                 .await?;
             anyhow::ensure!(merge.status().is_success(), "merge: {}", merge.status());
-            let after = until(Duration::from_secs(10), "the merge on the page", || async {
+            let after = eventually(Duration::from_secs(10), "the merge on the page", || async {
                 Ok(current().await?.filter(|c| c.starts_with("Request applied")))
             })
             .await?;
@@ -203,7 +184,7 @@ async fn kubernetes_changes_reach_the_page_quickly() {
                 let at: i64 =
                     serde_json::from_value(c.execute("return Date.now();", vec![]).await?)?;
                 anyhow::ensure!(tower.world.platform.set_object("dev", changed));
-                let seen = until(Duration::from_secs(10), "the change on the page", || async {
+                let seen = eventually(Duration::from_secs(10), "the change on the page", || async {
                     let changes: Vec<(i64, String)> = serde_json::from_value(
                         c.execute("return window.__changes;", vec![]).await?,
                     )?;
@@ -370,7 +351,7 @@ async fn the_page_and_the_api_tell_the_same_time_at_twenty_times_speed() {
             let c = &browser.client;
             let path = format!("/tower?view=provisioning&service={service}");
             open(&browser, &tower, &path, ".state.stale li").await?;
-            until(Duration::from_secs(10), "both notices", || async {
+            eventually(Duration::from_secs(10), "both notices", || async {
                 Ok((texts(c, ".state.stale li").await?.len() == 2).then_some(()))
             })
             .await?;

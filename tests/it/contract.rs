@@ -16,18 +16,18 @@ use anyhow::Context as _;
 use serde::Serialize;
 use serde_json::{json, Value};
 use tower_shared::api::*;
-use tower_shared::fleet::{
-    Fleet, FleetApp, FleetCell, HealthStatus, RolloutPhase, RolloutState, SyncStatus,
-};
+use tower_shared::argo::{HealthStatus, RolloutPhase, SyncStatus};
+use tower_shared::cicd::FirstEnvironment;
+use tower_shared::fleet::{Fleet, FleetApp, FleetCell, RolloutState};
+use tower_shared::github::{GitHubUser, PullRequest};
 use tower_shared::hangar::ServiceKind;
 use tower_shared::kube::Object;
 use tower_shared::provisioning::{
-    CreatedResource, Event, FirstEnvironment, Group, Link, ResourceState, ServiceProgress, Step,
-    StepId, StepStatus, TypicalSource,
+    CreatedResource, Event, Group, Link, ResourceState, ServiceProgress, Step, StepId, StepStatus,
+    TypicalSource,
 };
-use tower_shared::snapshot::{
-    CatalogEntity, CatalogMetadata, GitHubUser, PullRequest, RecordedRun, Snapshot,
-};
+use tower_shared::snapshot::{CatalogEntity, CatalogMetadata, RecordedRun, Snapshot};
+use tower_shared::values::{DiffLine, LineChange};
 
 use crate::support::{root, Demo};
 
@@ -167,7 +167,7 @@ fn samples() -> Vec<(&'static str, Value)> {
             login: "dana".to_owned(),
         }),
         draft: false,
-        head: Some(tower_shared::snapshot::GitRef {
+        head: Some(tower_shared::github::GitRef {
             branch: "resync".to_owned(),
             sha: "4f2d9c0e7a1b3c5d6e8f9a0b1c2d3e4f5a6b7c8d".to_owned(),
         }),
@@ -175,23 +175,23 @@ fn samples() -> Vec<(&'static str, Value)> {
         requested_reviewers: vec![GitHubUser {
             login: "ana".to_owned(),
         }],
-        reviews: Some(vec![tower_shared::snapshot::Review {
+        reviews: Some(vec![tower_shared::github::Review {
             user: Some(GitHubUser {
                 login: "bo".to_owned(),
             }),
             state: "APPROVED".to_owned(),
             submitted_at: Some(time),
         }]),
-        check_runs: Some(vec![tower_shared::snapshot::CheckRun {
+        check_runs: Some(vec![tower_shared::github::CheckRun {
             name: "commitlint".to_owned(),
             status: "completed".to_owned(),
             conclusion: Some("success".to_owned()),
             html_url: Some("https://github.com/acme/gitops-shop/runs/71".to_owned()),
-            app: Some(tower_shared::snapshot::CheckApp {
+            app: Some(tower_shared::github::CheckApp {
                 slug: "github-actions".to_owned(),
             }),
         }]),
-        statuses: Some(vec![tower_shared::snapshot::CommitStatus {
+        statuses: Some(vec![tower_shared::github::CommitStatus {
             context: "dco".to_owned(),
             state: "success".to_owned(),
             description: Some("All commits are signed off".to_owned()),
@@ -292,10 +292,7 @@ fn samples() -> Vec<(&'static str, Value)> {
         ),
         (
             "Summary",
-            json_of(tower_shared::provisioning::summary(
-                std::slice::from_ref(&service),
-                health.clone(),
-            )),
+            json_of(Summary::of(std::slice::from_ref(&service), health.clone())),
         ),
         (
             "SnapshotAnswer",
@@ -314,7 +311,7 @@ fn samples() -> Vec<(&'static str, Value)> {
         (
             "ReleasesAnswer",
             json_of(tower_shared::api::ReleasesAnswer {
-                releases: tower_backend::derived::releases_of(&paused, "flight-api"),
+                releases: tower_backend::tabs::releases_of(&paused, "flight-api"),
                 health: health.clone(),
             }),
         ),
@@ -444,7 +441,7 @@ fn samples() -> Vec<(&'static str, Value)> {
                 service: "shop".to_owned(),
                 image: "ghcr.io/acme/shop:1.2.0-bbbbbbb".to_owned(),
                 environment: "prod".to_owned(),
-                how: tower_shared::releases::Promotion::PullRequest,
+                how: tower_shared::cicd::Promotion::PullRequest,
                 repo: "acme/gitops-shop".to_owned(),
                 path: "glidepath/envs/prod.yaml".to_owned(),
                 branch: "tower/promote-prod-1.2.0-bbbbbbb".to_owned(),
@@ -668,7 +665,7 @@ fn samples() -> Vec<(&'static str, Value)> {
 fn dora_answer() -> tower_shared::api::DoraAnswer {
     let text = std::fs::read_to_string(root().join("fixtures/dora/week.json")).unwrap();
     let snapshot = tower_shared::snapshot::Snapshot::from_json(&text).unwrap();
-    let answer = tower_backend::derived::dora_answer(
+    let answer = tower_backend::tabs::dora_answer(
         Some("shop"),
         7,
         [("shop", snapshot.clone())],
@@ -699,7 +696,12 @@ fn runtime_answer() -> tower_shared::api::RuntimeAnswer {
             readings.figures.insert(asked.key(), 0.0004);
         }
     }
-    let slo = runtime::slo(&readings, &runtime::Targets::default(), &arrivals, time);
+    let slo = runtime::slo(
+        &readings,
+        &tower_shared::cicd::Targets::default(),
+        &arrivals,
+        time,
+    );
     tower_shared::api::RuntimeAnswer {
         service: "shop".to_owned(),
         environments: vec![tower_shared::api::RuntimeEnvironment {

@@ -3,9 +3,10 @@
 //! rollouts` reads it, in plain words.
 
 use proptest::prelude::*;
+use tower_shared::argo::RolloutPhase;
 use tower_shared::deployments::{derive_deployments, Deployments, StepKind, StepStatus, Strategy};
 use tower_shared::evidence::Signing;
-use tower_shared::fleet::{RolloutPhase, Severity};
+use tower_shared::fleet::Severity;
 use tower_shared::snapshot::Snapshot;
 
 use crate::support::root;

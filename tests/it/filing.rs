@@ -7,7 +7,6 @@ use std::sync::Arc;
 
 use tower_backend::filed::{Filing, Stored};
 use tower_shared::fleet::{assemble, derive_fleet};
-use tower_shared::hangar;
 use tower_shared::kube::Object;
 use tower_shared::provisioning::derive_provisioning;
 use tower_shared::snapshot::Snapshot;
@@ -57,7 +56,7 @@ fn assert_same(name: &str, filing: &Filing, base: &Snapshot, whole: &Snapshot) {
         "{name}: provisioning"
     );
     let filed = filing.filed();
-    let services = hangar::known_services(whole);
+    let services = whole.known_services();
     for service in &services {
         assert!(filed.knows(service), "{name}: {service} is known");
         assert_eq!(

@@ -10,7 +10,8 @@ use proptest::prelude::*;
 use serde_json::{json, Value};
 use tower::ServiceExt as _;
 use tower_backend::{app, assets, config, history};
-use tower_shared::provisioning::{derive_provisioning, first_environment};
+use tower_shared::cicd::first_environment;
+use tower_shared::provisioning::derive_provisioning;
 use tower_shared::snapshot::Snapshot;
 
 /// Any JSON value, a few levels deep.

@@ -2,7 +2,8 @@
 
 use reqwest::header::{ACCEPT_ENCODING, CACHE_CONTROL, CONTENT_ENCODING, CONTENT_TYPE};
 use reqwest::StatusCode;
-use tower_shared::fleet::{Fleet, HealthStatus, RolloutPhase};
+use tower_shared::argo::{HealthStatus, RolloutPhase};
+use tower_shared::fleet::Fleet;
 
 use crate::support::Demo;
 

@@ -19,7 +19,14 @@
 //! - [`cli`] — the `tower` command line and its errors.
 //! - [`contract`] — the OpenAPI document: valid, declaring every field the answer types send,
 //!   and Schemathesis finding nothing against `tower demo`.
-//! - [`browser`] — the app in headless Chromium, driven through chromedriver.
+//! - [`browser`] — the app in headless Chromium, driven through chromedriver, a module per page.
+//! - [`deployments`], [`canary_actions`], [`releases`], [`promotions`], [`records`],
+//!   [`runtime`], [`config`], [`dora`], [`activity`], [`pipelines`] — each tab's derivation and
+//!   routes, and the writes it makes through Git or Argo CD.
+//! - [`gitops`] — the one GitHub write path: fifty presses make one commit.
+//! - [`replicas`] — two `tower serve` on one PostgreSQL, one killed mid-rollout.
+//! - [`image`] — the OCI image: read as a registry would, its binary run.
+//! - [`deploy`] — the Kubernetes manifests in `deploy/`, rendered by kubectl.
 //! - [`change_to_screen`] — a PR merge and Kubernetes changes reaching an open page, and the
 //!   page telling Tower's time like the API at 20×.
 

@@ -246,7 +246,7 @@ async fn a_prod_promotion_is_one_pull_request_and_merging_it_rolls_out() {
     let (status, preview) = tower.get(&preview_path(&image, "prod")).await.unwrap();
     assert_eq!(status, 200, "{preview}");
     assert_eq!(preview["how"], "pull-request");
-    let tag = image.rsplit(':').next().unwrap();
+    let tag = tower_shared::image::tag(&image).unwrap();
     assert_eq!(preview["branch"], format!("tower/promote-prod-{tag}"));
     assert_eq!(preview["pull"], Value::Null);
 

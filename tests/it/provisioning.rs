@@ -667,7 +667,7 @@ fn a_step_first_seen_done_late_ends_now_so_the_provision_is_recorded() {
     assert!(!names(&derive(&snapshot)).contains(&"shop"));
 }
 
-/// Tower keeps objects trimmed (`Object::trimmed`): every view derived from a trimmed
+/// Tower keeps objects trimmed (`tower_shared::trim::object`): every view derived from a trimmed
 /// snapshot equals the one derived from the whole snapshot, for every fixture and for the
 /// simulated platform's world (whose objects carry env, Helm values and secret params).
 #[test]
@@ -695,7 +695,7 @@ fn trimmed_objects_derive_exactly_what_whole_ones_do() {
             "{name}"
         );
         assert_eq!(derive_fleet(&trimmed), derive_fleet(&whole), "{name}");
-        for service in tower_shared::hangar::known_services(&whole) {
+        for service in whole.known_services() {
             assert_eq!(
                 derive_cloud_deploys(&trimmed, service),
                 derive_cloud_deploys(&whole, service),

@@ -341,7 +341,7 @@ fn links_of(snapshot: &Snapshot) -> Vec<String> {
     }
     // The Deployments tab of every service an object belongs to: Argo CD revisions, and the
     // evidence's source commits and transparency log entries.
-    for service in tower_shared::hangar::known_services(snapshot) {
+    for service in snapshot.known_services() {
         let tab = tower_shared::deployments::derive_deployments(snapshot, service);
         for env in tab.environments.iter().flatten() {
             links.extend(env.argo.iter().filter_map(|a| a.revision_url.clone()));

@@ -39,7 +39,7 @@ fn a_release_live_in_prod_is_drafted_with_its_journey_gates_evidence_and_score()
     let image = app.prod_image(at);
     let snapshot = snapshot_at(&fleet, at);
     let service = app.name.as_str();
-    let releases = tower_backend::derived::releases_of(&snapshot, service);
+    let releases = tower_backend::tabs::releases_of(&snapshot, service);
     let release = releases
         .releases
         .iter()
@@ -207,7 +207,7 @@ async fn a_release_tower_takes_to_prod_is_written_up_once_and_people_add_their_p
     // Three replicas' recorders, all looking at once.
     let recorders: Vec<_> = (0..3).map(|_| tower.record_releases()).collect();
     let image = crate::promotions::live_in_prod(&tower).await;
-    let release = tower_shared::hangar::release_name(&image)
+    let release = tower_shared::image::release_name(&image)
         .unwrap()
         .to_owned();
     let repo = format!("acme/gitops-{APP}");
@@ -215,13 +215,17 @@ async fn a_release_tower_takes_to_prod_is_written_up_once_and_people_add_their_p
 
     // The record's pull request opens by itself: one, whatever the replicas. GitHub labels a
     // pull request in a second call after opening it, so the wait is for the labelled one.
-    let pr = eventually(Wait::from_secs(30), "the record's labelled pull request", || async {
-        let found = open_pulls(&tower, &repo, &branch).await;
-        found
-            .iter()
-            .any(|p| p["labels"].as_array().is_some_and(|l| !l.is_empty()))
-            .then_some(found)
-    })
+    let pr = eventually(
+        Wait::from_secs(30),
+        "the record's labelled pull request",
+        || async {
+            let found = open_pulls(&tower, &repo, &branch).await;
+            found
+                .iter()
+                .any(|p| p["labels"].as_array().is_some_and(|l| !l.is_empty()))
+                .then_some(found)
+        },
+    )
     .await
     .unwrap();
     assert_eq!(pr.len(), 1, "{pr:?}");
@@ -453,7 +457,7 @@ fn the_documented_table_recomputes_a_drafted_records_score_and_the_cli_prints_it
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("snapshot.json");
     std::fs::write(&file, serde_json::to_string(&snapshot).unwrap()).unwrap();
-    let release = tower_shared::hangar::release_name(&app.prod_image(at))
+    let release = tower_shared::image::release_name(&app.prod_image(at))
         .unwrap()
         .to_owned();
     let run = |format: &str, release: &str| {

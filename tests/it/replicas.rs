@@ -168,7 +168,7 @@ async fn two_replicas_on_one_postgres_write_once_and_answer_alike_when_one_is_ki
     until(&client, &second, &image, "prod", "live").await;
 
     // The release record: one pull request, whoever wrote it.
-    let release = tower_shared::hangar::release_name(&image)
+    let release = tower_shared::image::release_name(&image)
         .unwrap()
         .to_owned();
     let branch = tower_shared::hangar::record_branch(&release);

@@ -13,10 +13,12 @@ use hangar_sim::stories::fleet::BUILD_TAKES;
 use proptest::prelude::*;
 use proptest::test_runner::RngSeed;
 use tower_shared::activity::{self, Kind};
+use tower_shared::github::PullRequest;
+use tower_shared::image;
 use tower_shared::pipelines::Outcome;
 use tower_shared::pulls::PrState;
-use tower_shared::releases::{tag_of, CellState};
-use tower_shared::snapshot::{PullRequest, Snapshot};
+use tower_shared::releases::CellState;
+use tower_shared::snapshot::Snapshot;
 
 use crate::support::{objects_of, test_start};
 
@@ -80,7 +82,7 @@ fn check(start: DateTime<Utc>) -> Result<(), String> {
         }
 
         // The fleet's cell and the matrix agree on what is live.
-        let releases = tower_backend::derived::releases_of(&part, service);
+        let releases = tower_backend::tabs::releases_of(&part, service);
         for cell in &app.cells {
             let live: Vec<&str> = releases
                 .releases
@@ -90,7 +92,7 @@ fn check(start: DateTime<Utc>) -> Result<(), String> {
                         .iter()
                         .any(|c| c.environment == cell.environment && c.state == CellState::Live)
                 })
-                .map(|r| tag_of(&r.image))
+                .map(|r| image::short(&r.image))
                 .collect();
             if live.len() > 1 || cell.image_tag.as_deref() != live.first().copied() {
                 return Err(format!(

@@ -998,21 +998,52 @@ pub async fn call(
     (status, body)
 }
 
-/// Polls `check` every 100 ms until it returns `Some`, for at most `limit`.
+/// What a check of [`eventually`] may answer: `Some(value)` / `Ok(Some(value))` / `Ok(true)`
+/// once it holds, `None` / `Ok(None)` / `Ok(false)` while it does not yet, and `Err` when
+/// waiting longer cannot help.
+pub trait Outcome<T> {
+    fn outcome(self) -> anyhow::Result<Option<T>>;
+}
+
+impl<T> Outcome<T> for Option<T> {
+    fn outcome(self) -> anyhow::Result<Option<T>> {
+        Ok(self)
+    }
+}
+
+impl<T> Outcome<T> for anyhow::Result<Option<T>> {
+    fn outcome(self) -> anyhow::Result<Option<T>> {
+        self
+    }
+}
+
+impl Outcome<()> for anyhow::Result<bool> {
+    fn outcome(self) -> anyhow::Result<Option<()>> {
+        self.map(|holds| holds.then_some(()))
+    }
+}
+
+/// How often [`eventually`] looks: often enough that a test measuring how soon something
+/// shows (`change_to_screen`) reads it within this much.
+pub const LOOK_EVERY: Duration = Duration::from_millis(50);
+
+/// Looks with `check` every [`LOOK_EVERY`] until it holds, for at most `limit`: the one
+/// wait-until of the tests (a condition with a deadline, never a fixed sleep).
 pub async fn eventually<T, F, Fut>(limit: Duration, what: &str, mut check: F) -> anyhow::Result<T>
 where
     F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
+    Fut: std::future::Future,
+    Fut::Output: Outcome<T>,
 {
     let deadline = tokio::time::Instant::now() + limit;
     loop {
-        if let Some(value) = check().await {
+        if let Some(value) = check().await.outcome()? {
             return Ok(value);
         }
         if tokio::time::Instant::now() > deadline {
             bail!("{what}: not within {limit:?}");
         }
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        tokio::time::sleep(LOOK_EVERY).await;
     }
 }
 

@@ -559,3 +559,277 @@ fn proxy_examples_trust_exact_addresses() {
     }
     assert!(examples.len() >= 3, "no proxy example found: {examples:?}");
 }
+
+/// `shared`'s modules, each with the modules it names (`crate::<module>` outside tests and
+/// comments). A folder module (`provisioning/`) is one module.
+fn shared_imports() -> std::collections::BTreeMap<String, std::collections::BTreeSet<String>> {
+    let src = root().join("shared/src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut imports: std::collections::BTreeMap<String, std::collections::BTreeSet<String>> =
+        std::collections::BTreeMap::new();
+    for file in &files {
+        let relative = file.strip_prefix(&src).expect("under shared/src");
+        let first = relative.components().next().expect("a path");
+        let module = first
+            .as_os_str()
+            .to_string_lossy()
+            .trim_end_matches(".rs")
+            .to_owned();
+        if module == "lib" {
+            continue;
+        }
+        let text = std::fs::read_to_string(file).expect("reading a source file");
+        let named = imports.entry(module.clone()).or_default();
+        for line in non_test_code(&text)
+            .lines()
+            .filter(|l| !l.trim_start().starts_with("//"))
+        {
+            named.extend(crate_paths(line).into_iter().filter(|m| *m != module));
+        }
+    }
+    let modules: std::collections::BTreeSet<String> = imports.keys().cloned().collect();
+    for named in imports.values_mut() {
+        named.retain(|m| modules.contains(m));
+    }
+    imports
+}
+
+/// The modules a line names as `crate::<module>` or inside `crate::{a, b::c}`.
+fn crate_paths(line: &str) -> Vec<String> {
+    let word = |s: &str| -> String {
+        s.chars()
+            .take_while(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '_')
+            .collect()
+    };
+    let mut out = Vec::new();
+    for (at, _) in line.match_indices("crate::") {
+        let rest = &line[at + "crate::".len()..];
+        if let Some(group) = rest.strip_prefix('{') {
+            // The group's own items: a `,` at depth 0 starts the next one.
+            let mut depth = 0;
+            let mut item_start = true;
+            for (i, c) in group.char_indices() {
+                match c {
+                    '{' => depth += 1,
+                    '}' if depth == 0 => break,
+                    '}' => depth -= 1,
+                    ',' if depth == 0 => item_start = true,
+                    c if item_start && !c.is_whitespace() => {
+                        out.push(word(&group[i..]));
+                        item_start = false;
+                    }
+                    _ => {}
+                }
+            }
+        } else {
+            out.push(word(rest));
+        }
+    }
+    out.retain(|m| !m.is_empty() && m != "self");
+    out
+}
+
+/// A circle of imports among `modules`, as the modules in it, if there is one.
+fn a_circle(
+    imports: &std::collections::BTreeMap<String, std::collections::BTreeSet<String>>,
+) -> Option<Vec<String>> {
+    // Depth-first, keeping the path: a module met again on the path closes a circle.
+    fn visit<'a>(
+        module: &'a str,
+        imports: &'a std::collections::BTreeMap<String, std::collections::BTreeSet<String>>,
+        path: &mut Vec<&'a str>,
+        done: &mut std::collections::BTreeSet<&'a str>,
+    ) -> Option<Vec<String>> {
+        if let Some(at) = path.iter().position(|m| *m == module) {
+            return Some(path[at..].iter().map(|m| (*m).to_owned()).collect());
+        }
+        if !done.insert(module) {
+            return None;
+        }
+        path.push(module);
+        for next in imports.get(module).into_iter().flatten() {
+            if let Some(circle) = visit(next, imports, path, done) {
+                return Some(circle);
+            }
+        }
+        path.pop();
+        None
+    }
+    let mut done = std::collections::BTreeSet::new();
+    imports
+        .keys()
+        .find_map(|m| visit(m, imports, &mut Vec::new(), &mut done))
+}
+
+/// `shared` is built in floors: the platform's and the tools' vocabulary (`kube`, `image`,
+/// `argo`, `tekton`, `github`, `cicd`, `hangar`) at the bottom, derivations above, `api` on
+/// top; no module imports one that imports it back, however far round.
+#[test]
+fn shareds_modules_import_each_other_without_a_circle() {
+    let imports = shared_imports();
+    assert!(imports.len() > 20, "read only {:?}", imports.keys());
+    assert_eq!(a_circle(&imports), None, "imports: {imports:#?}");
+    for ground in ["kube", "image", "argo", "github", "time"] {
+        let above: Vec<&String> = imports[ground]
+            .iter()
+            .filter(|m| !["kube", "image", "time"].contains(&m.as_str()))
+            .collect();
+        assert!(
+            above.is_empty(),
+            "{ground} is ground floor, yet imports {above:?}"
+        );
+    }
+}
+
+#[test]
+fn the_circle_finder_finds_a_circle() {
+    let imports = [("a", &["b"][..]), ("b", &["c"]), ("c", &["a"]), ("d", &[])]
+        .into_iter()
+        .map(|(m, named)| {
+            (
+                m.to_owned(),
+                named.iter().map(|n| (*n).to_owned()).collect(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        a_circle(&imports),
+        Some(vec!["a".into(), "b".into(), "c".into()])
+    );
+    assert_eq!(
+        crate_paths("use crate::{argo::{self, word}, kube::Object}; crate::image::tag(x)"),
+        ["argo", "kube", "image"]
+    );
+}
+
+/// One reader of image references (`shared::image`): nowhere else splits an image at `:`
+/// (a registry's port read as a tag was a bug more than once).
+#[test]
+fn image_references_are_read_by_shared_image_only() {
+    let splits = |line: &str| {
+        ["rsplit(':')", "rsplit_once(':')", "split(':')"]
+            .iter()
+            .any(|p| line.contains(p))
+            && (line.contains("image") || line.contains("tag"))
+    };
+    let mut found = lines_matching("shared/src", &["image.rs"], splits);
+    found.extend(lines_matching("frontend/src", &[], splits));
+    found.extend(lines_matching("backend/src", &[], splits));
+    found.extend(lines_matching("tests/it", &["tidy.rs"], splits));
+    assert!(
+        found.is_empty(),
+        "read images with tower_shared::image: {found:#?}"
+    );
+}
+
+/// The modules `file` declares (`mod x;` / `pub mod x;` at the top level) that its module map
+/// (the `//!` comment) does not name as [`x`].
+fn unmapped_modules(file: &str) -> Vec<String> {
+    let text = std::fs::read_to_string(root().join(file)).expect("reading a crate root");
+    let map: String = text
+        .lines()
+        .filter(|l| l.starts_with("//!"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    text.lines()
+        .filter_map(|l| {
+            l.strip_prefix("pub mod ")
+                .or_else(|| l.strip_prefix("mod "))
+                .and_then(|rest| rest.strip_suffix(';'))
+        })
+        .filter(|module| !map.contains(&format!("[`{module}`]")))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Every crate's and folder's module map names each module it declares, so a stranger finds
+/// every room from the door.
+#[test]
+fn module_maps_name_every_module() {
+    let roots = [
+        "shared/src/lib.rs",
+        "backend/src/lib.rs",
+        "backend/src/routes/mod.rs",
+        "backend/src/live/mod.rs",
+        "frontend/src/main.rs",
+        "frontend/src/tabs/mod.rs",
+        "crates/hangar-sim/src/lib.rs",
+        "crates/hangar-sim/src/stories/mod.rs",
+        "crates/xtask/src/main.rs",
+        "tests/it/main.rs",
+        "tests/it/browser/mod.rs",
+        "tests/it/routes/mod.rs",
+    ];
+    let unmapped: Vec<(&str, Vec<String>)> = roots
+        .iter()
+        .map(|file| (*file, unmapped_modules(file)))
+        .filter(|(_, missing)| !missing.is_empty())
+        .collect();
+    assert!(
+        unmapped.is_empty(),
+        "modules missing from their module maps: {unmapped:#?}"
+    );
+}
+
+/// Every invariant ARCHITECTURE.md states names a test that checks it, and every test it
+/// names exists (`module::test`, or `module::file::test` for a folder module).
+#[test]
+fn every_invariant_in_architecture_md_names_a_test_that_exists() {
+    let text = std::fs::read_to_string(root().join("ARCHITECTURE.md")).unwrap();
+    let section = text
+        .split("## Invariants")
+        .nth(1)
+        .and_then(|rest| rest.split("\n## ").next())
+        .expect("ARCHITECTURE.md has an Invariants section");
+    let bullets: Vec<String> = section
+        .split("\n- ")
+        .skip(1)
+        .map(|b| b.split("\n\n").next().unwrap_or(b).to_owned())
+        .collect();
+    assert!(
+        bullets.len() >= 10,
+        "read only {} invariants",
+        bullets.len()
+    );
+    let tests = root().join("tests/it");
+    let mut unnamed = Vec::new();
+    let mut missing = Vec::new();
+    for bullet in &bullets {
+        let named: Vec<&str> = bullet
+            .split('`')
+            .skip(1)
+            .step_by(2)
+            .filter(|quoted| {
+                let first = quoted.split("::").next().unwrap_or_default();
+                tests.join(format!("{first}.rs")).exists() || tests.join(first).is_dir()
+            })
+            .collect();
+        if named.is_empty() {
+            unnamed.push(bullet.lines().next().unwrap_or_default().to_owned());
+        }
+        for path in named {
+            let parts: Vec<&str> = path.split("::").collect();
+            let file = match parts.as_slice() {
+                [module] => tests.join(format!("{module}.rs")),
+                [module, _] => tests.join(format!("{module}.rs")),
+                [module, file, _] => tests.join(module).join(format!("{file}.rs")),
+                _ => tests.join("none"),
+            };
+            let found = parts.len() == 1
+                || std::fs::read_to_string(&file)
+                    .is_ok_and(|code| code.contains(&format!("fn {}(", parts[parts.len() - 1])));
+            if !found {
+                missing.push(path.to_owned());
+            }
+        }
+    }
+    assert!(
+        unnamed.is_empty(),
+        "invariants naming no test: {unnamed:#?}"
+    );
+    assert!(
+        missing.is_empty(),
+        "tests ARCHITECTURE.md names that do not exist: {missing:#?}"
+    );
+}

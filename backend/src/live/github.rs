@@ -13,7 +13,7 @@ use http::StatusCode;
 use octocrab::Octocrab;
 use serde_json::Value;
 use tower_shared::api::GitHubTrouble;
-use tower_shared::snapshot::{CheckRun, CommitStatus, GitHubUser, GitRef, PullRequest, Review};
+use tower_shared::github::{CheckRun, CommitStatus, GitHubUser, GitRef, PullRequest, Review};
 
 use crate::clock::Clock;
 use crate::config::GitHubConfig;

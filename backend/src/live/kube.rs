@@ -424,7 +424,7 @@ fn to_object(object: DynamicObject, watched: &WatchedKind) -> Option<(Key, Arc<S
         map.entry("kind").or_insert(watched.kind.into());
     }
     // Kept only as derivations read it: no env, args, Helm values or secret params.
-    let object = Object::from_value(value)?.trimmed();
+    let object = tower_shared::trim::object(Object::from_value(value)?);
     let key = match &object.metadata.namespace {
         Some(namespace) => format!("{namespace}/{}", object.metadata.name),
         None => object.metadata.name.clone(),

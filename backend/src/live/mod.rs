@@ -6,9 +6,10 @@
 //! - [`kube`] — one kube-rs watcher per cluster and kind, feeding Tower's object maps;
 //! - [`github`] — GitHub through octocrab: ETags, a cache, rate limits;
 //! - [`backstage`] — catalog lookups and the ingestor trigger;
-//! - `deriver` — the thread that rebuilds the snapshot when anything changes, re-derives
+//! - [`deriver`] — the thread that rebuilds the snapshot when anything changes, re-derives
 //!   every second, records finished provisions, and then tells `/api/events` what changed;
-//! - `pollers` — the GitHub and catalog pollers, and what they last read.
+//! - [`pollers`] — the GitHub and catalog pollers, and what they last read;
+//! - [`logs`] — a pod's container log read from its cluster on request.
 //!
 //! Every change (an object, a PR, a catalog entity, a history row) is noted with
 //! [`Live::note`]; the deriver takes the notes, publishes the views that show them, and only
@@ -37,9 +38,9 @@ use self::kube::{ClusterStatus, Clusters};
 use self::pollers::Remote;
 use crate::clock::Clock;
 use crate::config::Config;
-use crate::derived::{Derived, Inputs, ServiceViews};
+use crate::derived::{Derived, Inputs};
 use crate::history::History;
-use crate::views::View;
+use crate::tabs::Tabs;
 
 /// Something `/api/events` tells pages, sent after the views that show it are published.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -59,13 +60,7 @@ struct Inner {
     history: History,
     remote: Mutex<Remote>,
     derived: watch::Sender<Arc<Derived>>,
-    services: ServiceViews<tower_shared::api::SnapshotAnswer>,
-    deployments: ServiceViews<tower_shared::api::DeploymentsAnswer>,
-    pipelines: ServiceViews<tower_shared::pipelines::Pipelines>,
-    pulls: ServiceViews<tower_shared::pulls::Pulls>,
-    releases: ServiceViews<tower_shared::api::ReleasesAnswer>,
-    config_tab: ServiceViews<tower_shared::api::ConfigAnswer>,
-    dora: ServiceViews<tower_shared::api::DoraAnswer>,
+    tabs: Tabs,
     /// Changes noted since the deriver last took them.
     pending: Mutex<BTreeSet<Change>>,
     /// How long the deriver's last rebuild took (snapshot, index, derivation, views), µs.
@@ -151,13 +146,7 @@ impl Live {
                 history,
                 remote: Mutex::default(),
                 derived: watch::channel(Arc::new(first)).0,
-                services: ServiceViews::default(),
-                deployments: ServiceViews::default(),
-                pipelines: ServiceViews::default(),
-                pulls: ServiceViews::default(),
-                releases: ServiceViews::default(),
-                config_tab: ServiceViews::default(),
-                dora: ServiceViews::default(),
+                tabs: Tabs::default(),
                 pending: Mutex::default(),
                 last_rebuild_micros: std::sync::atomic::AtomicU64::new(0),
                 rebuilds: std::sync::atomic::AtomicU64::new(0),
@@ -232,49 +221,9 @@ impl Live {
         self.inner.derived.subscribe()
     }
 
-    /// `service`'s snapshot view, made once per change of the snapshot; `None` when Tower
-    /// knows nothing of it.
-    pub fn service_snapshot(&self, service: &str) -> Option<Arc<View>> {
-        self.inner.services.get(&self.derived(), service)
-    }
-
-    /// `service`'s Deployments tab, made once per change of the snapshot; `None` for a
-    /// service Tower does not know.
-    pub fn service_deployments(&self, service: &str) -> Option<Arc<View>> {
-        self.inner.deployments.get(&self.derived(), service)
-    }
-
-    /// `service`'s runs and their graphs, made once per change of the snapshot; `None` for
-    /// a service Tower does not know.
-    pub fn service_pipelines(
-        &self,
-        service: &str,
-    ) -> Option<Arc<tower_shared::pipelines::Pipelines>> {
-        self.inner.pipelines.answer(&self.derived(), service)
-    }
-
-    /// `service`'s release matrix, made once per change of the snapshot; `None` for a
-    /// service Tower does not know.
-    pub fn service_releases(&self, service: &str) -> Option<Arc<View>> {
-        self.inner.releases.get(&self.derived(), service)
-    }
-
-    /// `service`'s Config tab, made once per change of the snapshot; `None` for a service
-    /// Tower does not know.
-    pub fn service_config(&self, service: &str) -> Option<Arc<View>> {
-        self.inner.config_tab.get(&self.derived(), service)
-    }
-
-    /// DORA's four keys under `key` ([`crate::derived::dora_key`]), made once per change of
-    /// the snapshot; `None` for an app Tower does not know.
-    pub fn dora(&self, key: &str) -> Option<Arc<View>> {
-        self.inner.dora.get(&self.derived(), key)
-    }
-
-    /// `service`'s pull requests, stitched, made once per change of the snapshot; `None`
-    /// for a service Tower does not know.
-    pub fn service_pulls(&self, service: &str) -> Option<Arc<tower_shared::pulls::Pulls>> {
-        self.inner.pulls.answer(&self.derived(), service)
+    /// Every service's tabs, made once per change of the snapshot.
+    pub fn tabs(&self) -> &Tabs {
+        &self.inner.tabs
     }
 
     /// Asks GitHub about `repo` at the next poll (its cached answer, if fresh, stands): a

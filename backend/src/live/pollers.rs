@@ -10,9 +10,10 @@ use tokio_stream::wrappers::errors::BroadcastStreamRecvError;
 use tokio_stream::wrappers::BroadcastStream;
 use tokio_stream::StreamExt as _;
 use tower_shared::api::{Change, ChangeSource};
+use tower_shared::github::PullRequest;
 use tower_shared::hangar;
 use tower_shared::provisioning::{StepId, StepStatus};
-use tower_shared::snapshot::{CatalogEntity, PullRequest, RecordedRun};
+use tower_shared::snapshot::{CatalogEntity, RecordedRun};
 
 use super::{backstage, Live};
 use crate::config::Secret;
@@ -253,8 +254,9 @@ impl Live {
                 });
             }
             for service in cicd_wanted {
+                let part = derived.service(&service);
                 let (repo, path) =
-                    hangar::cicd_location(&derived.service(&service), github.owner(), &service);
+                    hangar::cicd_location(part.control_plane(), github.owner(), &service);
                 match github.file(&repo, &path).await {
                     Ok(Some(text)) => {
                         self.remote().cicd.insert(service.clone(), text);

@@ -11,13 +11,13 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::{Extension, Json};
 use serde_json::{json, Value};
 use tower_shared::api::{
-    ArgoSyncAnswer, ArgoSyncRequest, RolloutActionAnswer, RolloutActionRequest,
+    ArgoSyncAnswer, ArgoSyncRequest, DeploymentsAnswer, RolloutActionAnswer, RolloutActionRequest,
     RolloutActionsAnswer,
 };
 use tower_shared::deployments::RolloutView;
 use tower_shared::rollout_actions::{self, OfferedAction};
 
-use super::params::{self, JsonBody, Query};
+use super::params::{self, JsonBody, Query, ServiceName};
 use super::ApiError;
 use crate::access::Act;
 use crate::auth::Caller;
@@ -61,22 +61,28 @@ impl RolloutAt {
 
 fn target(state: &AppState, service: &str, environment: &str) -> Result<Target, ApiError> {
     let derived = state.source.derived();
-    if !derived.knows(service) {
-        return Err(ApiError::no_service("service", service));
-    }
+    let deployments = state
+        .source
+        .tabs()
+        .answer::<DeploymentsAnswer>(&derived, service)
+        .ok_or_else(|| ApiError::no_service("service", service))?;
     let snapshot = derived.service(service);
-    let deployments = tower_shared::deployments::derive_deployments(&snapshot, service);
     let missing = || ApiError::Unknown {
         field: "environment",
         message: format!("Tower sees no Argo CD Application of {service} in {environment}"),
     };
     let env = deployments
+        .deployments
         .environments
-        .into_iter()
+        .iter()
         .flatten()
         .find(|e| e.name == environment)
         .ok_or_else(missing)?;
-    let application = env.argo.map(|a| a.name).ok_or_else(missing)?;
+    let application = env
+        .argo
+        .as_ref()
+        .map(|a| a.name.clone())
+        .ok_or_else(missing)?;
     let app_namespace = snapshot
         .clusters
         .values()
@@ -85,7 +91,7 @@ fn target(state: &AppState, service: &str, environment: &str) -> Result<Target, 
         .and_then(|o| o.namespace())
         .unwrap_or("argocd")
         .to_owned();
-    let rollout = env.rollout.map(|view| {
+    let rollout = env.rollout.clone().map(|view| {
         let seen = snapshot
             .clusters
             .get(&env.cluster)
@@ -277,9 +283,10 @@ fn rollout_of<'t>(
 /// `GET /api/argocd/rollout-actions?service=&environment=`.
 pub async fn rollout_actions(
     State(state): State<AppState>,
+    ServiceName(service): ServiceName,
     query: Query,
 ) -> Result<Json<RolloutActionsAnswer>, ApiError> {
-    let service = params::dns_label(&query, "service")?;
+    let service = service.as_str();
     let environment = params::dns_label(&query, "environment")?;
     let target = target(&state, service, environment)?;
     let rollout = rollout_of(&target, service, environment)?;

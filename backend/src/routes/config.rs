@@ -18,7 +18,6 @@
 
 use axum::extract::State;
 use axum::http::HeaderMap;
-use axum::response::Response;
 use axum::{Extension, Json};
 use tower_shared::api::{
     ConfigChecked, ConfigDraft, ConfigFile, ConfigFileRef, ConfigPull, ConfigSaved,
@@ -27,8 +26,8 @@ use tower_shared::hangar::{self, ServiceKind};
 use tower_shared::snapshot::Snapshot;
 use tower_shared::values::{self, FileKind};
 
-use super::params::{self, JsonBody, Query};
-use super::releases::{check_sha, upstream, writer};
+use super::params::{self, JsonBody, Query, ServiceName};
+use super::upstream::{check_sha, service_part, upstream, writer};
 use super::ApiError;
 use crate::auth::Caller;
 use crate::gitops::{Committed, FileChange, Person, Proposal, Proposed};
@@ -40,29 +39,6 @@ const SAVE: crate::access::Act<'static> = crate::access::Act {
     route: SAVE_ROUTE,
     verb: "change the config of",
 };
-
-/// `GET /api/config?service=NAME`.
-pub async fn get(
-    State(state): State<AppState>,
-    query: Query,
-    headers: HeaderMap,
-) -> Result<Response, ApiError> {
-    super::snapshot::serve(&state, &query, &headers, |source, s| {
-        source.service_config(s)
-    })
-    .await
-}
-
-/// The service's part of the snapshot, or 404 naming `service`.
-pub(super) fn service_part(
-    derived: &crate::derived::Derived,
-    service: &str,
-) -> Result<Snapshot, ApiError> {
-    if !derived.knows(service) {
-        return Err(ApiError::no_service("service", service));
-    }
-    Ok(derived.service(service))
-}
 
 /// Which schema a file id names: `env:<name>` or `cicd`; 400 naming `field` otherwise.
 fn kind_of(file: &str, field: &'static str) -> Result<FileKind, ApiError> {
@@ -87,10 +63,10 @@ fn file_ref(
     field: &'static str,
 ) -> Result<ConfigFileRef, ApiError> {
     let kind = kind_of(file, field)?;
-    let owner = super::github::github(state)?.owner();
+    let owner = super::upstream::github(state)?.owner();
     let (repo, path, label) = match kind {
         FileKind::Cicd => {
-            let (repo, path) = hangar::cicd_location(snapshot, owner, service);
+            let (repo, path) = hangar::cicd_location(snapshot.control_plane(), owner, service);
             (repo, path, "cicd.yaml".to_owned())
         }
         FileKind::EnvValues => {
@@ -131,7 +107,7 @@ fn file_ref(
 /// InfraService, by its XR's kind).
 fn gitops_of(owner: &str, snapshot: &Snapshot, service: &str) -> String {
     let kind = snapshot
-        .cluster(&snapshot.control_plane_cluster)
+        .control_plane()
         .iter()
         .find(|o| hangar::is_xr(o) && o.name() == service)
         .and_then(|o| ServiceKind::from_kind(&o.kind));
@@ -153,11 +129,11 @@ fn starter(service: &str, file: &ConfigFileRef) -> String {
 
 /// Tower's open config pull requests on `repo`, newest first.
 async fn open_config_pulls(state: &AppState, repo: &str) -> Result<Vec<ConfigPull>, ApiError> {
-    let github = super::github::github(state)?;
+    let github = super::upstream::github(state)?;
     let pulls = github
         .pull_requests(repo)
         .await
-        .map_err(|err| super::github::from_github(err, "file"))?;
+        .map_err(|err| super::upstream::from_github(err, "file"))?;
     Ok(pulls
         .iter()
         .filter(|p| p.is_open())
@@ -180,13 +156,14 @@ pub async fn file(
     State(state): State<AppState>,
     caller: Option<Extension<Caller>>,
     headers: HeaderMap,
+    ServiceName(service): ServiceName,
     query: Query,
 ) -> Result<Json<ConfigFile>, ApiError> {
-    let service = params::dns_label(&query, "service")?;
+    let service = service.as_str();
     let id = params::required(&query, "file")?;
     let snapshot = service_part(&state.source.derived(), service)?;
     let file = file_ref(&state, &snapshot, service, id, "file")?;
-    super::github::spend_read(&state, caller.as_ref())?;
+    super::upstream::spend_read(&state, caller.as_ref())?;
     let writer = writer(&state)?;
     let mut pulls = open_config_pulls(&state, &file.repo).await?;
     // The file's own pull request lives in its repository (where a save looks for it too).
@@ -195,7 +172,7 @@ pub async fn file(
         .find(|p| hangar::is_config_branch(&p.branch, &file.id))
         .cloned();
     // The list shows the GitOps repository's too, when `cicd.yaml` lives elsewhere.
-    let gitops = gitops_of(super::github::github(&state)?.owner(), &snapshot, service);
+    let gitops = gitops_of(super::upstream::github(&state)?.owner(), &snapshot, service);
     if gitops != file.repo {
         pulls.extend(open_config_pulls(&state, &gitops).await?);
     }
@@ -327,9 +304,9 @@ pub async fn save(
                 file.kind.schema_id(),
                 values::diff(&draft.base, &text)
                     .iter()
-                    .filter(|l| l.change != tower_shared::api::LineChange::Same)
+                    .filter(|l| l.change != tower_shared::values::LineChange::Same)
                     .map(|l| match l.change {
-                        tower_shared::api::LineChange::Added => format!("+{}", l.text),
+                        tower_shared::values::LineChange::Added => format!("+{}", l.text),
                         _ => format!("-{}", l.text),
                     })
                     .collect::<Vec<_>>()

@@ -6,12 +6,13 @@
 use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::Response;
+use tower_shared::api::DoraAnswer;
 use tower_shared::dora::MAX_DAYS;
 
 use super::params::{self, Query};
 use super::ApiError;
-use crate::derived::dora_key;
 use crate::state::AppState;
+use crate::tabs::dora_key;
 
 /// The window unless `days` says otherwise.
 const DAYS: u32 = 7;
@@ -25,9 +26,11 @@ pub async fn get(
     let days = params::number(&query, "days", 1..=MAX_DAYS, DAYS)?;
     let key = dora_key(service, days);
     let source = std::sync::Arc::clone(&state.source);
-    let view = tokio::task::spawn_blocking(move || source.dora(&key))
-        .await
-        .map_err(|_| ApiError::unavailable("the DORA figures could not be worked out"))?;
+    let view = tokio::task::spawn_blocking(move || {
+        source.tabs().view::<DoraAnswer>(&source.derived(), &key)
+    })
+    .await
+    .map_err(|_| ApiError::unavailable("the DORA figures could not be worked out"))?;
     let view = match (view, service) {
         (Some(view), _) => view,
         (None, Some(service)) => return Err(ApiError::no_service("service", service)),

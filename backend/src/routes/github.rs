@@ -5,60 +5,15 @@ use axum::extract::State;
 use axum::{Extension, Json};
 use serde_json::Value;
 use tower_shared::api::{CicdConfig, PendingRequests, PullRequests, RequestPr};
+use tower_shared::cicd::first_environment;
+use tower_shared::github::PullRequest;
 use tower_shared::hangar::{self, parse_request_title};
-use tower_shared::provisioning::first_environment;
-use tower_shared::snapshot::PullRequest;
 
 use super::params::{self, Query};
+use super::upstream::{from_github, github, spend_read};
 use super::ApiError;
 use crate::auth::Caller;
-use crate::live::github::{GitHub, GitHubError};
 use crate::state::AppState;
-
-pub(super) fn github(state: &AppState) -> Result<&GitHub, ApiError> {
-    state.github.as_ref().ok_or_else(|| {
-        ApiError::unavailable("Tower has no GitHub configured (see `github` in tower.yaml)")
-    })
-}
-
-/// Takes one GitHub-backed read from the caller's budget ([`crate::auth::Gate::github_reads`]),
-/// once the request is known to be one Tower may answer.
-pub(super) fn spend_read(
-    state: &AppState,
-    caller: Option<&Extension<Caller>>,
-) -> Result<(), ApiError> {
-    let subject = caller.map_or("anonymous", |c| c.subject.as_str());
-    state
-        .gate
-        .github_reads
-        .take(subject)
-        .map_err(|wait| ApiError::TooMany {
-            message: format!(
-                "{subject} has asked about GitHub {burst} times in quick succession; try again in {wait} s",
-                burst = crate::auth::GITHUB_READ_BURST
-            ),
-            retry_after_secs: wait,
-        })
-}
-
-pub(super) fn from_github(err: GitHubError, field: &'static str) -> ApiError {
-    match err {
-        GitHubError::Status { status: 404, .. } => ApiError::Unknown {
-            field,
-            message: "GitHub has no such repository (or Tower may not read it)".to_owned(),
-        },
-        GitHubError::RateLimited {
-            until,
-            retry_after_secs,
-        } => ApiError::Unavailable {
-            message: format!("GitHub's rate limit is spent until {until}"),
-            retry_after_secs: Some(retry_after_secs),
-        },
-        other => ApiError::Upstream {
-            message: other.to_string(),
-        },
-    }
-}
 
 /// The repository a GitHub route may read, as `owner/name` in the spelling Tower caches it
 /// under: only the configured owner's (in any letter case), and only a tenants repository
@@ -188,7 +143,8 @@ pub async fn cicd(
         return Err(ApiError::no_service("app", app));
     }
     spend_read(&state, caller.as_ref())?;
-    let (repo, path) = hangar::cicd_location(&derived.service(app), github.owner(), app);
+    let (repo, path) =
+        hangar::cicd_location(derived.service(app).control_plane(), github.owner(), app);
     let text = github
         .file(&repo, &path)
         .await

@@ -1,5 +1,23 @@
 //! JSON endpoints, one module per area. Errors are JSON bodies too ([`ApiError`]). The
 //! OpenAPI document (`/openapi.json`) lists every route; a test keeps the two in step.
+//!
+//! Module map:
+//! - [`tabs`] — the per-service tabs served whole (`/api/snapshot`, `/api/deployments`,
+//!   `/api/releases`, `/api/config`), picked from [`crate::tabs::Tabs`].
+//! - [`fleet`] (the fleet and its activity), [`dora`], [`provisioning`] (the strip and one
+//!   service's progress), [`pipelines`] (pages of runs, a run, step logs), [`pulls`],
+//!   [`runtime`] (the places joined with Prometheus' figures, pod logs), [`live_runs`]: reads
+//!   of what the deriver made.
+//! - [`releases`] (promotion preview and promote, compare), [`argocd`] (sync and the canary
+//!   actions), [`config`] (a file as a form, its check and save), [`records`] (release
+//!   records: list, one, export, the human part): reads and writes through Git or Argo CD.
+//! - [`github`] (pull requests, request PRs, `cicd.yaml`), [`catalog`], [`history`]: the
+//!   earlier plugin's routes; [`signin`] (auth config, guest tokens); [`events`] (the
+//!   `/api/events` stream); [`ops`] (`/readyz`, `/metrics`, `/openapi.json`);
+//!   [`webhooks`] (GitHub's signed webhooks).
+//! - [`params`] — query parameters and bodies, checked, each failure naming its field;
+//!   [`error`] — [`ApiError`]; [`upstream`] — what several routes ask of GitHub, the
+//!   clusters' logs and the snapshot.
 
 mod argocd;
 mod catalog;
@@ -20,7 +38,8 @@ mod records;
 mod releases;
 mod runtime;
 mod signin;
-mod snapshot;
+mod tabs;
+mod upstream;
 pub mod webhooks;
 
 pub use error::ApiError;
@@ -29,6 +48,7 @@ pub use ops::OPENAPI_YAML;
 use axum::http::Uri;
 use axum::routing::{any, get, post};
 use axum::Router;
+use tower_shared::api::{ConfigAnswer, DeploymentsAnswer, ReleasesAnswer, SnapshotAnswer};
 
 use crate::state::AppState;
 
@@ -45,9 +65,9 @@ pub fn api() -> Router<AppState> {
     Router::new()
         .route("/api/fleet", get(fleet::get))
         .route("/api/activity", get(fleet::activity))
-        .route("/api/snapshot", get(snapshot::get))
-        .route("/api/deployments", get(snapshot::deployments))
-        .route("/api/releases", get(snapshot::releases))
+        .route("/api/snapshot", get(tabs::serve::<SnapshotAnswer>))
+        .route("/api/deployments", get(tabs::serve::<DeploymentsAnswer>))
+        .route("/api/releases", get(tabs::serve::<ReleasesAnswer>))
         .route("/api/releases/promotion", get(releases::preview))
         .route("/api/releases/promote", post(releases::promote))
         .route("/api/releases/compare", get(releases::compare))
@@ -62,7 +82,7 @@ pub fn api() -> Router<AppState> {
         .route("/api/runtime", get(runtime::get))
         .route("/api/runtime/log", get(runtime::log))
         .route("/api/dora", get(dora::get))
-        .route("/api/config", get(config::get))
+        .route("/api/config", get(tabs::serve::<ConfigAnswer>))
         .route("/api/config/file", get(config::file))
         .route("/api/config/check", post(config::check))
         .route(CONFIG_SAVE, post(config::save))

@@ -47,6 +47,25 @@ pub fn optional_dns_label<'q>(
     }
 }
 
+/// The `service` query parameter every per-service route takes: a DNS-1123 label, or a 400
+/// naming `service`.
+#[derive(Clone, Debug)]
+pub struct ServiceName(pub String);
+
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for ServiceName {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        state: &S,
+    ) -> Result<Self, ApiError> {
+        let query = Query::from_request_parts(parts, state)
+            .await
+            .map_err(|_| ApiError::bad("service", "the query string could not be read"))?;
+        dns_label(&query, "service").map(|s| Self(s.to_owned()))
+    }
+}
+
 /// `owner` and `repo` as GitHub names; returns `owner/repo`.
 pub fn repo(query: &Query) -> Result<String, ApiError> {
     let mut parts = Vec::new();

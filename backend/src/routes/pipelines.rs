@@ -5,28 +5,28 @@
 //! graph of tasks — and `GET /api/pipelines/log` — a step's log, read from the cluster on
 //! request.
 
-use axum::body::Body;
 use axum::extract::State;
-use axum::http::{header, HeaderMap};
-use axum::response::{IntoResponse as _, Response};
+use axum::http::HeaderMap;
+use axum::response::Response;
 use tower_shared::api::{PipelineRunAnswer, PipelineRunsAnswer};
 use tower_shared::pipelines::{page, Cursor, Filter, Outcome, Pipelines, RunGraph};
 
 use std::sync::Arc;
 
-use super::params::{self, Query};
+use super::params::{self, Query, ServiceName};
+use super::upstream::{log_of, Unread};
 use super::ApiError;
-use crate::live::logs::LogError;
 use crate::state::AppState;
 use crate::views::View;
 
 /// `GET /api/pipelines`.
 pub async fn runs(
     State(state): State<AppState>,
+    ServiceName(service): ServiceName,
     query: Query,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let (service, pipelines) = pipelines(&state, &query)?;
+    let pipelines = pipelines(&state, &service)?;
     let filter = Filter {
         pipeline: params::optional_dns_label(&query, "pipeline")?.map(str::to_owned),
         outcome: match query.get("status") {
@@ -48,7 +48,7 @@ pub async fn runs(
     let (limit, after) = params::paging(&query, Cursor::decode)?;
     let (runs, next) = page(&pipelines.runs, &filter, after.as_ref(), limit);
     let answer = PipelineRunsAnswer {
-        service: service.to_owned(),
+        service: service.clone(),
         namespace: pipelines.namespace.clone(),
         pipelines: pipelines.pipeline_names(),
         total: pipelines.runs.iter().filter(|r| filter.accepts(r)).count(),
@@ -62,12 +62,13 @@ pub async fn runs(
 /// `GET /api/pipelines/run`.
 pub async fn run(
     State(state): State<AppState>,
+    ServiceName(service): ServiceName,
     query: Query,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let (service, pipelines) = pipelines(&state, &query)?;
+    let pipelines = pipelines(&state, &service)?;
     let answer = PipelineRunAnswer {
-        service: service.to_owned(),
+        service: service.clone(),
         graph: graph(&pipelines, &query)?.clone(),
         health: state.source.derived().health.clone(),
     };
@@ -77,8 +78,12 @@ pub async fn run(
 /// `GET /api/pipelines/log?service=&run=&task=&step=[&follow=true]`: a step's container log
 /// as plain text, streamed from the cluster as it comes; with `follow`, until the step ends
 /// or the caller goes (which closes the upstream stream at once).
-pub async fn log(State(state): State<AppState>, query: Query) -> Result<Response, ApiError> {
-    let (_, pipelines) = pipelines(&state, &query)?;
+pub async fn log(
+    State(state): State<AppState>,
+    ServiceName(service): ServiceName,
+    query: Query,
+) -> Result<Response, ApiError> {
+    let pipelines = pipelines(&state, &service)?;
     let graph = graph(&pipelines, &query)?;
     let task_name = params::required(&query, "task")?;
     let task = graph
@@ -119,62 +124,6 @@ pub async fn log(State(state): State<AppState>, query: Query) -> Result<Response
     log_of(&state, None, target, follow, unread).await
 }
 
-/// How a log route names what it could not read: a pod gone, a container not started
-/// (the field, and the message from the cluster's reason).
-pub(super) struct Unread<'a> {
-    pub gone: (&'static str, String),
-    pub not_started: (&'static str, &'a (dyn Fn(String) -> String + Sync)),
-}
-
-/// The log of `(namespace, pod, container)` on `cluster` (the control plane when `None`)
-/// as a plain-text answer, followed when `follow`; what could not be read said as `unread`
-/// says.
-pub(super) async fn log_of(
-    state: &AppState,
-    cluster: Option<&str>,
-    target: (&str, &str, Option<&str>),
-    follow: bool,
-    unread: Unread<'_>,
-) -> Result<Response, ApiError> {
-    let live = state.live.as_ref().ok_or_else(|| {
-        ApiError::unavailable("Tower is serving a snapshot file: logs are read only from clusters")
-    })?;
-    let cluster = cluster.unwrap_or(&live.config().control_plane_cluster);
-    let chunks = live
-        .pod_log(cluster, target, follow)
-        .await
-        .map_err(|err| match err {
-            LogError::Gone => ApiError::Gone {
-                field: unread.gone.0,
-                message: unread.gone.1,
-            },
-            LogError::NotStarted(why) => ApiError::NotYet {
-                field: unread.not_started.0,
-                message: (unread.not_started.1)(why),
-            },
-            LogError::Busy => ApiError::Unavailable {
-                message: err.to_string(),
-                retry_after_secs: Some(5),
-            },
-            LogError::Refused(why) | LogError::Unreachable(why) => {
-                ApiError::Upstream { message: why }
-            }
-        })?;
-    let mut response = (
-        [
-            (header::CONTENT_TYPE, "text/plain; charset=utf-8"),
-            (header::CACHE_CONTROL, "no-store"),
-        ],
-        Body::from_stream(chunks),
-    )
-        .into_response();
-    // A followed log goes out line by line; a whole one may be compressed.
-    if follow {
-        response.extensions_mut().insert(crate::app::Unbuffered);
-    }
-    Ok(response)
-}
-
 /// The `run` parameter's graph; 404 naming it when the service has no such run.
 fn graph<'p>(pipelines: &'p Pipelines, query: &Query) -> Result<&'p RunGraph, ApiError> {
     let name = params::required(query, "run")?;
@@ -187,15 +136,12 @@ fn graph<'p>(pipelines: &'p Pipelines, query: &Query) -> Result<&'p RunGraph, Ap
     })
 }
 
-/// The `service` parameter and its runs; 404 naming it when Tower does not know it.
-fn pipelines<'q>(
-    state: &AppState,
-    query: &'q Query,
-) -> Result<(&'q str, Arc<Pipelines>), ApiError> {
-    let service = params::dns_label(query, "service")?;
+/// The service's runs; 404 naming it when Tower does not know it.
+fn pipelines(state: &AppState, service: &str) -> Result<Arc<Pipelines>, ApiError> {
     let pipelines = state
         .source
-        .service_pipelines(service)
+        .tabs()
+        .answer::<Pipelines>(&state.source.derived(), service)
         .ok_or_else(|| ApiError::no_service("service", service))?;
-    Ok((service, pipelines))
+    Ok(pipelines)
 }

@@ -14,7 +14,7 @@ use axum::http::HeaderMap;
 use axum::response::Response;
 use tower_shared::api::ServiceProvisioningAnswer;
 
-use super::params::{self, Query};
+use super::params::ServiceName;
 use super::ApiError;
 use crate::state::AppState;
 use crate::views::View;
@@ -36,10 +36,10 @@ pub async fn summary(State(state): State<AppState>, headers: HeaderMap) -> Respo
 /// `GET /api/provisioning/service`.
 pub async fn service(
     State(state): State<AppState>,
-    query: Query,
+    ServiceName(service): ServiceName,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let service = params::dns_label(&query, "service")?;
+    let service = service.as_str();
     let derived = state.source.derived();
     let progress = derived
         .provisioning
@@ -47,7 +47,7 @@ pub async fn service(
         .iter()
         .find(|s| *s.name == *service)
         .map(|s| s.clone().settled());
-    if progress.is_none() && state.source.service_snapshot(service).is_none() {
+    if progress.is_none() && !derived.knows(service) {
         return Err(ApiError::no_service("service", service));
     }
     let answer = ServiceProvisioningAnswer {

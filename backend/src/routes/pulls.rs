@@ -8,9 +8,9 @@ use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::Response;
 use tower_shared::api::PullsAnswer;
-use tower_shared::pulls::{page, Cursor};
+use tower_shared::pulls::{page, Cursor, Pulls};
 
-use super::params::{self, Query};
+use super::params::{self, Query, ServiceName};
 use super::ApiError;
 use crate::state::AppState;
 use crate::views::View;
@@ -18,15 +18,17 @@ use crate::views::View;
 /// `GET /api/pulls`.
 pub async fn get(
     State(state): State<AppState>,
+    ServiceName(service): ServiceName,
     query: Query,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let service = params::dns_label(&query, "service")?;
     let (limit, after) = params::paging(&query, Cursor::decode)?;
+    let derived = state.source.derived();
     let pulls = state
         .source
-        .service_pulls(service)
-        .ok_or_else(|| ApiError::no_service("service", service))?;
+        .tabs()
+        .answer::<Pulls>(&derived, &service)
+        .ok_or_else(|| ApiError::no_service("service", &service))?;
     if let (Some(live), Some(github)) = (&state.live, &state.github) {
         for repo in &pulls.repos {
             live.want_repo(&format!("{}/{repo}", github.owner()));
@@ -42,13 +44,13 @@ pub async fn get(
         );
     }
     let answer = PullsAnswer {
-        service: service.to_owned(),
+        service: service.clone(),
         repos: pulls.repos.clone(),
         read: pulls.read,
         total: pulls.pulls.len(),
         pulls: shown.into_iter().cloned().collect(),
         next: next.map(|c| c.encode()),
-        health: state.source.derived().health.clone(),
+        health: derived.health.clone(),
     };
     Ok(View::lazy(&answer).respond(&headers).await)
 }

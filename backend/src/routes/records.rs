@@ -21,7 +21,7 @@ use tower_shared::hangar;
 use tower_shared::records::{self, Record, RecordFilter, RecordRow, RecordsPage, Risk};
 use tower_shared::releases::PullRef;
 
-use super::params::{self, JsonBody, Query};
+use super::params::{self, JsonBody, Query, ServiceName};
 use super::ApiError;
 use crate::auth::Caller;
 use crate::gitops::{FileChange, Person, Proposal, Proposed};
@@ -43,26 +43,28 @@ struct Found {
     proposed: Option<PullRef>,
 }
 
-fn pull_ref(pr: &tower_shared::snapshot::PullRequest) -> PullRef {
+fn pull_ref(pr: &tower_shared::github::PullRequest) -> PullRef {
     PullRef {
         number: pr.number,
         url: pr.html_url.clone(),
     }
 }
 
-fn branch_of(pr: &tower_shared::snapshot::PullRequest) -> &str {
+fn branch_of(pr: &tower_shared::github::PullRequest) -> &str {
     pr.head.as_ref().map_or("", |h| h.branch.as_str())
 }
 
 /// The release a record pull request proposes (not a human part's).
-fn proposed_release(pr: &tower_shared::snapshot::PullRequest) -> Option<&str> {
+fn proposed_release(pr: &tower_shared::github::PullRequest) -> Option<&str> {
     let release = branch_of(pr).strip_prefix("tower/record-")?;
-    (pr.state == "open" && !release.contains("-notes-") && hangar::is_release_name(release))
-        .then_some(release)
+    (pr.state == "open"
+        && !release.contains("-notes-")
+        && tower_shared::image::is_release_name(release))
+    .then_some(release)
 }
 
-fn service_of<'q>(state: &AppState, query: &'q Query) -> Result<&'q str, ApiError> {
-    let service = params::dns_label(query, "service")?;
+/// `service` when Tower knows it; 404 naming the field otherwise.
+fn known<'s>(state: &AppState, ServiceName(service): &'s ServiceName) -> Result<&'s str, ApiError> {
     if !state.source.derived().knows(service) {
         return Err(ApiError::no_service("service", service));
     }
@@ -76,7 +78,7 @@ fn release_param(query: &Query) -> Result<&str, ApiError> {
 }
 
 fn check_release(release: &str) -> Result<(), ApiError> {
-    if hangar::is_release_name(release) {
+    if tower_shared::image::is_release_name(release) {
         Ok(())
     } else {
         Err(ApiError::bad(
@@ -87,7 +89,7 @@ fn check_release(release: &str) -> Result<(), ApiError> {
 }
 
 fn from_github(err: crate::live::github::GitHubError) -> ApiError {
-    super::github::from_github(err, "service")
+    super::upstream::from_github(err, "service")
 }
 
 /// A record file read, or why not (a file Tower cannot read is not a record it shows).
@@ -145,7 +147,7 @@ async fn all_records(github: &GitHub, service: &str) -> Result<Vec<Found>, ApiEr
 async fn proposed_record(
     github: &GitHub,
     repo: &str,
-    pr: &tower_shared::snapshot::PullRequest,
+    pr: &tower_shared::github::PullRequest,
     release: &str,
 ) -> Result<Option<Found>, ApiError> {
     let path = hangar::record_path(release);
@@ -201,9 +203,10 @@ async fn one_record(github: &GitHub, service: &str, release: &str) -> Result<Fou
 pub async fn list(
     State(state): State<AppState>,
     caller: Option<Extension<Caller>>,
+    service: ServiceName,
     query: Query,
 ) -> Result<Json<RecordsPage>, ApiError> {
-    let service = service_of(&state, &query)?;
+    let service = known(&state, &service)?;
     let page = match query.get("page") {
         None => 1,
         Some(page) => page
@@ -230,8 +233,8 @@ pub async fn list(
             ))
         }
     };
-    let github = super::github::github(&state)?;
-    super::github::spend_read(&state, caller.as_ref())?;
+    let github = super::upstream::github(&state)?;
+    super::upstream::spend_read(&state, caller.as_ref())?;
     let rows = all_records(github, service)
         .await?
         .iter()
@@ -250,12 +253,13 @@ pub async fn record(
     State(state): State<AppState>,
     caller: Option<Extension<Caller>>,
     headers: HeaderMap,
+    service: ServiceName,
     query: Query,
 ) -> Result<Json<RecordAnswer>, ApiError> {
-    let service = service_of(&state, &query)?;
+    let service = known(&state, &service)?;
     let release = release_param(&query)?;
-    let github = super::github::github(&state)?;
-    super::github::spend_read(&state, caller.as_ref())?;
+    let github = super::upstream::github(&state)?;
+    super::upstream::spend_read(&state, caller.as_ref())?;
     let found = one_record(github, service, release).await?;
     let repo = repo_of(github, service);
     let prefix = format!("{}-notes-", hangar::record_branch(release));
@@ -284,16 +288,17 @@ pub async fn record(
 pub async fn export(
     State(state): State<AppState>,
     caller: Option<Extension<Caller>>,
+    service: ServiceName,
     query: Query,
 ) -> Result<Response, ApiError> {
-    let service = service_of(&state, &query)?;
+    let service = known(&state, &service)?;
     let release = release_param(&query)?;
     let format = params::required(&query, "format")?;
     if !matches!(format, "html" | "pdf") {
         return Err(ApiError::bad("format", "format must be html or pdf"));
     }
-    let github = super::github::github(&state)?;
-    super::github::spend_read(&state, caller.as_ref())?;
+    let github = super::upstream::github(&state)?;
+    super::upstream::spend_read(&state, caller.as_ref())?;
     let found = one_record(github, service, release).await?;
     let (body, kind) = match format {
         "pdf" => (crate::export::pdf(&found.record), "application/pdf"),
@@ -331,7 +336,7 @@ pub async fn notes(
     let request: NotesRequest = params::json_body(&body, "the human part")?;
     params::check_dns_label(&request.service, "service")?;
     check_release(&request.release)?;
-    super::releases::check_sha(&request.seen, "seen")?;
+    super::upstream::check_sha(&request.seen, "seen")?;
     if let Some(invalid) = records::validate(&request.human, state.clock().now())
         .into_iter()
         .next()
@@ -347,11 +352,11 @@ pub async fn notes(
     }
     let access =
         crate::access::required(&state, caller.as_deref(), &headers, service, NOTES).await?;
-    let github = super::github::github(&state)?;
-    let writer = super::releases::writer(&state)?;
+    let github = super::upstream::github(&state)?;
+    let writer = super::upstream::writer(&state)?;
     let repo = repo_of(github, service);
     let path = hangar::record_path(release);
-    let upstream = super::releases::upstream;
+    let upstream = super::upstream::upstream;
     let Some((sha, text)) = writer
         .read_file(&repo, "main", &path)
         .await

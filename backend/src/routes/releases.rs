@@ -17,14 +17,20 @@
 use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::{Extension, Json};
-use tower_shared::api::{Access, PromoteAnswer, PromoteOutcome, PromoteRequest, PromotionPreview};
-use tower_shared::hangar;
-use tower_shared::releases::{self, Promotion, PullRef, Release, Releases};
+use std::sync::Arc;
 
-use super::params::{self, JsonBody, Query};
+use tower_shared::api::{
+    Access, PromoteAnswer, PromoteOutcome, PromoteRequest, PromotionPreview, ReleasesAnswer,
+};
+use tower_shared::cicd::Promotion;
+use tower_shared::hangar;
+use tower_shared::releases::{self, PullRef, Release};
+
+use super::params::{self, JsonBody, Query, ServiceName};
+use super::upstream::{check_sha, upstream, writer};
 use super::ApiError;
 use crate::auth::Caller;
-use crate::gitops::{Committed, FileChange, Person, Proposal, Proposed, WriteError, Writer};
+use crate::gitops::{Committed, FileChange, Person, Proposal, Proposed, Writer};
 use crate::state::AppState;
 
 /// `GET /api/access?service=NAME`.
@@ -32,9 +38,9 @@ pub async fn access(
     State(state): State<AppState>,
     caller: Option<Extension<Caller>>,
     headers: HeaderMap,
-    query: Query,
+    ServiceName(service): ServiceName,
 ) -> Result<Json<Access>, ApiError> {
-    let service = params::dns_label(&query, "service")?;
+    let service = service.as_str();
     if !state.source.derived().knows(service) {
         return Err(ApiError::no_service("service", service));
     }
@@ -64,33 +70,13 @@ struct Plan {
     already: bool,
 }
 
-pub(super) fn upstream(err: WriteError) -> ApiError {
-    match err {
-        WriteError::Stale { .. } => ApiError::Conflict {
-            field: "seen",
-            message: err.to_string(),
-        },
-        other => ApiError::Upstream {
-            message: other.to_string(),
-        },
-    }
-}
-
-/// The GitHub writer of `state`, taking turns with other replicas through its database.
-pub(super) fn writer(state: &AppState) -> Result<Writer, ApiError> {
-    super::github::github(state).map(|github| Writer::new(github).coordinated(&state.history))
-}
-
-/// The service's matrix, or 404 naming `service`.
-fn matrix(state: &AppState, service: &str) -> Result<Releases, ApiError> {
-    let derived = state.source.derived();
-    if !derived.knows(service) {
-        return Err(ApiError::no_service("service", service));
-    }
-    Ok(crate::derived::releases_of(
-        &derived.service(service),
-        service,
-    ))
+/// The service's matrix, as its Releases tab shows it, or 404 naming `service`.
+fn matrix(state: &AppState, service: &str) -> Result<Arc<ReleasesAnswer>, ApiError> {
+    state
+        .source
+        .tabs()
+        .answer::<ReleasesAnswer>(&state.source.derived(), service)
+        .ok_or_else(|| ApiError::no_service("service", service))
 }
 
 /// Reads the environment file and decides what the promotion writes; refuses a release
@@ -102,11 +88,12 @@ async fn plan(
     image: &str,
     environment: &str,
 ) -> Result<Plan, ApiError> {
-    let matrix = matrix(state, service)?;
+    let answer = matrix(state, service)?;
+    let matrix = &answer.releases;
     let release = matrix
         .releases
         .iter()
-        .find(|r| r.image == releases::by_tag(image))
+        .find(|r| r.image == tower_shared::image::without_digest(image))
         .cloned()
         .ok_or_else(|| ApiError::Unknown {
             field: "image",
@@ -121,7 +108,7 @@ async fn plan(
             ),
         });
     }
-    let github = super::github::github(state)?;
+    let github = super::upstream::github(state)?;
     let repo = format!("{}/{}", github.owner(), hangar::gitops_repo(service, None));
     let path = hangar::env_file(environment);
     let Some((seen, text)) = writer
@@ -134,7 +121,8 @@ async fn plan(
             message: format!("{repo} has no {path} to promote {service} in"),
         });
     };
-    let already = releases::image_in(&text).map(releases::by_tag) == Some(release.image.as_str());
+    let already = releases::image_in(&text).map(tower_shared::image::without_digest)
+        == Some(release.image.as_str());
     // As the matrix says (the app's cicd.yaml may set it); by the platform's default for a
     // promotion Git already has.
     let how = match &release.next {
@@ -203,30 +191,15 @@ fn check_image(value: &str, field: &'static str) -> Result<(), ApiError> {
     }
 }
 
-/// A Git blob sha as GitHub gives it: 7 to 64 lowercase hex (the document's `BlobSha`).
-pub(super) fn check_sha(value: &str, field: &'static str) -> Result<(), ApiError> {
-    let fits = (7..=64).contains(&value.len())
-        && value
-            .bytes()
-            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
-    if fits {
-        Ok(())
-    } else {
-        Err(ApiError::bad(
-            field,
-            format!("{field} must be the file's blob sha from the preview (7 to 64 lowercase hex)"),
-        ))
-    }
-}
-
 /// `GET /api/releases/promotion?service=&image=&environment=`.
 pub async fn preview(
     State(state): State<AppState>,
     caller: Option<Extension<Caller>>,
     headers: HeaderMap,
+    ServiceName(service): ServiceName,
     query: Query,
 ) -> Result<Json<PromotionPreview>, ApiError> {
-    let service = params::dns_label(&query, "service")?;
+    let service = service.as_str();
     let image = params::required(&query, "image")?;
     check_image(image, "image")?;
     let environment = params::dns_label(&query, "environment")?;
@@ -264,19 +237,21 @@ pub async fn preview(
 pub async fn compare(
     State(state): State<AppState>,
     caller: Option<Extension<Caller>>,
+    ServiceName(service): ServiceName,
     query: Query,
 ) -> Result<Json<releases::Comparison>, ApiError> {
-    let service = params::dns_label(&query, "service")?;
+    let service = service.as_str();
     let from = params::required(&query, "from")?;
     check_image(from, "from")?;
     let to = params::required(&query, "to")?;
     check_image(to, "to")?;
-    let matrix = matrix(&state, service)?;
+    let answer = matrix(&state, service)?;
+    let matrix = &answer.releases;
     let row = |image: &str, field: &'static str| {
         matrix
             .releases
             .iter()
-            .position(|r| r.image == releases::by_tag(image))
+            .position(|r| r.image == tower_shared::image::without_digest(image))
             .ok_or_else(|| ApiError::Unknown {
                 field,
                 message: format!("{service} has no release {image}"),
@@ -303,11 +278,11 @@ pub async fn compare(
     };
     commit(older, "from")?;
     commit(newer, "to")?;
-    let github = super::github::github(&state)?;
-    super::github::spend_read(&state, caller.as_ref())?;
+    let github = super::upstream::github(&state)?;
+    super::upstream::spend_read(&state, caller.as_ref())?;
     crate::records::compared(&state, github, service, (older, newer))
         .await
-        .map_err(|err| super::github::from_github(err, "from"))?
+        .map_err(|err| super::upstream::from_github(err, "from"))?
         .map(Json)
         .ok_or_else(|| ApiError::no_service("service", service))
 }
@@ -327,12 +302,16 @@ fn proposal_body(state: &AppState, service: &str, plan: &Plan, environment: &str
     }
     let merged: Vec<String> = state
         .source
-        .service_pulls(service)
+        .tabs()
+        .answer::<tower_shared::pulls::Pulls>(&state.source.derived(), service)
         .map(|pulls| {
             pulls
                 .pulls
                 .iter()
-                .filter(|p| p.image.as_deref().map(releases::by_tag) == Some(&release.image))
+                .filter(|p| {
+                    p.image.as_deref().map(tower_shared::image::without_digest)
+                        == Some(&release.image)
+                })
                 .map(|p| format!("- {}#{} {}", p.repo, p.number, p.title))
                 .collect()
         })
@@ -370,7 +349,7 @@ pub async fn promote(
     let plan = plan(&state, &writer, service, &request.image, environment).await?;
     let image = plan.release.image.clone();
     let tag = plan.release.version.as_deref().map_or_else(
-        || image.rsplit(':').next().unwrap_or(&image).to_owned(),
+        || tower_shared::image::short(&image).to_owned(),
         |version| {
             format!(
                 "{version}-{}",

@@ -9,25 +9,27 @@ use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::Response;
 use tower_shared::api::{PrometheusAnswers, PrometheusState, RuntimeAnswer, RuntimeEnvironment};
-use tower_shared::runtime;
+use tower_shared::runtime::{self, Runtime};
 
-use super::params::{self, Query};
-use super::pipelines::{log_of, Unread};
+use super::params::{self, Query, ServiceName};
+use super::upstream::{log_of, Unread};
 use super::ApiError;
 use crate::state::AppState;
 use crate::views::View;
 
 pub async fn get(
     State(state): State<AppState>,
-    query: Query,
+    ServiceName(service): ServiceName,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let service = params::dns_label(&query, "service")?;
     let derived = state.source.derived();
-    let snapshot = super::config::service_part(&derived, service)?;
+    let known = state
+        .source
+        .tabs()
+        .answer::<Runtime>(&derived, &service)
+        .ok_or_else(|| ApiError::no_service("service", &service))?;
     let now = state.clock().now();
-    let places = runtime::places(&snapshot, service);
-    let targets = snapshot.cicd_of(service).slo.unwrap_or_default();
+    let Runtime { places, targets } = Runtime::clone(&known);
     let (measured, prometheus) = match &state.prometheus {
         Some(prometheus) => {
             let namespaces: Vec<String> = places.iter().map(|p| p.namespace.clone()).collect();
@@ -65,7 +67,7 @@ pub async fn get(
         })
         .collect();
     let answer = RuntimeAnswer {
-        service: service.to_owned(),
+        service,
         environments,
         prometheus,
         health: derived.health.clone(),
@@ -75,15 +77,22 @@ pub async fn get(
 
 /// `GET /api/runtime/log`: the log of one of the app's Rollout's pods in `environment` —
 /// only a pod the Runtime tab shows, so no other pod's log is ever read through it.
-pub async fn log(State(state): State<AppState>, query: Query) -> Result<Response, ApiError> {
-    let service = params::dns_label(&query, "service")?;
+pub async fn log(
+    State(state): State<AppState>,
+    ServiceName(service): ServiceName,
+    query: Query,
+) -> Result<Response, ApiError> {
     let environment = params::dns_label(&query, "environment")?;
     let pod = params::required(&query, "pod")?;
     let follow = params::flag(&query, "follow")?;
-    let derived = state.source.derived();
-    let snapshot = super::config::service_part(&derived, service)?;
-    let place = runtime::places(&snapshot, service)
-        .into_iter()
+    let known = state
+        .source
+        .tabs()
+        .answer::<Runtime>(&state.source.derived(), &service)
+        .ok_or_else(|| ApiError::no_service("service", &service))?;
+    let place = known
+        .places
+        .iter()
         .find(|p| p.environment == environment)
         .ok_or_else(|| ApiError::Unknown {
             field: "environment",

@@ -5,8 +5,9 @@
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use crate::cloud::CloudTarget;
+use crate::github::PullRequest;
 use crate::kube::Object;
-use crate::snapshot::{PullRequest, Snapshot};
+use crate::snapshot::Snapshot;
 use crate::tekton::{PipelineRun, TaskRun};
 
 use super::model::ServiceKind;

@@ -10,10 +10,9 @@
 //!
 //! Module map: [`model`] (output types), `index` ([`World`]: the snapshot filed for lookups),
 //! `records` (compact per-object facts), `steps`
-//! (one function per step), `cicd` (the first environment),
-//! `typical` (typical durations).
+//! (one function per step), `typical` (typical durations); `cicd.yaml` is read by
+//! [`crate::cicd`].
 
-mod cicd;
 mod index;
 pub mod model;
 pub(crate) mod records;
@@ -26,9 +25,6 @@ use chrono::{DateTime, Duration, Utc};
 
 use crate::snapshot::{Observation, RecordedRun, Snapshot};
 
-#[cfg(feature = "yaml")]
-pub use cicd::{environments, first_environment};
-pub use cicd::{CicdRead, FirstEnvironment};
 pub use model::*;
 
 pub use index::World;
@@ -54,7 +50,7 @@ pub fn is_tracked(created_at: Option<DateTime<Utc>>, now: DateTime<Utc>) -> bool
 /// of theirs exists. With the services whose XR [`is_tracked`], the only ones [`derive`] can
 /// show — a large world is derived from their parts alone.
 pub fn requested(
-    pull_requests: &[crate::snapshot::PullRequest],
+    pull_requests: &[crate::github::PullRequest],
     now: DateTime<Utc>,
 ) -> impl Iterator<Item = &str> {
     pull_requests
@@ -182,12 +178,11 @@ pub fn record_of(service: &ServiceProgress) -> Option<RecordedRun> {
     })
 }
 
-/// The strip's view of a derivation ([`crate::api::Summary`]): each service's steps
-/// without durations — a running step keeps its start, so a page ticks the time left
-/// itself — and the counts per group. Equal derivations give equal summaries whatever the
-/// clock, so the summary changes only when a step or a group does.
-pub fn summary(services: &[ServiceProgress], health: crate::api::Health) -> crate::api::Summary {
-    use crate::api::{GroupCounts, ServiceSummary, StepSummary, Summary};
+/// The strip's view of a derivation (`api::Summary`): the counts per group and each
+/// service's steps without durations — a running step keeps its start, so a page ticks the
+/// time left itself. Equal derivations give equal summaries whatever the clock, so the
+/// summary changes only when a step or a group does.
+pub fn summary(services: &[ServiceProgress]) -> (GroupCounts, Vec<ServiceSummary>) {
     let mut counts = GroupCounts::default();
     for service in services {
         *match service.group {
@@ -197,31 +192,28 @@ pub fn summary(services: &[ServiceProgress], health: crate::api::Health) -> crat
             Group::Finished => &mut counts.finished,
         } += 1;
     }
-    Summary {
-        counts,
-        services: services
-            .iter()
-            .map(|service| ServiceSummary {
-                name: service.name.to_string(),
-                kind: service.kind,
-                group: service.group,
-                steps: service
-                    .steps
-                    .iter()
-                    .map(|step| StepSummary {
-                        id: step.id,
-                        title: step.title.to_string(),
-                        status: step.status,
-                        started_at: step
-                            .started_at
-                            .filter(|_| step.status == StepStatus::Running),
-                        typical_sec: step.typical_sec,
-                    })
-                    .collect(),
-            })
-            .collect(),
-        health,
-    }
+    let services = services
+        .iter()
+        .map(|service| ServiceSummary {
+            name: service.name.to_string(),
+            kind: service.kind,
+            group: service.group,
+            steps: service
+                .steps
+                .iter()
+                .map(|step| StepSummary {
+                    id: step.id,
+                    title: step.title.to_string(),
+                    status: step.status,
+                    started_at: step
+                        .started_at
+                        .filter(|_| step.status == StepStatus::Running),
+                    typical_sec: step.typical_sec,
+                })
+                .collect(),
+        })
+        .collect();
+    (counts, services)
 }
 
 /// Seconds still to go, from typical durations: a running step's typical minus its time so
@@ -255,10 +247,7 @@ pub fn service_remaining_sec(service: &ServiceProgress) -> Option<u64> {
 }
 
 /// [`remaining_sec`] of a service on the strip, at `now`.
-pub fn summary_remaining_sec(
-    service: &crate::api::ServiceSummary,
-    now: DateTime<Utc>,
-) -> Option<u64> {
+pub fn summary_remaining_sec(service: &ServiceSummary, now: DateTime<Utc>) -> Option<u64> {
     remaining_sec(service.steps.iter().map(|s| {
         let spent = s
             .started_at

@@ -277,3 +277,36 @@ pub enum ResourceState {
     /// A kind Tower cannot read (or has no grant for).
     NotTracked,
 }
+
+/// How many services are in each group.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GroupCounts {
+    pub pending: usize,
+    pub in_flight: usize,
+    pub stalled: usize,
+    pub finished: usize,
+}
+
+/// One service on the strip.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ServiceSummary {
+    pub name: String,
+    pub kind: Option<ServiceKind>,
+    pub group: Group,
+    pub steps: Vec<StepSummary>,
+}
+
+/// One step on the strip: enough to draw its segment and tell the time left.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StepSummary {
+    pub id: StepId,
+    pub title: String,
+    pub status: StepStatus,
+    /// Running steps only: when it started (`None`: not known).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<DateTime<Utc>>,
+    pub typical_sec: u64,
+}

@@ -7,17 +7,18 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 
 use crate::cloud::{self, CloudDeploys, CloudTarget};
+use crate::github::PullRequest;
 use crate::hangar::{self, ARGOCD_NAMESPACE};
 use crate::links;
-use crate::snapshot::{Observation, PullRequest};
+use crate::snapshot::Observation;
 use crate::tekton::{PipelineRun, RunStatus, TaskRun};
 
-use super::cicd::FirstEnvironment;
 use super::index::World;
 use super::model::*;
 use super::records::{Application, Composed, Rollout, Xr};
 use super::typical::Typicals;
 use super::{FINISHED_SHOWN_FOR, ROLLOUT_HINT_AFTER, STALLED_AFTER};
+use crate::cicd::FirstEnvironment;
 
 /// A step before its duration and typical are filled in.
 #[derive(Debug)]

@@ -1,5 +1,9 @@
 //! The world's stories. Each is a pure function from world time to the objects that exist
 //! then, so the world can be replayed, jumped forward, or seen at any moment in a test.
+//!
+//! Module map: [`scenario`] (the demo's stories, put together), [`app`] (one app
+//! provisioned from its request PR, or stuck), [`infra`] (an InfraService), [`fleet`] (the
+//! steady fleet released again and again), [`objects`] (the objects stories are made of).
 
 pub mod app;
 pub mod fleet;

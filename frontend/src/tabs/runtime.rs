@@ -14,7 +14,7 @@ use serde_json::Value as Json;
 use tower_shared::time::age;
 
 use crate::api;
-use crate::config::{list, text};
+use crate::tabs::config::{list, text};
 
 /// How often the tab asks again by itself.
 const POLL: Duration = Duration::from_secs(10);
@@ -72,11 +72,11 @@ pub fn RuntimeTab(service: String) -> impl IntoView {
             })
         }
     };
-    let body = crate::service::fetched(
+    let body = crate::tabs::fetched_with(
         service,
         move |service| {
             poll.track();
-            api::runtime_text(service)
+            api::tab_text(crate::tabs::Tab::Runtime, &service)
         },
         move |answer: Json| {
             let at = |v: &Json| v.as_str().and_then(|t| t.parse().ok());
@@ -175,7 +175,7 @@ fn environment(
                 )
             });
             let image = text(p, "image");
-            let tag = image.rsplit(':').next().unwrap_or_default().to_owned();
+            let tag = tower_shared::image::short(&image).to_owned();
             let created = p["createdAt"].as_str().and_then(|t| t.parse().ok());
             let class = if restarts == 0 { "" } else { "restarted" };
             let pod = text(p, "name");

@@ -1,4 +1,5 @@
-//! The app's `cicd.yaml`: which environment comes first, and on which cluster.
+//! The app's `cicd.yaml` as derivations read it: its environments in promotion order (which
+//! comes first, and on which cluster), how a release is promoted to each, and its objectives.
 //!
 //! `deploy.environments` is a list; each entry is a name (`- dev`) or a map with `name`,
 //! an optional `type` (`ground` or `flight`; `tier` and `kind` are read too) and, for a
@@ -20,10 +21,10 @@ pub struct CicdRead {
     pub environments: Option<Vec<String>>,
     /// How a release is promoted to the environments that say ([`promotions`]).
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
-    pub promotions: std::collections::BTreeMap<String, crate::releases::Promotion>,
+    pub promotions: std::collections::BTreeMap<String, Promotion>,
     /// The objectives its `slo:` section declares ([`slo_targets`]); `None`: Tower's defaults.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub slo: Option<crate::runtime::Targets>,
+    pub slo: Option<Targets>,
 }
 
 impl CicdRead {
@@ -46,6 +47,41 @@ impl CicdRead {
                 promotions: std::collections::BTreeMap::new(),
                 slo: None,
             }
+        }
+    }
+}
+
+/// How a promotion is made: both through Git, never a write to a cluster.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Promotion {
+    /// A direct commit to the app's GitOps repo.
+    Commit,
+    /// A branch and a pull request someone reviews.
+    PullRequest,
+}
+
+/// An app's objectives: `cicd.yaml`'s `slo:` section, or Tower's defaults
+/// ([`Targets::default`], `docs/runtime.md`).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Targets {
+    /// The share of requests that must succeed (0.999 for 99.9 %).
+    pub availability: f64,
+    pub latency_p95_ms: f64,
+    pub latency_p99_ms: f64,
+    /// Whether `cicd.yaml` declared them (else Tower's defaults).
+    pub declared: bool,
+}
+
+impl Default for Targets {
+    /// 99.9 % of requests succeed; p95 under 300 ms, p99 under 500 ms.
+    fn default() -> Self {
+        Self {
+            availability: 0.999,
+            latency_p95_ms: 300.0,
+            latency_p99_ms: 500.0,
+            declared: false,
         }
     }
 }
@@ -95,10 +131,7 @@ pub fn environments(cicd: Option<&str>) -> Option<Vec<String>> {
 #[cfg(feature = "yaml")]
 /// The environments whose `cicd.yaml` entry says how a release reaches them:
 /// `promotion: commit`, or `promotion: pr` (`pull-request` too).
-pub fn promotions(
-    cicd: Option<&str>,
-) -> std::collections::BTreeMap<String, crate::releases::Promotion> {
-    use crate::releases::Promotion;
+pub fn promotions(cicd: Option<&str>) -> std::collections::BTreeMap<String, Promotion> {
     let Some(doc) = cicd.and_then(|text| serde_yaml_ng::from_str::<Value>(text).ok()) else {
         return std::collections::BTreeMap::new();
     };
@@ -123,7 +156,7 @@ pub fn promotions(
 /// The objectives `cicd.yaml` declares: `slo: {availability: 99.9, latencyP95Ms: 300,
 /// latencyP99Ms: 500}` (availability in percent); a key left out keeps Tower's default.
 /// `None` without an `slo:` map.
-pub fn slo_targets(cicd: Option<&str>) -> Option<crate::runtime::Targets> {
+pub fn slo_targets(cicd: Option<&str>) -> Option<Targets> {
     let doc = serde_yaml_ng::from_str::<Value>(cicd?).ok()?;
     let slo = doc.get("slo")?.as_mapping()?;
     let number = |key: &str| {
@@ -131,8 +164,8 @@ pub fn slo_targets(cicd: Option<&str>) -> Option<crate::runtime::Targets> {
             .and_then(Value::as_f64)
             .filter(|n| n.is_finite() && *n > 0.0)
     };
-    let default = crate::runtime::Targets::default();
-    Some(crate::runtime::Targets {
+    let default = Targets::default();
+    Some(Targets {
         availability: number("availability")
             .filter(|p| *p < 100.0)
             .map_or(default.availability, |p| p / 100.0),
@@ -216,7 +249,6 @@ mod tests {
 
     #[test]
     fn an_environment_may_say_how_it_is_promoted_to() {
-        use crate::releases::Promotion;
         let read = CicdRead::of(Some(
             "deploy:\n  environments:\n    - dev\n    - name: staging\n      promotion: pr\n    - name: prod\n      promotion: commit\n    - name: qa\n      promotion: sometimes\n",
         ));

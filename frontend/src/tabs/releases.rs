@@ -9,9 +9,12 @@
 
 use chrono::{DateTime, Utc};
 use leptos::prelude::*;
-use tower_shared::api::{Access, LineChange, PromoteAnswer, PromoteRequest, PromotionPreview};
-use tower_shared::releases::{Cell, CellState, Comparison, Next, Promotion, Release, Releases};
+use tower_shared::api::{Access, PromoteAnswer, PromoteRequest, PromotionPreview};
+use tower_shared::cicd::Promotion;
+use tower_shared::image::short as tag_of;
+use tower_shared::releases::{Cell, CellState, Comparison, Next, Release, Releases};
 use tower_shared::time::{age, compact_duration};
+use tower_shared::values::LineChange;
 
 use crate::api::{self, ApiError};
 use crate::nav::{tab_href, Tab};
@@ -24,11 +27,6 @@ pub type Chosen = Option<(String, String)>;
 
 /// The releases picked to compare (images), at most two, the first picked first.
 pub type Picked = RwSignal<Vec<String>>;
-
-/// A release's tag, for people (the image's part after its last `:`).
-fn tag_of(image: &str) -> &str {
-    image.rsplit(':').next().unwrap_or(image)
-}
 
 /// A cell's class and words.
 fn cell_label(cell: &Cell) -> (&'static str, String) {
@@ -229,7 +227,7 @@ pub fn PromotionPanel(service: String, chosen: RwSignal<Chosen>) -> impl IntoVie
                         "Open the pull request",
                     ),
                 };
-                let name = p.image.rsplit(':').next().unwrap_or(&p.image).to_owned();
+                let name = tag_of(&p.image).to_owned();
                 let sentence = if p.already {
                     format!("{} already names {name}: nothing to change.", p.path)
                 } else {
@@ -272,7 +270,7 @@ pub fn PromotionPanel(service: String, chosen: RwSignal<Chosen>) -> impl IntoVie
     };
     move || {
         chosen.get().map(|(image, environment)| {
-            let name = image.rsplit(':').next().unwrap_or(&image).to_owned();
+            let name = tag_of(&image).to_owned();
             view! {
                 <section class="promotion" aria-label="Promotion">
                     <h3>{format!("Promote {name} to {environment}")}</h3>
@@ -327,7 +325,7 @@ fn row(
             let record = (tower_shared::hangar::is_production(&cell.environment)
                 && matches!(cell.state, CellState::Live | CellState::Superseded)
                 && cell.arrived_at.is_some())
-            .then(|| tower_shared::hangar::release_name(&release.image))
+            .then(|| tower_shared::image::release_name(&release.image))
             .flatten()
             .map(|tag| view! { <a class="record-link" href=crate::nav::record_href(service, tag)>"record"</a> });
             view! {

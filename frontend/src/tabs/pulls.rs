@@ -12,7 +12,7 @@ use tower_shared::time::age;
 
 use crate::api;
 use crate::nav::{tab_href, Tab};
-use crate::pipelines::outcome_label;
+use crate::tabs::pipelines::outcome_label;
 use crate::ui::{error_alert, header_row, HealthNotice};
 
 /// Pull requests per page ("Load more" asks for the next).

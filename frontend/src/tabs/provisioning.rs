@@ -9,10 +9,9 @@
 
 use chrono::{DateTime, Utc};
 use leptos::prelude::*;
-use tower_shared::api::ServiceSummary;
 use tower_shared::provisioning::{
-    remaining_sec, summary_remaining_sec, Group, ResourceState, Step, StepId, StepStatus,
-    TypicalSource,
+    remaining_sec, summary_remaining_sec, Group, ResourceState, ServiceSummary, Step, StepId,
+    StepStatus, TypicalSource,
 };
 use tower_shared::time::compact_duration;
 

@@ -18,11 +18,13 @@
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
 use serde_json::Value as Json;
-use tower_shared::api::{ConfigDraft, LineChange};
+use tower_shared::api::ConfigDraft;
 use tower_shared::time::{age, compact_duration};
 use tower_shared::values::Edit;
+use tower_shared::values::LineChange;
 
 use crate::api::{self, ApiError};
+use crate::tabs::Tab;
 
 /// `v[key]` as text ("" when absent).
 pub(crate) fn text(v: &Json, key: &str) -> String {
@@ -44,7 +46,7 @@ pub fn ConfigTab(service: String) -> impl IntoView {
             .unwrap_or_else(|| "env:prod".to_owned()),
     );
     let now = crate::feed::feed().now;
-    let made = crate::service::fetched(service.clone(), api::config_text, move |answer: Json| {
+    let made = crate::tabs::fetched(Tab::Config, service.clone(), move |answer: Json| {
         let options = list(&answer, "environments")
             .iter()
             .filter_map(|e| e.as_str().map(|e| format!("env:{e}")))
@@ -143,7 +145,7 @@ fn Editor(service: String, file: RwSignal<String>) -> impl IntoView {
         asked: StoredValue::new(0),
     };
     let saved = RwSignal::new(None::<Result<String, String>>);
-    let access = crate::service::access_of(&service);
+    let access = crate::tabs::access_of(&service);
     let load = move |service: String, id: String| {
         leptos::task::spawn_local(async move {
             let answer = api::config_file(service, id.clone()).await;
@@ -260,7 +262,7 @@ fn Editor(service: String, file: RwSignal<String>) -> impl IntoView {
                     (change, text(l, "text"))
                 })
                 .collect();
-            Some(view! { <h4>"What the pull request changes"</h4>{crate::releases::diff_view(lines)} }.into_any())
+            Some(view! { <h4>"What the pull request changes"</h4>{crate::tabs::releases::diff_view(lines)} }.into_any())
         }
         Some(Err(err)) => Some(crate::ui::error_alert(&err)),
         _ => None,

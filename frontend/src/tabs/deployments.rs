@@ -1,5 +1,5 @@
 //! The Deployments tab: the cloud variant (ECS, Lambda, Container Apps: what the deploy runs
-//! say) here, the Kubernetes variant in [`crate::rollout`].
+//! say) here, the Kubernetes variant in [`crate::tabs::rollout`].
 
 use chrono::{DateTime, Utc};
 use leptos::prelude::*;
@@ -18,7 +18,7 @@ fn when(time: Option<DateTime<Utc>>, now: ReadSignal<DateTime<Utc>>) -> impl Int
 pub fn DeploymentsTab(
     deployments: Deployments,
     now: ReadSignal<DateTime<Utc>>,
-    actions: crate::rollout::ArgoActions,
+    actions: crate::tabs::rollout::ArgoActions,
 ) -> impl IntoView {
     let Deployments {
         service,
@@ -30,7 +30,7 @@ pub fn DeploymentsTab(
         (Capability::CloudRuntime, Some(deploys)) => deploys,
         _ => {
             let environments = environments.unwrap_or_default();
-            return view! { <crate::rollout::K8sDeployments service=service environments=environments actions=actions /> }
+            return view! { <crate::tabs::rollout::K8sDeployments service=service environments=environments actions=actions /> }
                 .into_any();
         }
     };
