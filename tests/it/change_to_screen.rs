@@ -11,7 +11,7 @@ use chrono::{DateTime, Utc};
 use fantoccini::Locator;
 use serde_json::Value;
 
-use crate::support::{eventually, Browser, Live};
+use crate::support::{eventually, eventually_every, Browser, Live};
 
 /// The texts of every element matching `css`, read in one go inside the page.
 async fn texts(c: &fantoccini::Client, css: &str) -> anyhow::Result<Vec<String>> {
@@ -87,7 +87,7 @@ async fn a_merged_pull_request_reaches_the_page_within_two_seconds() {
                 )?;
                 anyhow::Ok(rows.into_iter().find(|(name, _)| name == "wallet").map(|(_, c)| c))
             };
-            let before = eventually(Duration::from_secs(10), "the request on the page", || async {
+            let before = eventually_every(Duration::from_millis(50), Duration::from_secs(10), "the request on the page", || async {
                 current().await
             })
             .await?;
@@ -101,7 +101,7 @@ async fn a_merged_pull_request_reaches_the_page_within_two_seconds() {
                 .send()
                 .await?;
             anyhow::ensure!(merge.status().is_success(), "merge: {}", merge.status());
-            let after = eventually(Duration::from_secs(10), "the merge on the page", || async {
+            let after = eventually_every(Duration::from_millis(50), Duration::from_secs(10), "the merge on the page", || async {
                 Ok(current().await?.filter(|c| c.starts_with("Request applied")))
             })
             .await?;
@@ -184,7 +184,7 @@ async fn kubernetes_changes_reach_the_page_quickly() {
                 let at: i64 =
                     serde_json::from_value(c.execute("return Date.now();", vec![]).await?)?;
                 anyhow::ensure!(tower.world.platform.set_object("dev", changed));
-                let seen = eventually(Duration::from_secs(10), "the change on the page", || async {
+                let seen = eventually_every(Duration::from_millis(50), Duration::from_secs(10), "the change on the page", || async {
                     let changes: Vec<(i64, String)> = serde_json::from_value(
                         c.execute("return window.__changes;", vec![]).await?,
                     )?;
@@ -351,7 +351,7 @@ async fn the_page_and_the_api_tell_the_same_time_at_twenty_times_speed() {
             let c = &browser.client;
             let path = format!("/tower?view=provisioning&service={service}");
             open(&browser, &tower, &path, ".state.stale li").await?;
-            eventually(Duration::from_secs(10), "both notices", || async {
+            eventually_every(Duration::from_millis(50), Duration::from_secs(10), "both notices", || async {
                 Ok((texts(c, ".state.stale li").await?.len() == 2).then_some(()))
             })
             .await?;

@@ -1023,13 +1023,28 @@ impl Outcome<()> for anyhow::Result<bool> {
     }
 }
 
-/// How often [`eventually`] looks: often enough that a test measuring how soon something
-/// shows (`change_to_screen`) reads it within this much.
-pub const LOOK_EVERY: Duration = Duration::from_millis(50);
+/// How often [`eventually`] looks (a route with a per-caller budget answers this pace).
+pub const LOOK_EVERY: Duration = Duration::from_millis(100);
 
 /// Looks with `check` every [`LOOK_EVERY`] until it holds, for at most `limit`: the one
 /// wait-until of the tests (a condition with a deadline, never a fixed sleep).
-pub async fn eventually<T, F, Fut>(limit: Duration, what: &str, mut check: F) -> anyhow::Result<T>
+pub async fn eventually<T, F, Fut>(limit: Duration, what: &str, check: F) -> anyhow::Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future,
+    Fut::Output: Outcome<T>,
+{
+    eventually_every(LOOK_EVERY, limit, what, check).await
+}
+
+/// [`eventually`], looking every `every`: a test measuring how soon something shows
+/// (`change_to_screen`) reads it within that much.
+pub async fn eventually_every<T, F, Fut>(
+    every: Duration,
+    limit: Duration,
+    what: &str,
+    mut check: F,
+) -> anyhow::Result<T>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future,
@@ -1043,7 +1058,7 @@ where
         if tokio::time::Instant::now() > deadline {
             bail!("{what}: not within {limit:?}");
         }
-        tokio::time::sleep(LOOK_EVERY).await;
+        tokio::time::sleep(every).await;
     }
 }
 

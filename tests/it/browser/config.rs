@@ -25,7 +25,7 @@ async fn prod_values_are_changed_through_the_form_and_proposed_as_one_pull_reque
                     .await?;
                 anyhow::Ok(v.as_str().map(str::to_owned))
             };
-            eventually(Duration::from_secs(20), "the prod values as a form", || async {
+            eventually_every(LOOK, Duration::from_secs(20), "the prod values as a form", || async {
                 Ok(value("#field-replicas").await?.as_deref() == Some("3"))
             })
             .await?;
@@ -33,7 +33,7 @@ async fn prod_values_are_changed_through_the_form_and_proposed_as_one_pull_reque
 
             // A bad value is flagged before saving, and the save waits for it.
             type_into(c, "#field-replicas", "0").await?;
-            eventually(Duration::from_secs(10), "the replicas' problem", || async {
+            eventually_every(LOOK, Duration::from_secs(10), "the replicas' problem", || async {
                 Ok(text_of(c, "#field-replicas-problem")
                     .await?
                     .is_some_and(|t| t.contains("must be at least 1")))
@@ -50,12 +50,12 @@ async fn prod_values_are_changed_through_the_form_and_proposed_as_one_pull_reque
 
             // A replica count and an env var: the diff shows exactly those lines.
             type_into(c, "#field-replicas", "5").await?;
-            eventually(Duration::from_secs(10), "the problem gone", || async {
+            eventually_every(LOOK, Duration::from_secs(10), "the problem gone", || async {
                 Ok(text_of(c, "#field-replicas-problem").await?.unwrap_or_default().is_empty())
             })
             .await?;
             type_into(c, "#field-env-LOG_FORMAT", "text").await?;
-            eventually(Duration::from_secs(10), "the diff of both lines", || async {
+            eventually_every(LOOK, Duration::from_secs(10), "the diff of both lines", || async {
                 let diff = text_of(c, ".config-editor pre.diff").await?.unwrap_or_default();
                 Ok(diff.contains("+ replicas: 5   # one per zone in prod")
                     && diff.contains("+   LOG_FORMAT: text"))
@@ -63,13 +63,13 @@ async fn prod_values_are_changed_through_the_form_and_proposed_as_one_pull_reque
             .await?;
             browser.screenshot("config-diff").await?;
             press(c, "button.save-config:enabled").await?;
-            eventually(Duration::from_secs(20), "the pull request opened", || async {
+            eventually_every(LOOK, Duration::from_secs(20), "the pull request opened", || async {
                 Ok(text_of(c, ".config-outcome")
                     .await?
                     .is_some_and(|t| t.starts_with("Opened pull request")))
             })
             .await?;
-            eventually(Duration::from_secs(20), "the file read from its pull request", || async {
+            eventually_every(LOOK, Duration::from_secs(20), "the file read from its pull request", || async {
                 Ok(text_of(c, ".file-source")
                     .await?
                     .is_some_and(|t| t.contains("from pull request #")))
@@ -81,7 +81,7 @@ async fn prod_values_are_changed_through_the_form_and_proposed_as_one_pull_reque
             c.goto(&tower.url(&format!("/tower?view=config&service={stale}")))
                 .await?;
             let secret = "tr[data-env='prod'][data-secret]";
-            eventually(Duration::from_secs(20), "the stale secret", || async {
+            eventually_every(LOOK, Duration::from_secs(20), "the stale secret", || async {
                 Ok(text_of(c, secret)
                     .await?
                     .is_some_and(|t| t.contains("Not synced: could not get secret data from provider")))
@@ -91,7 +91,7 @@ async fn prod_values_are_changed_through_the_form_and_proposed_as_one_pull_reque
             browser.screenshot("config-stale-secret").await?;
             c.goto(&tower.url(&format!("/tower?view=config&service={failing}")))
                 .await?;
-            eventually(Duration::from_secs(20), "the failing Project", || async {
+            eventually_every(LOOK, Duration::from_secs(20), "the failing Project", || async {
                 Ok(text_of(c, "tr[data-kind='Project']")
                     .await?
                     .is_some_and(|t| t.contains(PROJECT_ERROR)))
@@ -101,7 +101,7 @@ async fn prod_values_are_changed_through_the_form_and_proposed_as_one_pull_reque
 
             // Both amber on the fleet, with their reasons.
             c.goto(&tower.url("/tower")).await?;
-            eventually(Duration::from_secs(20), "the fleet's amber", || async {
+            eventually_every(LOOK, Duration::from_secs(20), "the fleet's amber", || async {
                 let cell = c
                     .execute(
                         "const row = [...document.querySelectorAll('tr')].find(r => r.querySelector('.app-name')?.textContent.trim() === arguments[0]); \

@@ -251,7 +251,7 @@ async fn the_deployments_tab_follows_a_canary_live_and_explains_an_aborted_one()
                 moving.name
             )))
             .await?;
-            eventually(Duration::from_secs(20), "the canary at 20%", || async {
+            eventually_every(LOOK, Duration::from_secs(20), "the canary at 20%", || async {
                 Ok(prod_card(c).await.is_ok_and(|(_, split)| split == "Traffic: 80% stable, 20% canary"))
             })
             .await?;
@@ -263,7 +263,7 @@ async fn the_deployments_tab_follows_a_canary_live_and_explains_an_aborted_one()
             // Ten minutes on, the page redraws at 40 % by itself: no reload (the mark stays).
             c.execute("window.towerMark = 'still here';", vec![]).await?;
             tower.advance_world(600);
-            eventually(Duration::from_secs(20), "the canary at 40% without a reload", || async {
+            eventually_every(LOOK, Duration::from_secs(20), "the canary at 40% without a reload", || async {
                 Ok(prod_card(c).await.is_ok_and(|(_, split)| split == "Traffic: 60% stable, 40% canary"))
             })
             .await?;
@@ -291,7 +291,7 @@ async fn the_deployments_tab_follows_a_canary_live_and_explains_an_aborted_one()
             .await?;
             // The Rollout's abort may reach Tower a moment before the AnalysisRun that says
             // why: the summary names the failed metric once it has.
-            eventually(Duration::from_secs(20), "the aborted canary and why", || async {
+            eventually_every(LOOK, Duration::from_secs(20), "the aborted canary and why", || async {
                 Ok(prod_card(c).await.is_ok_and(|(summary, _)| {
                     summary.contains("aborted") && summary.contains("the analysis metric")
                 }))
@@ -306,7 +306,7 @@ async fn the_deployments_tab_follows_a_canary_live_and_explains_an_aborted_one()
             anyhow::ensure!(split == "Traffic: 100% stable, 0% canary", "split {split:?}");
             // The AnalysisRun's measurements may reach Tower a moment after the Rollout's
             // abort: the chart marks them when they do.
-            eventually(Duration::from_secs(20), "three failed measurements marked", || async {
+            eventually_every(LOOK, Duration::from_secs(20), "three failed measurements marked", || async {
                 let failed = c
                     .find_all(Locator::Css("article[data-env='prod'] .metric text.failed"))
                     .await?;
@@ -383,7 +383,8 @@ async fn a_paused_canary_is_resumed_and_another_aborted_through_argo_cd() {
             let buttons = format!("{} button.canary-action", card("prod"));
             // Read in one go, and again if the card was being redrawn (the platform moves).
             let disabled = std::cell::RefCell::new(Vec::new());
-            eventually(
+            eventually_every(
+                LOOK,
                 Duration::from_secs(20),
                 "the team-b canary's actions",
                 || async {
@@ -418,7 +419,7 @@ async fn a_paused_canary_is_resumed_and_another_aborted_through_argo_cd() {
                 "{} button.canary-action[data-action='resume']:enabled",
                 card("prod")
             );
-            eventually(Duration::from_secs(20), "the resume button", || async {
+            eventually_every(LOOK, Duration::from_secs(20), "the resume button", || async {
                 Ok(text_of(c, &resume)
                     .await?
                     .is_some_and(|t| t == "Resume: traffic goes from 40% to 80%"))
@@ -427,7 +428,8 @@ async fn a_paused_canary_is_resumed_and_another_aborted_through_argo_cd() {
             browser.check_page("canary-actions").await?;
             browser.screenshot("canary-paused-actions").await?;
             press(c, &resume).await?;
-            eventually(
+            eventually_every(
+                LOOK,
                 Duration::from_secs(20),
                 "the canary at its next step",
                 || async {
@@ -453,14 +455,15 @@ async fn a_paused_canary_is_resumed_and_another_aborted_through_argo_cd() {
                 "{} button.canary-action[data-action='abort']:enabled",
                 card("staging")
             );
-            eventually(Duration::from_secs(20), "the abort button", || async {
+            eventually_every(LOOK, Duration::from_secs(20), "the abort button", || async {
                 Ok(text_of(c, &abort)
                     .await?
                     .is_some_and(|t| t.starts_with("Abort: all traffic back to")))
             })
             .await?;
             press(c, &abort).await?;
-            eventually(
+            eventually_every(
+                LOOK,
                 Duration::from_secs(10),
                 "the abort's confirmation",
                 || async {
@@ -472,7 +475,8 @@ async fn a_paused_canary_is_resumed_and_another_aborted_through_argo_cd() {
             .await?;
             anyhow::ensure!(tower.world.served.argocd_actions().len() == 1, "not yet");
             press(c, &abort).await?;
-            eventually(
+            eventually_every(
+                LOOK,
                 Duration::from_secs(20),
                 "traffic back on stable",
                 || async {
@@ -486,7 +490,7 @@ async fn a_paused_canary_is_resumed_and_another_aborted_through_argo_cd() {
                 "{} button.canary-action[data-action='retry']",
                 card("staging")
             );
-            eventually(Duration::from_secs(20), "a retry offered", || async {
+            eventually_every(LOOK, Duration::from_secs(20), "a retry offered", || async {
                 Ok(!c.find_all(Locator::Css(&retry)).await?.is_empty())
             })
             .await?;

@@ -261,9 +261,12 @@ async fn the_fleets_activity_shows_a_canary_aborted_while_the_page_is_open() {
         .checked("fleet-activity", async {
             let c = &browser.client;
             c.goto(&tower.url("/tower")).await?;
-            eventually(Duration::from_secs(20), "the activity feed", || async {
-                Ok(text_of(c, ".activity-items li").await?.is_some())
-            })
+            eventually_every(
+                LOOK,
+                Duration::from_secs(20),
+                "the activity feed",
+                || async { Ok(text_of(c, ".activity-items li").await?.is_some()) },
+            )
             .await?;
             // Aborted through Tower's canary actions while the page is open: the feed says
             // so at its top without a reload ("just now"; another app's release arriving at
@@ -273,17 +276,22 @@ async fn the_fleets_activity_shows_a_canary_aborted_while_the_page_is_open() {
             let top = "return [...document.querySelectorAll('.activity-items li')].slice(0, 3)
                 .map(li => [li.innerText, li.querySelector('a').getAttribute('href')]);";
             let found = std::cell::RefCell::new(None);
-            eventually(Duration::from_secs(20), "the abort at the top", || async {
-                let items: Vec<(String, String)> =
-                    serde_json::from_value(c.execute(top, vec![]).await?)?;
-                let href = items
-                    .into_iter()
-                    .find(|(text, _)| text.contains(&said) && text.starts_with("just now"))
-                    .map(|(_, href)| href);
-                let seen = href.is_some();
-                *found.borrow_mut() = href;
-                Ok(seen)
-            })
+            eventually_every(
+                LOOK,
+                Duration::from_secs(20),
+                "the abort at the top",
+                || async {
+                    let items: Vec<(String, String)> =
+                        serde_json::from_value(c.execute(top, vec![]).await?)?;
+                    let href = items
+                        .into_iter()
+                        .find(|(text, _)| text.contains(&said) && text.starts_with("just now"))
+                        .map(|(_, href)| href);
+                    let seen = href.is_some();
+                    *found.borrow_mut() = href;
+                    Ok(seen)
+                },
+            )
             .await?;
             let href = found.into_inner();
             anyhow::ensure!(
@@ -308,10 +316,15 @@ async fn the_fleet_says_its_dora_figures_and_what_they_counted() {
     // Past the aborting canary's third failed measurement (two minutes in), whenever the
     // world started; the page reads the figures once, so wait for Tower to count it.
     tower.advance_world(180);
-    crate::support::eventually(Duration::from_secs(30), "the abort counted", || async {
-        let (_, dora) = tower.get("/api/dora").await.ok()?;
-        (!dora["failed"].as_array()?.is_empty()).then_some(())
-    })
+    crate::support::eventually_every(
+        LOOK,
+        Duration::from_secs(30),
+        "the abort counted",
+        || async {
+            let (_, dora) = tower.get("/api/dora").await.ok()?;
+            (!dora["failed"].as_array()?.is_empty()).then_some(())
+        },
+    )
     .await
     .unwrap();
     let browser = Browser::start().await.unwrap();
@@ -319,7 +332,7 @@ async fn the_fleet_says_its_dora_figures_and_what_they_counted() {
         .checked("fleet-dora", async {
             let c = &browser.client;
             c.goto(&tower.url("/tower")).await?;
-            eventually(Duration::from_secs(20), "the DORA sentence", || async {
+            eventually_every(LOOK, Duration::from_secs(20), "the DORA sentence", || async {
                 Ok(text_of(c, ".dora .sentence")
                     .await?
                     .is_some_and(|t| t.starts_with("Over the last 7 days: ")))
@@ -381,7 +394,7 @@ async fn the_fleet_says_its_dora_figures_and_what_they_counted() {
                 .await?
                 .select_by_value("30")
                 .await?;
-            eventually(Duration::from_secs(20), "the month's figures", || async {
+            eventually_every(LOOK, Duration::from_secs(20), "the month's figures", || async {
                 Ok(text_of(c, ".dora .sentence")
                     .await?
                     .is_some_and(|t| t.starts_with("Over the last 30 days: ")))
@@ -392,7 +405,7 @@ async fn the_fleet_says_its_dora_figures_and_what_they_counted() {
             let aborting = crate::support::fleet_app(hangar_sim::stories::fleet::Role::AbortedCanary).name;
             c.goto(&tower.url(&format!("/tower?view=releases&service={aborting}")))
                 .await?;
-            eventually(Duration::from_secs(20), "the app's DORA sentence", || async {
+            eventually_every(LOOK, Duration::from_secs(20), "the app's DORA sentence", || async {
                 Ok(text_of(c, ".dora .sentence")
                     .await?
                     .is_some_and(|t| t.contains("1 of ") && t.contains("rollouts that ended failed")))

@@ -21,7 +21,11 @@ use anyhow::Context;
 use fantoccini::Locator;
 use tower_shared::fleet::Fleet;
 
-use crate::support::{eventually, Browser, Demo};
+use crate::support::{eventually_every, Browser, Demo};
+
+/// How often a browser test looks at the page while it waits (each look is a WebDriver
+/// round trip the page shares the machine with).
+const LOOK: Duration = Duration::from_millis(250);
 
 /// Opens the fleet page at `url` and waits until the matrix has rows.
 async fn open_fleet(c: &fantoccini::Client, url: &str) -> anyhow::Result<()> {

@@ -28,7 +28,7 @@ async fn the_pipelines_tab_draws_a_failed_run_and_pages_through_three_hundred_ru
     let status_says = |c: &fantoccini::Client, what: String| {
         let c = c.clone();
         async move {
-            eventually(Duration::from_secs(20), &what, || async {
+            eventually_every(LOOK, Duration::from_secs(20), &what, || async {
                 let status = c.find(Locator::Css(".log-console .log-status")).await;
                 Ok(match status {
                     Ok(status) => status.text().await?.contains(&what),
@@ -168,9 +168,12 @@ async fn the_pipelines_tab_draws_a_failed_run_and_pages_through_three_hundred_ru
                 .await?
                 .click()
                 .await?;
-            crate::support::eventually(Duration::from_secs(5), "the log stream closed", || async {
-                (streams().log_streams_open == 0).then_some(())
-            })
+            crate::support::eventually_every(
+                LOOK,
+                Duration::from_secs(5),
+                "the log stream closed",
+                || async { (streams().log_streams_open == 0).then_some(()) },
+            )
             .await?;
             anyhow::ensure!(
                 streams().log_streams - before.log_streams == 1,

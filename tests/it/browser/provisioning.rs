@@ -28,11 +28,16 @@ async fn provisioning_deep_link_follows_the_nodejs_story_to_done() {
             // The world clock moves on until every step is done. The catalog step ends when
             // Tower's catalog poll (every few real seconds) finds the entity, so at this
             // speed it may turn done after "Running healthy": wait on all ten, not the last.
-            eventually(Duration::from_secs(90), "every shop step done", || async {
-                tower.advance_world(30);
-                let statuses = texts(c, "li.step .step-status").await?;
-                Ok(statuses.len() == 10 && statuses.iter().all(|s| s == "✔ Done"))
-            })
+            eventually_every(
+                LOOK,
+                Duration::from_secs(90),
+                "every shop step done",
+                || async {
+                    tower.advance_world(30);
+                    let statuses = texts(c, "li.step .step-status").await?;
+                    Ok(statuses.len() == 10 && statuses.iter().all(|s| s == "✔ Done"))
+                },
+            )
             .await?;
             let times = texts(c, "li.step .step-time").await?;
             anyhow::ensure!(
@@ -73,7 +78,8 @@ async fn services_strip_shows_in_flight_services_and_moves_a_finished_one_out() 
         .checked("services", async {
             let c = &browser.client;
             c.goto(&tower.url("/tower?view=services")).await?;
-            eventually(
+            eventually_every(
+                LOOK,
                 Duration::from_secs(30),
                 "shop in the in-flight strip",
                 || async {
@@ -104,7 +110,7 @@ async fn services_strip_shows_in_flight_services_and_moves_a_finished_one_out() 
             // Every action on the page is reachable by keyboard, with visible focus.
             browser.keyboard_reaches_everything().await?;
 
-            eventually(Duration::from_secs(90), "shop finished", || async {
+            eventually_every(LOOK, Duration::from_secs(90), "shop finished", || async {
                 tower.advance_world(30);
                 Ok(texts(c, ".finished .strip-name")
                     .await?
@@ -116,7 +122,8 @@ async fn services_strip_shows_in_flight_services_and_moves_a_finished_one_out() 
                 .contains(&"shop".to_owned()));
             browser.check_page("services-finished").await?;
             // Finished services stay 15 (world) minutes, then leave the list.
-            eventually(
+            eventually_every(
+                LOOK,
                 Duration::from_secs(60),
                 "shop out after its retention",
                 || async {

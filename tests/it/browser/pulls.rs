@@ -17,7 +17,8 @@ async fn the_pull_requests_tab_stitches_a_pr_to_its_pipeline_and_a_merge_to_its_
             tower.next_pr_run(&service, 100).await?;
             c.goto(&tower.url(&format!("/tower?view=pulls&service={service}")))
                 .await?;
-            eventually(
+            eventually_every(
+                LOOK,
                 Duration::from_secs(20),
                 "the open PR's run running",
                 || async {
@@ -45,7 +46,8 @@ async fn the_pull_requests_tab_stitches_a_pr_to_its_pipeline_and_a_merge_to_its_
                 "{href}"
             );
             // Showing it had its review and GitHub's other checks read.
-            eventually(
+            eventually_every(
+                LOOK,
                 Duration::from_secs(20),
                 "the open PR's review and GitHub checks",
                 || async {
@@ -81,7 +83,8 @@ async fn the_pull_requests_tab_stitches_a_pr_to_its_pipeline_and_a_merge_to_its_
                 .await?;
             c.goto(&tower.url(&format!("/tower?view=pulls&service={}", canary.name)))
                 .await?;
-            eventually(
+            eventually_every(
+                LOOK,
                 Duration::from_secs(20),
                 "the merge canarying in prod",
                 || async {

@@ -21,7 +21,8 @@ async fn the_releases_tab_reads_each_release_across_its_environments() {
             c.goto(&tower.url(&format!("/tower?view=releases&service={}", app.name)))
                 .await?;
             let row = format!("table.releases tr[data-release='{tag}']");
-            eventually(
+            eventually_every(
+                LOOK,
                 Duration::from_secs(20),
                 "the release offered for prod",
                 || async {
@@ -45,17 +46,22 @@ async fn the_releases_tab_reads_each_release_across_its_environments() {
             c.execute("window.towerMark = 'still here';", vec![])
                 .await?;
             tower.advance_world(660);
-            eventually(Duration::from_secs(20), "the canary in prod", || async {
-                let cell = c
-                    .find_all(Locator::Css(&format!(
-                        "{row} td[data-env='prod'][data-state='canary']"
-                    )))
-                    .await?;
-                Ok(match cell.first() {
-                    Some(cell) => cell.text().await?.contains("canary at 20%"),
-                    None => false,
-                })
-            })
+            eventually_every(
+                LOOK,
+                Duration::from_secs(20),
+                "the canary in prod",
+                || async {
+                    let cell = c
+                        .find_all(Locator::Css(&format!(
+                            "{row} td[data-env='prod'][data-state='canary']"
+                        )))
+                        .await?;
+                    Ok(match cell.first() {
+                        Some(cell) => cell.text().await?.contains("canary at 20%"),
+                        None => false,
+                    })
+                },
+            )
             .await?;
             let mark = c
                 .execute("return window.towerMark || null;", vec![])
@@ -77,7 +83,8 @@ async fn the_releases_tab_reads_each_release_across_its_environments() {
             // Any two rows compare: the newest and the third, by GitHub's comparison.
             let pick = |n: usize| format!("table.releases tbody tr:nth-child({n}) .pick input");
             c.find(Locator::Css(&pick(1))).await?.click().await?;
-            eventually(
+            eventually_every(
+                LOOK,
                 Duration::from_secs(10),
                 "the hint for a second pick",
                 || async {
@@ -88,7 +95,7 @@ async fn the_releases_tab_reads_each_release_across_its_environments() {
             )
             .await?;
             c.find(Locator::Css(&pick(3))).await?.click().await?;
-            eventually(Duration::from_secs(20), "the comparison", || async {
+            eventually_every(LOOK, Duration::from_secs(20), "the comparison", || async {
                 Ok(text_of(c, ".comparison")
                     .await?
                     .is_some_and(|t| t.contains(" adds 2 commits (") && t.contains("Builds")))
@@ -116,9 +123,12 @@ async fn a_release_is_promoted_to_staging_by_a_commit_and_to_prod_by_a_merged_pu
                 .await?;
             // The release waiting in dev: its staging cell has the one (enabled) button.
             let button = "td[data-env='staging'] button.promote:enabled";
-            eventually(Duration::from_secs(20), "the promote button", || async {
-                Ok(!c.find_all(Locator::Css(button)).await?.is_empty())
-            })
+            eventually_every(
+                LOOK,
+                Duration::from_secs(20),
+                "the promote button",
+                || async { Ok(!c.find_all(Locator::Css(button)).await?.is_empty()) },
+            )
             .await?;
             let tag = c
                 .find(Locator::XPath(
@@ -137,7 +147,7 @@ async fn a_release_is_promoted_to_staging_by_a_commit_and_to_prod_by_a_merged_pu
                 .await?
                 .click()
                 .await?;
-            eventually(Duration::from_secs(20), "the diff", || async {
+            eventually_every(LOOK, Duration::from_secs(20), "the diff", || async {
                 Ok(text_of(c, ".promotion pre.diff")
                     .await?
                     .is_some_and(|d| d.contains(&format!("+ image: ghcr.io/acme/{APP}:{tag}"))))
@@ -149,7 +159,7 @@ async fn a_release_is_promoted_to_staging_by_a_commit_and_to_prod_by_a_merged_pu
                 .await?
                 .click()
                 .await?;
-            eventually(Duration::from_secs(20), "the commit made", || async {
+            eventually_every(LOOK, Duration::from_secs(20), "the commit made", || async {
                 Ok(text_of(c, ".promotion .promoted")
                     .await?
                     .is_some_and(|t| t.starts_with("Committed")))
@@ -159,11 +169,16 @@ async fn a_release_is_promoted_to_staging_by_a_commit_and_to_prod_by_a_merged_pu
             let cell = |env: &str, state: &str| {
                 format!("{row} td[data-env='{env}'][data-state='{state}']")
             };
-            eventually(Duration::from_secs(20), "the canary in staging", || async {
-                Ok(text_of(c, &cell("staging", "canary"))
-                    .await?
-                    .is_some_and(|t| t.contains("canary at 20%")))
-            })
+            eventually_every(
+                LOOK,
+                Duration::from_secs(20),
+                "the canary in staging",
+                || async {
+                    Ok(text_of(c, &cell("staging", "canary"))
+                        .await?
+                        .is_some_and(|t| t.contains("canary at 20%")))
+                },
+            )
             .await?;
             browser.screenshot("promote-staging-canary").await?;
             // … and so does the Deployments tab.
@@ -171,10 +186,15 @@ async fn a_release_is_promoted_to_staging_by_a_commit_and_to_prod_by_a_merged_pu
                 .await?
                 .click()
                 .await?;
-            eventually(Duration::from_secs(20), "the Deployments tab", || async {
-                let body = c.find(Locator::Css("body")).await?.text().await?;
-                Ok(body.contains(&tag) && body.contains("20%"))
-            })
+            eventually_every(
+                LOOK,
+                Duration::from_secs(20),
+                "the Deployments tab",
+                || async {
+                    let body = c.find(Locator::Css("body")).await?.text().await?;
+                    Ok(body.contains(&tag) && body.contains("20%"))
+                },
+            )
             .await?;
             // Argo CD's own action, from the environment's card: asked of Argo CD's API.
             c.find(Locator::Css(
@@ -183,7 +203,7 @@ async fn a_release_is_promoted_to_staging_by_a_commit_and_to_prod_by_a_merged_pu
             .await?
             .click()
             .await?;
-            eventually(Duration::from_secs(20), "Argo CD syncing", || async {
+            eventually_every(LOOK, Duration::from_secs(20), "Argo CD syncing", || async {
                 Ok(text_of(
                     c,
                     "article[data-env='staging'] .argo-actions [role='status']",
@@ -199,7 +219,7 @@ async fn a_release_is_promoted_to_staging_by_a_commit_and_to_prod_by_a_merged_pu
                 .click()
                 .await?;
             tower.advance_world(25 * 60);
-            eventually(Duration::from_secs(20), "live in staging", || async {
+            eventually_every(LOOK, Duration::from_secs(20), "live in staging", || async {
                 Ok(!c
                     .find_all(Locator::Css(&cell("staging", "live")))
                     .await?
@@ -209,12 +229,12 @@ async fn a_release_is_promoted_to_staging_by_a_commit_and_to_prod_by_a_merged_pu
 
             // Prod goes by a pull request.
             let to_prod = format!("{row} td[data-env='prod'] button.promote:enabled");
-            eventually(Duration::from_secs(20), "the prod button", || async {
+            eventually_every(LOOK, Duration::from_secs(20), "the prod button", || async {
                 Ok(!c.find_all(Locator::Css(&to_prod)).await?.is_empty())
             })
             .await?;
             c.find(Locator::Css(&to_prod)).await?.click().await?;
-            eventually(Duration::from_secs(20), "the prod diff", || async {
+            eventually_every(LOOK, Duration::from_secs(20), "the prod diff", || async {
                 Ok(text_of(c, ".promotion")
                     .await?
                     .is_some_and(|t| t.contains("opens a pull request") && t.contains("+ image:")))
@@ -225,7 +245,8 @@ async fn a_release_is_promoted_to_staging_by_a_commit_and_to_prod_by_a_merged_pu
                 .click()
                 .await?;
             let opened = "Opened pull request #";
-            eventually(
+            eventually_every(
+                LOOK,
                 Duration::from_secs(20),
                 "the pull request opened",
                 || async {
@@ -243,7 +264,8 @@ async fn a_release_is_promoted_to_staging_by_a_commit_and_to_prod_by_a_merged_pu
                 .next()
                 .and_then(|n| n.parse().ok())
                 .context("the PR's number")?;
-            eventually(
+            eventually_every(
+                LOOK,
                 Duration::from_secs(20),
                 "Review PR #N in the matrix",
                 || async {
@@ -265,15 +287,20 @@ async fn a_release_is_promoted_to_staging_by_a_commit_and_to_prod_by_a_merged_pu
                 .send()
                 .await?;
             anyhow::ensure!(merged.status() == 200, "merge: {}", merged.status());
-            eventually(Duration::from_secs(20), "the canary in prod", || async {
-                Ok(!c
-                    .find_all(Locator::Css(&cell("prod", "canary")))
-                    .await?
-                    .is_empty())
-            })
+            eventually_every(
+                LOOK,
+                Duration::from_secs(20),
+                "the canary in prod",
+                || async {
+                    Ok(!c
+                        .find_all(Locator::Css(&cell("prod", "canary")))
+                        .await?
+                        .is_empty())
+                },
+            )
             .await?;
             tower.advance_world(25 * 60);
-            eventually(Duration::from_secs(20), "live in prod", || async {
+            eventually_every(LOOK, Duration::from_secs(20), "live in prod", || async {
                 Ok(!c
                     .find_all(Locator::Css(&cell("prod", "live")))
                     .await?
@@ -326,7 +353,8 @@ async fn a_release_record_is_proposed_merged_written_up_by_people_and_downloaded
     browser
         .checked("release-record", async {
             let c = &browser.client;
-            eventually(
+            eventually_every(
+                LOOK,
                 Duration::from_secs(30),
                 "the record's pull request",
                 || async { Ok(!open(branch.clone()).await?.is_empty()) },
@@ -339,11 +367,12 @@ async fn a_release_record_is_proposed_merged_written_up_by_people_and_downloaded
             c.goto(&tower.url(&format!("/tower?view=releases&service={APP}")))
                 .await?;
             let link = format!("tr[data-release='{release}'] td[data-env='prod'] a.record-link");
-            eventually(Duration::from_secs(20), "the record link", || async {
+            eventually_every(LOOK, Duration::from_secs(20), "the record link", || async {
                 Ok(!c.find_all(Locator::Css(&link)).await?.is_empty())
             })
             .await?;
-            eventually(
+            eventually_every(
+                LOOK,
                 Duration::from_secs(20),
                 "the record listed as proposed",
                 || async {
@@ -360,16 +389,22 @@ async fn a_release_record_is_proposed_merged_written_up_by_people_and_downloaded
             );
             browser.screenshot("release-records-list").await?;
             press(c, &link).await?;
-            eventually(Duration::from_secs(20), "the record's page", || async {
-                Ok(text_of(c, "article.record .state")
-                    .await?
-                    .is_some_and(|t| t.starts_with("Not merged yet")))
-            })
+            eventually_every(
+                LOOK,
+                Duration::from_secs(20),
+                "the record's page",
+                || async {
+                    Ok(text_of(c, "article.record .state")
+                        .await?
+                        .is_some_and(|t| t.starts_with("Not merged yet")))
+                },
+            )
             .await?;
 
             // Merged on GitHub: the form appears; the shared rules refuse an empty summary.
             crate::promotions::merge(&tower, &repo, record_pr[0]).await;
-            eventually(
+            eventually_every(
+                LOOK,
                 Duration::from_secs(30),
                 "the form for the human part",
                 || async {
@@ -385,11 +420,16 @@ async fn a_release_record_is_proposed_merged_written_up_by_people_and_downloaded
             )
             .await?;
             press(c, "button.propose-notes").await?;
-            eventually(Duration::from_secs(10), "the summary's error", || async {
-                Ok(text_of(c, "form.notes .field-error")
-                    .await?
-                    .is_some_and(|t| t == "write a plain summary"))
-            })
+            eventually_every(
+                LOOK,
+                Duration::from_secs(10),
+                "the summary's error",
+                || async {
+                    Ok(text_of(c, "form.notes .field-error")
+                        .await?
+                        .is_some_and(|t| t == "write a plain summary"))
+                },
+            )
             .await?;
             anyhow::ensure!(
                 open(format!("{branch}-notes-")).await?.is_empty(),
@@ -406,7 +446,8 @@ async fn a_release_record_is_proposed_merged_written_up_by_people_and_downloaded
             c.find(Locator::Css("#notes-sign")).await?.click().await?;
             browser.check_page("release-record").await?;
             press(c, "button.propose-notes").await?;
-            eventually(
+            eventually_every(
+                LOOK,
                 Duration::from_secs(20),
                 "the second pull request",
                 || async {
@@ -422,7 +463,8 @@ async fn a_release_record_is_proposed_merged_written_up_by_people_and_downloaded
 
             // Merged too: the record says it; both downloads arrive in the browser.
             crate::promotions::merge(&tower, &repo, notes[0]).await;
-            eventually(
+            eventually_every(
+                LOOK,
                 Duration::from_secs(30),
                 "the human part in the record",
                 || async {
@@ -441,7 +483,7 @@ async fn a_release_record_is_proposed_merged_written_up_by_people_and_downloaded
             .await?;
             press(c, "button.download-html").await?;
             press(c, "button.download-pdf").await?;
-            eventually(Duration::from_secs(20), "both downloads", || async {
+            eventually_every(LOOK, Duration::from_secs(20), "both downloads", || async {
                 Ok(c.find_all(Locator::Css("a.saved")).await?.len() == 2)
             })
             .await?;

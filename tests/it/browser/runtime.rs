@@ -14,7 +14,8 @@ async fn the_runtime_tab_shows_the_release_that_hurt_and_prometheus_going_quiet(
             c.goto(&tower.url(&format!("/tower?view=runtime&service={app}")))
                 .await?;
             let latency = format!("{prod} figure.chart:nth-of-type(2) figcaption");
-            eventually(
+            eventually_every(
+                LOOK,
                 Duration::from_secs(20),
                 "the p99 rise after the release",
                 || async {
@@ -65,7 +66,8 @@ async fn the_runtime_tab_shows_the_release_that_hurt_and_prometheus_going_quiet(
             // Prometheus goes quiet: the tab says so and keeps the last figures.
             tower.world.served.set_prometheus_answering(false);
             tower.advance_world(600);
-            eventually(
+            eventually_every(
+                LOOK,
                 Duration::from_secs(30),
                 "Prometheus said not answering",
                 || async {
@@ -110,13 +112,17 @@ async fn a_pods_log_opens_from_the_runtime_tab_and_follows() {
             c.goto(&tower.url(&format!("/tower?view=runtime&service={app}")))
                 .await?;
             let button = format!("button[aria-label='Log of {pod}']");
-            eventually(Duration::from_secs(20), "the pod's Log button", || async {
-                Ok(c.find(Locator::Css(&button)).await.is_ok())
-            })
+            eventually_every(
+                LOOK,
+                Duration::from_secs(20),
+                "the pod's Log button",
+                || async { Ok(c.find(Locator::Css(&button)).await.is_ok()) },
+            )
             .await?;
             c.find(Locator::Css(&button)).await?.click().await?;
             let following = format!("Following the log of pod {pod}: ");
-            eventually(
+            eventually_every(
+                LOOK,
                 Duration::from_secs(20),
                 "the pod's log followed",
                 || async {
@@ -143,7 +149,7 @@ async fn a_pods_log_opens_from_the_runtime_tab_and_follows() {
                     .unwrap_or_default(),
             );
             tower.advance_world(10);
-            eventually(Duration::from_secs(20), "two more lines", || async {
+            eventually_every(LOOK, Duration::from_secs(20), "two more lines", || async {
                 let now = text_of(c, ".pod-log .log-status")
                     .await?
                     .unwrap_or_default();

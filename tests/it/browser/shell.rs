@@ -72,12 +72,17 @@ async fn an_unreachable_cluster_shows_as_stale_not_as_empty() {
         .checked("stale", async {
             let c = &browser.client;
             c.goto(&tower.url("/tower?view=services")).await?;
-            eventually(Duration::from_secs(30), "the stale notice", || async {
-                Ok(texts(c, ".state.stale")
-                    .await?
-                    .iter()
-                    .any(|t| t.contains("Cluster dev unreachable")))
-            })
+            eventually_every(
+                LOOK,
+                Duration::from_secs(30),
+                "the stale notice",
+                || async {
+                    Ok(texts(c, ".state.stale")
+                        .await?
+                        .iter()
+                        .any(|t| t.contains("Cluster dev unreachable")))
+                },
+            )
             .await?;
             // The last known services are still listed.
             let names = texts(c, ".in-flight .strip-name").await?;
@@ -85,7 +90,8 @@ async fn an_unreachable_cluster_shows_as_stale_not_as_empty() {
             browser.check_page("services-stale").await?;
             // The fleet says so too, and still shows its last known apps.
             c.goto(&tower.url("/")).await?;
-            eventually(
+            eventually_every(
+                LOOK,
                 Duration::from_secs(20),
                 "the fleet's stale notice",
                 || async {
@@ -138,9 +144,12 @@ async fn a_hostile_parent_cannot_frame_tower_but_an_allowed_one_can() {
             let c = &browser.client;
             c.goto(&hostile).await?;
             // Chromium refuses the frame: it holds its own error page, never Tower's.
-            eventually(Duration::from_secs(20), "the frame refused", || async {
-                Ok(frame_location(c).await?.starts_with("chrome-error:"))
-            })
+            eventually_every(
+                LOOK,
+                Duration::from_secs(20),
+                "the frame refused",
+                || async { Ok(frame_location(c).await?.starts_with("chrome-error:")) },
+            )
             .await?;
             let inside = frame_text(c).await?;
             anyhow::ensure!(
@@ -155,7 +164,8 @@ async fn a_hostile_parent_cannot_frame_tower_but_an_allowed_one_can() {
             );
             let parent = serve_page(html, tokio::net::TcpListener::bind(allowed_parent).await?);
             c.goto(&parent).await?;
-            eventually(
+            eventually_every(
+                LOOK,
                 Duration::from_secs(20),
                 "Tower inside the allowed frame",
                 || async { Ok(frame_text(c).await?.contains("Tower")) },
@@ -182,12 +192,16 @@ async fn a_github_rate_limit_shows_as_such_over_the_last_known_data() {
                 ("/tower?service=orders-api&view=provisioning", ".steps li"),
             ] {
                 c.goto(&tower.url(page)).await?;
-                eventually(Duration::from_secs(20), "the GitHub notice", || async {
-                    Ok(texts(c, ".state.stale")
-                        .await?
-                        .iter()
-                        .any(|t| t.contains("GitHub rate limited") && t.contains("asks again in")))
-                })
+                eventually_every(
+                    LOOK,
+                    Duration::from_secs(20),
+                    "the GitHub notice",
+                    || async {
+                        Ok(texts(c, ".state.stale").await?.iter().any(|t| {
+                            t.contains("GitHub rate limited") && t.contains("asks again in")
+                        }))
+                    },
+                )
                 .await?;
                 anyhow::ensure!(!texts(c, data).await?.is_empty(), "{page}: data kept");
             }
@@ -232,7 +246,7 @@ async fn inside_backstage_the_token_arrives_by_post_message_from_backstage_only(
             // Backstage holds the token back: Tower explains, and shows no data.
             c.goto(&page(true)).await?;
             // Tower asks, and keeps asking while nobody answers.
-            eventually(Duration::from_secs(20), "Tower asks for its token thrice", || async {
+            eventually_every(LOOK, Duration::from_secs(20), "Tower asks for its token thrice", || async {
                 Ok(c.execute("return window.towerAsked || 0;", vec![]).await?.as_u64() >= Some(3))
             })
             .await?;
@@ -256,7 +270,7 @@ async fn inside_backstage_the_token_arrives_by_post_message_from_backstage_only(
                 vec![serde_json::json!(hostile)],
             )
             .await?;
-            eventually(Duration::from_secs(10), "the hostile frame posts", || async {
+            eventually_every(LOOK, Duration::from_secs(10), "the hostile frame posts", || async {
                 Ok(c.execute("return window.hostileSent === true;", vec![]).await? == true)
             })
             .await?;
@@ -266,7 +280,7 @@ async fn inside_backstage_the_token_arrives_by_post_message_from_backstage_only(
                 anyhow::Ok(c.execute("return window.towerAsked || 0;", vec![]).await?.as_u64().unwrap_or(0))
             };
             let after = asked().await?;
-            eventually(Duration::from_secs(10), "Tower asks twice more", || async {
+            eventually_every(LOOK, Duration::from_secs(10), "Tower asks twice more", || async {
                 Ok(asked().await? >= after + 2)
             })
             .await?;
@@ -279,14 +293,14 @@ async fn inside_backstage_the_token_arrives_by_post_message_from_backstage_only(
 
             // The control: Backstage hands the token over, and Tower shows the services.
             c.execute("window.handOver();", vec![]).await?;
-            eventually(Duration::from_secs(20), "Tower signed in", || async {
+            eventually_every(LOOK, Duration::from_secs(20), "Tower signed in", || async {
                 Ok(frame_text(c).await?.contains("orders-api"))
             })
             .await?;
 
             // Without holding back, the page signs Tower in by itself; the token is in no URL.
             c.goto(&page(false)).await?;
-            eventually(Duration::from_secs(20), "Tower signed in by itself", || async {
+            eventually_every(LOOK, Duration::from_secs(20), "Tower signed in by itself", || async {
                 Ok(frame_text(c).await?.contains("orders-api"))
             })
             .await?;
@@ -327,7 +341,8 @@ async fn behind_an_authenticating_proxy_the_page_needs_no_token() {
         .checked("proxy-sign-in", async {
             let c = &browser.client;
             c.goto(&format!("{}tower?view=services", tower.url)).await?;
-            eventually(
+            eventually_every(
+                LOOK,
                 Duration::from_secs(20),
                 "the sign-in explanation",
                 || async {
@@ -350,7 +365,8 @@ async fn behind_an_authenticating_proxy_the_page_needs_no_token() {
                 "the services page without sign-in"
             );
             c.goto(&format!("{proxy}/tower?view=services")).await?;
-            eventually(
+            eventually_every(
+                LOOK,
                 Duration::from_secs(20),
                 "the services page through the proxy",
                 || async { Ok(body(c).await?.contains("Nothing is being provisioned")) },
@@ -358,7 +374,8 @@ async fn behind_an_authenticating_proxy_the_page_needs_no_token() {
             .await?;
             // With no token to send, the page still follows the event stream (through the proxy).
             let metrics = format!("{proxy}/metrics");
-            eventually(
+            eventually_every(
+                LOOK,
                 Duration::from_secs(20),
                 "the page on the event stream",
                 || async {
