@@ -10,7 +10,7 @@ RUN apt-get update \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
-# Installs trunk, wasm-bindgen and wasm-opt as `cargo xtask` pins them, builds dist/.
+# Installs wasm-bindgen and wasm-opt as `cargo xtask` pins them, builds dist/ (split per tab)..
 RUN cargo xtask frontend
 RUN rustup target add x86_64-unknown-linux-musl \
     && CC_x86_64_unknown_linux_musl=musl-gcc cargo build --locked --profile image \

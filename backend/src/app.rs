@@ -14,7 +14,7 @@ use crate::routes;
 use crate::state::AppState;
 
 /// What the page may load and run: its own files only — scripts from Tower (and the inline
-/// loader Trunk writes, by hash) with WebAssembly compiled, requests to Tower only, no forms,
+/// loader `index.html` holds, by hash) with WebAssembly compiled, requests to Tower only, no forms,
 /// no plugins, framed only by `frame_ancestors`. Style attributes are allowed (the drawings
 /// use them); nothing else inline is.
 pub fn content_security_policy(script_hashes: &[String], frame_ancestors: &[String]) -> String {

@@ -1,10 +1,11 @@
-//! The built frontend (Trunk's `dist/` folder), read from a folder or compiled into the
+//! The built frontend (`dist/`, written by `cargo xtask frontend`), read from a folder or compiled into the
 //! binary (`--features embed-dist`, which `cargo xtask image` builds: one file to ship).
 //!
 //! - Content types come from the file extension (`.wasm` → `application/wasm`).
 //! - `name.br` / `name.gz` beside a file (written by `cargo xtask`) are served to clients
 //!   that accept them; anything else is compressed on the fly by the app's compression layer.
-//! - Hashed files (`tower-frontend-<16 hex>_bg.wasm`) are cached for a year, immutable;
+//! - The build's files (`app-<16 hex>/…`, the folder named for their hash) are cached for a
+//!   year, immutable;
 //!   everything else, `index.html` included, is revalidated on every load.
 //! - A path without a file extension is a page of the app: it gets `index.html`, so deep
 //!   links such as `/tower?view=provisioning&service=x` work on first load and on reload.
@@ -77,7 +78,7 @@ impl Dist {
         let index_html = std::fs::read_to_string(&index).with_context(|| {
             format!(
                 "the frontend is not built: {} is missing (run `cargo xtask demo`, or \
-                 `trunk build --release` and pass --dist)",
+                 `cargo xtask frontend` and pass --dist)",
                 index.display()
             )
         })?;
@@ -143,7 +144,7 @@ impl Dist {
         }
     }
 
-    /// CSP sources for the page's own inline scripts (the module loader Trunk writes into
+    /// CSP sources for the page's own inline scripts (the module loader `cargo xtask frontend` writes into
     /// `index.html`): `'sha256-…'` of each, so `script-src` allows them and nothing else
     /// inline.
     pub fn inline_script_hashes(&self) -> Vec<String> {
@@ -274,20 +275,18 @@ async fn cache_control(request: Request, next: Next) -> Response {
     response
 }
 
-/// Whether a URL path names a file whose name carries a content hash, as Trunk writes them:
-/// `<stem>-<hash>[_bg].<ext>`, the hash a u64 in hex without leading zeros — usually 16
-/// digits, 15 one time in 16, and so on (8 or more is accepted: fewer is a one in 4 billion
-/// hash, and such a file would merely be cached briefly).
+/// Whether a URL path names a file that never changes: one in the build's folder
+/// `/app-<16 hex>/` (named for the hash of everything in it, `cargo xtask frontend`).
 pub fn is_hashed_asset(path: &str) -> bool {
-    let name = path.rsplit('/').next().unwrap_or_default();
-    let Some((stem, _ext)) = name.split_once('.') else {
+    let mut segments = path.trim_start_matches('/').split('/');
+    let (Some(folder), Some(file), None) = (segments.next(), segments.next(), segments.next())
+    else {
         return false;
     };
-    let stem = stem.strip_suffix("_bg").unwrap_or(stem);
-    let Some((_, hash)) = stem.rsplit_once('-') else {
-        return false;
-    };
-    (8..=16).contains(&hash.len()) && hash.bytes().all(|b| b.is_ascii_hexdigit())
+    let hashed = folder
+        .strip_prefix("app-")
+        .is_some_and(|hash| hash.len() == 16 && hash.bytes().all(|b| b.is_ascii_hexdigit()));
+    hashed && !file.is_empty()
 }
 
 #[cfg(test)]
@@ -298,25 +297,23 @@ mod tests {
 
     #[test]
     fn hashed_names_are_recognised() {
-        assert!(is_hashed_asset("/tower-frontend-1a2b3c4d5e6f7a8b_bg.wasm"));
-        assert!(is_hashed_asset("/tower-frontend-1a2b3c4d5e6f7a8b.js"));
-        assert!(is_hashed_asset("/style-00ff00ff00ff00ff.css"));
+        assert!(is_hashed_asset("/app-1a2b3c4d5e6f7a8b/tower_bg.wasm"));
+        assert!(is_hashed_asset("/app-1a2b3c4d5e6f7a8b/chunk_12.wasm"));
+        assert!(is_hashed_asset("/app-1a2b3c4d5e6f7a8b/style.css"));
+        assert!(!is_hashed_asset("/app-1a2b3c4d5e6f7a8b/"));
+        assert!(!is_hashed_asset("/app-xyz/tower.js"));
+        assert!(!is_hashed_asset("/app-1a2b3c4d5e6f7a8/tower.js"));
+        assert!(!is_hashed_asset("/app-1a2b3c4d5e6f7a8b/a/b.js"));
         assert!(!is_hashed_asset("/index.html"));
         assert!(!is_hashed_asset("/"));
         assert!(!is_hashed_asset("/tower"));
-        assert!(!is_hashed_asset("/tower-frontend-xyz_bg.wasm"));
-        // Trunk drops leading zeros: 98185bcd1f85d6b is a real 15-digit name.
-        assert!(is_hashed_asset("/tower-frontend-98185bcd1f85d6b_bg.wasm"));
-        assert!(!is_hashed_asset("/tower-frontend-1a2b3c4_bg.wasm"));
-        assert!(!is_hashed_asset(
-            "/tower-frontend-1a2b3c4d5e6f7a8b9_bg.wasm"
-        ));
+        assert!(!is_hashed_asset("/tower-frontend-1a2b3c4d5e6f7a8b_bg.wasm"));
     }
 
     const FILES: [(&str, &[u8]); 3] = [
         ("index.html", b"<html>tower</html>"),
-        ("app-0123456789abcdef_bg.wasm", b"\0asm"),
-        ("app-0123456789abcdef_bg.wasm.br", b"br!"),
+        ("app-0123456789abcdef/tower_bg.wasm", b"\0asm"),
+        ("app-0123456789abcdef/tower_bg.wasm.br", b"br!"),
     ];
 
     /// The same files in a folder and in memory: both must answer alike.
@@ -348,20 +345,25 @@ mod tests {
         let (_dir, dists) = built_dists();
         for dist in &dists {
             let source = dist.source();
-            let plain = get(dist, "/app-0123456789abcdef_bg.wasm", None).await;
+            let plain = get(dist, "/app-0123456789abcdef/tower_bg.wasm", None).await;
             assert_eq!(plain.status(), StatusCode::OK, "{source}");
             assert_eq!(plain.headers()[header::CONTENT_TYPE], "application/wasm");
             assert_eq!(plain.headers()[header::CACHE_CONTROL], IMMUTABLE);
             assert!(plain.headers().get(header::CONTENT_ENCODING).is_none());
 
-            let br = get(dist, "/app-0123456789abcdef_bg.wasm", Some("gzip, br")).await;
+            let br = get(
+                dist,
+                "/app-0123456789abcdef/tower_bg.wasm",
+                Some("gzip, br"),
+            )
+            .await;
             assert_eq!(br.headers()[header::CONTENT_ENCODING], "br", "{source}");
             assert_eq!(br.headers()[header::CONTENT_TYPE], "application/wasm");
             let body = axum::body::to_bytes(br.into_body(), 1024).await.unwrap();
             assert_eq!(&body[..], b"br!", "{source}");
 
             // Refused by q=0: the plain file.
-            let refused = get(dist, "/app-0123456789abcdef_bg.wasm", Some("br;q=0")).await;
+            let refused = get(dist, "/app-0123456789abcdef/tower_bg.wasm", Some("br;q=0")).await;
             assert!(
                 refused.headers().get(header::CONTENT_ENCODING).is_none(),
                 "{source}"
@@ -417,8 +419,8 @@ mod tests {
         assert_eq!(again.headers()[header::ETAG], etag);
         assert_eq!(again.headers()[header::CACHE_CONTROL], REVALIDATE);
         // The compressed twin has its own validator.
-        let br = get(&memory, "/app-0123456789abcdef_bg.wasm", Some("br")).await;
-        let plain = get(&memory, "/app-0123456789abcdef_bg.wasm", None).await;
+        let br = get(&memory, "/app-0123456789abcdef/tower_bg.wasm", Some("br")).await;
+        let plain = get(&memory, "/app-0123456789abcdef/tower_bg.wasm", None).await;
         assert_ne!(br.headers()[header::ETAG], plain.headers()[header::ETAG]);
         let post = memory
             .router()

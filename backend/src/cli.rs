@@ -168,7 +168,7 @@ fn service_name(value: &str) -> Result<String, String> {
 
 #[derive(Debug, Args)]
 pub struct FrontendArgs {
-    /// The built frontend (Trunk's output folder); default: the one compiled into this
+    /// The built frontend (`cargo xtask frontend`'s `dist/`); default: the one compiled into this
     /// binary (`cargo xtask image` builds it so), else the workspace's `dist/`.
     #[arg(long, env = "TOWER_DIST")]
     pub dist: Option<PathBuf>,

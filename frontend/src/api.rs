@@ -8,11 +8,11 @@ use std::collections::HashMap;
 
 use gloo_net::http::{Request, RequestBuilder, Response};
 use serde::de::DeserializeOwned;
-use serde_json::Value as Json;
 use tower_shared::api::{
-    Access, ArgoSyncAnswer, ArgoSyncRequest, AuthConfig, CatalogRefresh, ClockReading, ConfigDraft,
-    ErrorBody, GuestToken, PipelineRunsAnswer, PromoteAnswer, PromoteRequest, PromotionPreview,
-    PullsAnswer, RolloutActionAnswer, RolloutActionRequest, RolloutActionsAnswer, CLOCK_HEADER,
+    Access, ArgoSyncAnswer, ArgoSyncRequest, AuthConfig, CatalogRefresh, ClockReading,
+    ConfigChecked, ConfigDraft, ConfigFile, ConfigSaved, ErrorBody, GuestToken, PipelineRunsAnswer,
+    PromoteAnswer, PromoteRequest, PromotionPreview, PullsAnswer, RolloutActionAnswer,
+    RolloutActionRequest, RolloutActionsAnswer, CLOCK_HEADER,
 };
 use wasm_bindgen::JsCast as _;
 
@@ -93,6 +93,15 @@ async fn get_json<T: DeserializeOwned>(path: &str) -> Result<T, ApiError> {
 /// An answer's text read as a `T`.
 pub fn decode<T: DeserializeOwned>(text: &str) -> Result<T, ApiError> {
     serde_json::from_str(text).map_err(|e| ApiError::Decode(e.to_string()))
+}
+
+/// How the wire names a unit variant (`canary-aborted`, `rolled-back`): its serde name, so
+/// the page says what the JSON says.
+pub fn wire_name<T: serde::Serialize>(value: &T) -> String {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::String(name)) => name,
+        _ => "unknown".to_owned(),
+    }
 }
 
 /// A view's text, on its way: every page's resource waits on this one type, so the bundle
@@ -220,7 +229,7 @@ pub async fn promote(request: PromoteRequest) -> Result<PromoteAnswer, ApiError>
 /// `GET /api/config/file?…`: one config file as read now, with its form
 /// ([`tower_shared::api::ConfigFile`]). The Config tab reads its answers as JSON trees: one
 /// reader for all of them keeps the bundle within budget.
-pub async fn config_file(service: String, file: String) -> Result<Json, ApiError> {
+pub async fn config_file(service: String, file: String) -> Result<ConfigFile, ApiError> {
     get_json(&format!(
         "/api/config/file?service={}&file={}",
         encode(&service),
@@ -231,13 +240,13 @@ pub async fn config_file(service: String, file: String) -> Result<Json, ApiError
 
 /// `POST /api/config/check`: the draft with its edits written in, its form and diff
 /// ([`tower_shared::api::ConfigChecked`]).
-pub async fn config_check(draft: &ConfigDraft) -> Result<Json, ApiError> {
+pub async fn config_check(draft: &ConfigDraft) -> Result<ConfigChecked, ApiError> {
     post_json("/api/config/check", draft).await
 }
 
 /// `POST /api/config/save`: opens (or adds to) the pull request changing the file
 /// ([`tower_shared::api::ConfigSaved`]).
-pub async fn config_save(draft: &ConfigDraft) -> Result<Json, ApiError> {
+pub async fn config_save(draft: &ConfigDraft) -> Result<ConfigSaved, ApiError> {
     post_json("/api/config/save", draft).await
 }
 
@@ -395,6 +404,8 @@ async fn post_text(path: &str, body: String) -> Result<String, ApiError> {
 pub trait Paged: DeserializeOwned {
     const PATH: &'static str;
     fn append(&mut self, later: Self);
+    /// Where the next page starts (`continue`), when there is one.
+    fn next(&self) -> Option<&str>;
 }
 
 impl Paged for PipelineRunsAnswer {
@@ -403,6 +414,9 @@ impl Paged for PipelineRunsAnswer {
         self.runs.extend(later.runs);
         self.next = later.next;
     }
+    fn next(&self) -> Option<&str> {
+        self.next.as_deref()
+    }
 }
 
 impl Paged for PullsAnswer {
@@ -410,6 +424,9 @@ impl Paged for PullsAnswer {
     fn append(&mut self, later: Self) {
         self.pulls.extend(later.pulls);
         self.next = later.next;
+    }
+    fn next(&self) -> Option<&str> {
+        self.next.as_deref()
     }
 }
 
@@ -426,7 +443,7 @@ pub fn pages<T: Paged>(
         path.push_str(&format!("&{key}={}", encode(value)));
     }
     Box::pin(async move {
-        let cursor = |text: &str| decode::<Json>(text).ok()?["next"].as_str().map(encode);
+        let cursor = |text: &str| decode::<T>(text).ok()?.next().map(encode);
         let first = get_text(&path).await?;
         let mut next = cursor(&first);
         let mut all = vec![first];

@@ -2,6 +2,8 @@
 
 use chrono::{DateTime, Utc};
 use leptos::prelude::*;
+use tower_shared::api::{ActivityAnswer, DoraAnswer};
+use tower_shared::dora::Outcome;
 use tower_shared::fleet::{attention, needs_attention, Fleet, FleetApp, FleetCell, Severity};
 use tower_shared::time::age;
 
@@ -40,18 +42,15 @@ pub fn FleetOverview() -> impl IntoView {
         only_trouble: RwSignal::new(false),
         attention: RwSignal::new(None),
     };
-    // The week's DORA figures: the panel's, and the headline's failure rate and deploys.
-    let dora = crate::feed::decoded::<serde_json::Value>(crate::feed::text_resource(|| {
-        api::dora_text(None, 7)
-    }));
     view! {
         <section class="fleet" aria-labelledby="fleet-title">
             <h2 id="fleet-title">"Fleet"</h2>
             // The clusters' freshness comes with the summary every page shares.
             <crate::ui::SharedHealthNotice />
-            {headline(filters.attention, dora, now)}
-            <ActivityFeed />
-            {dora_panel(None, now)}
+            // Its code (DORA's answer type) is a chunk of its own, off the first load.
+            {crate::tabs::lazily("Loading the fleet's figures…".to_owned(), headline(filters.attention, now))}
+            // Below the fold: their code comes after the matrix's, as a chunk of its own.
+            {crate::tabs::lazily("Loading the activity…".to_owned(), panels(now))}
             {move || match fleet() {
                 None => view! { <p class="state loading">"Loading the fleet…"</p> }.into_any(),
                 Some(Ok(fleet)) => view! { <FleetMatrix fleet=fleet now=now filters=filters /> }.into_any(),
@@ -61,23 +60,28 @@ pub fn FleetOverview() -> impl IntoView {
     }
 }
 
+/// The fleet's recent activity and its DORA panel.
+#[allow(unsafe_code)]
+#[leptos::wasm_split::wasm_split(fleet_panels, wasm_split_path = ::leptos::wasm_split, fallible)]
+fn panels(now: ReadSignal<DateTime<Utc>>) -> Result<AnyView, crate::tabs::Unloaded> {
+    Ok(view! { <ActivityFeed /> {dora_panel(None, now)} }.into_any())
+}
+
 /// The fleet's recent activity (`GET /api/activity`), newest first, asked again whenever
-/// anything changes: each item's sentence links to the tab that shows it. Read as a JSON
-/// tree (the bundle's budget).
+/// anything changes: each item's sentence links to the tab that shows it.
 #[component]
 fn ActivityFeed() -> impl IntoView {
     use crate::nav::{environment_href, tab_href, Tab};
-    use crate::tabs::config::text;
     let feed = crate::feed::feed();
     let (now, any) = (feed.now, feed.refresh.any);
-    let answer = crate::feed::decoded::<serde_json::Value>(crate::feed::text_resource(move || {
+    let answer = crate::feed::decoded::<ActivityAnswer>(crate::feed::text_resource(move || {
         any.track();
         api::activity_text()
     }));
     let body = move || match answer()? {
         Err(err) => Some(crate::ui::error_alert(&err)),
         Ok(activity) => {
-            let items = crate::tabs::config::list(&activity, "items");
+            let items = activity.items;
             if items.is_empty() {
                 return Some(
                     view! { <p class="state empty">"Nothing happened in the last 24 hours."</p> }
@@ -87,17 +91,17 @@ fn ActivityFeed() -> impl IntoView {
             let items = items
                 .iter()
                 .map(|item| {
-                    let service = text(item, "service");
-                    let tab = Tab::from_id(&text(item, "tab")).unwrap_or(Tab::DEFAULT);
-                    let href = match (tab, item["environment"].as_str(), item["run"].as_str()) {
-                        (Tab::Deployments, Some(env), _) => environment_href(&service, env),
-                        (_, _, run) => tab_href(tab, &service, run),
+                    let service = &item.service;
+                    let tab = Tab::from_id(&item.tab).unwrap_or(Tab::DEFAULT);
+                    let href = match (tab, item.environment.as_deref(), item.run.as_deref()) {
+                        (Tab::Deployments, Some(env), _) => environment_href(service, env),
+                        (_, _, run) => tab_href(tab, service, run),
                     };
-                    let when = ago(item, "at", now);
+                    let when = ago(Some(item.at), now);
                     view! {
-                        <li data-kind=text(item, "kind")>
+                        <li data-kind=api::wire_name(&item.kind)>
                             <span class="when">{when}</span>" "
-                            <a href=href>{text(item, "said")}</a>
+                            <a href=href>{item.said.clone()}</a>
                         </li>
                     }
                 })
@@ -126,9 +130,9 @@ fn panel(class: &'static str, title: &'static str, body: impl IntoView) -> impl 
     }
 }
 
-/// How long ago the time at `v[key]` was, on Tower's clock.
-fn ago(v: &serde_json::Value, key: &str, now: ReadSignal<DateTime<Utc>>) -> String {
-    v[key].as_str().and_then(|t| t.parse().ok()).map_or_else(
+/// How long ago `at` was, on Tower's clock.
+fn ago(at: Option<DateTime<Utc>>, now: ReadSignal<DateTime<Utc>>) -> String {
+    at.map_or_else(
         || "at an unknown time".to_owned(),
         |t| age(t, now.get_untracked()),
     )
@@ -137,20 +141,25 @@ fn ago(v: &serde_json::Value, key: &str, now: ReadSignal<DateTime<Utc>>) -> Stri
 /// The strip over the fleet: how many apps need attention, how many releases went live in
 /// prod in the last 24 hours, and the week's change failure rate; each "unknown" until
 /// known, never zero.
+#[allow(unsafe_code)]
+#[leptos::wasm_split::wasm_split(fleet_headline, wasm_split_path = ::leptos::wasm_split, fallible)]
 fn headline(
     attention: RwSignal<Option<usize>>,
-    dora: impl Fn() -> Option<Result<serde_json::Value, api::ApiError>> + Copy + Send + Sync + 'static,
     now: ReadSignal<DateTime<Utc>>,
-) -> impl IntoView {
+) -> Result<AnyView, crate::tabs::Unloaded> {
+    // The week's DORA figures: the failure rate and the last day's deploys.
+    let dora =
+        crate::feed::decoded::<DoraAnswer>(crate::feed::text_resource(|| api::dora_text(None, 7)));
     let figure = |value: Option<String>| value.unwrap_or_else(|| "unknown".to_owned());
     let week = move || dora().and_then(Result::ok);
     let deploys = move || {
         let since = now.get_untracked() - chrono::Duration::hours(24);
         week().map(|dora| {
-            crate::tabs::config::list(&dora, "rollouts")
+            dora.report
+                .rollouts
                 .iter()
-                .filter(|r| r["outcome"] == "live")
-                .filter_map(|r| r["endedAt"].as_str()?.parse::<DateTime<Utc>>().ok())
+                .filter(|r| r.outcome == Outcome::Live)
+                .filter_map(|r| r.ended_at)
                 .filter(|t| *t >= since)
                 .count()
                 .to_string()
@@ -158,82 +167,79 @@ fn headline(
     };
     let rate = move || {
         week().map(|dora| {
-            dora["changeFailureRate"].as_f64().map_or_else(
+            dora.report.dora.change_failure_rate.map_or_else(
                 || "none ended".to_owned(),
                 |r| format!("{:.0} %", r * 100.0),
             )
         })
     };
-    view! {
+    Ok(view! {
         <dl class="headline-strip" aria-label="The fleet at a glance">
             <div><dt>"Apps needing attention"</dt><dd>{move || figure(attention.get().map(|n| n.to_string()))}</dd></div>
             <div><dt>"Deploys to prod, last 24 h"</dt><dd>{move || figure(deploys())}</dd></div>
             <div><dt>"Change failure rate, 7 days"</dt><dd>{move || figure(rate())}</dd></div>
         </dl>
     }
+    .into_any())
 }
 
 /// The fleet's or one app's DORA figures over a window its reader picks (a day, a week —
 /// the default — or 30 days; `GET /api/dora`): the sentence, then what it counted — each
 /// prod rollout linking to its app's Releases tab, each change to its pull request. Read
-/// once per window chosen (the fleet's figures read every app), as a JSON tree (the bundle's
-/// budget).
+/// once per window chosen (the fleet's figures read every app).
 pub(crate) fn dora_panel(service: Option<String>, now: ReadSignal<DateTime<Utc>>) -> impl IntoView {
     let days = RwSignal::new(7_u32);
-    let answer = crate::feed::decoded::<serde_json::Value>(crate::feed::text_resource(move || {
+    let answer = crate::feed::decoded::<DoraAnswer>(crate::feed::text_resource(move || {
         api::dora_text(service.clone(), days.get())
     }));
     use crate::nav::{tab_href, Tab};
-    use crate::tabs::config::{list, text};
     let body = move || match answer()? {
         Err(err) => Some(crate::ui::error_alert(&err)),
         Ok(dora) => {
-            let tag = |v: &serde_json::Value| {
-                let release = text(v, "release");
-                tower_shared::image::short(&release).to_owned()
-            };
+            let report = dora.report;
+            let tag = |release: &str| tower_shared::image::short(release).to_owned();
             // Each counted item as a link and what it was.
-            let items =
-                |key: &str, said: &dyn Fn(&serde_json::Value) -> (String, String, String)| {
-                    list(&dora, key)
-                        .iter()
-                        .map(|v| {
-                            let (href, link, rest) = said(v);
-                            view! { <li><a href=href>{link}</a>{rest}</li> }
-                        })
-                        .collect_view()
-                };
-            let rollouts = items("rollouts", &|r| {
-                let service = text(r, "service");
-                let outcome = text(r, "outcome").replace('-', " ");
-                (
-                    tab_href(Tab::Releases, &service, None),
-                    format!("{service} {}", tag(r)),
-                    format!(" — {outcome}, started {}", ago(r, "startedAt", now)),
-                )
-            });
-            let changes = items("changes", &|c| {
-                (
-                    text(c, "url"),
-                    text(c, "id"),
-                    format!(" merged {}, in {}", ago(c, "mergedAt", now), tag(c)),
-                )
-            });
+            let item = |(href, link, rest): (String, String, String)| {
+                view! { <li><a href=href>{link}</a>{rest}</li> }
+            };
+            let rollouts = report
+                .rollouts
+                .iter()
+                .map(|r| {
+                    let outcome = api::wire_name(&r.outcome).replace('-', " ");
+                    item((
+                        tab_href(Tab::Releases, &r.service, None),
+                        format!("{} {}", r.service, tag(&r.release)),
+                        format!(" — {outcome}, started {}", ago(Some(r.started_at), now)),
+                    ))
+                })
+                .collect_view();
+            let changes = report
+                .changes
+                .iter()
+                .map(|c| {
+                    item((
+                        c.url.clone().unwrap_or_default(),
+                        c.id.clone(),
+                        format!(
+                            " merged {}, in {}",
+                            ago(Some(c.merged_at), now),
+                            tag(&c.release)
+                        ),
+                    ))
+                })
+                .collect_view();
             let many = |n: usize, one: &str, more: &str| {
                 format!("{n} {}", if n == 1 { one } else { more })
             };
             let counted = format!(
                 "What was counted: {}, {}",
-                many(
-                    list(&dora, "rollouts").len(),
-                    "prod rollout",
-                    "prod rollouts"
-                ),
-                many(list(&dora, "changes").len(), "change", "changes")
+                many(report.rollouts.len(), "prod rollout", "prod rollouts"),
+                many(report.changes.len(), "change", "changes")
             );
             Some(
                 view! {
-                    <p class="sentence">{text(&dora, "sentence")}</p>
+                    <p class="sentence">{report.sentence.clone()}</p>
                     <details>
                         <summary>{counted}</summary>
                         <ul class="dora-rollouts">{rollouts}</ul>

@@ -32,8 +32,6 @@ mod tabs;
 mod ui;
 
 use leptos::prelude::*;
-use leptos_router::components::{Route, Router, Routes, A};
-use leptos_router::path;
 
 fn main() {
     console_error_panic_hook::set_once();
@@ -58,6 +56,8 @@ fn page_options() -> (bool, &'static str) {
 
 #[component]
 fn App() -> impl IntoView {
+    nav::provide_location();
+    let path = nav::use_path();
     let feed = feed::provide();
     let signin = feed.signin;
     let (embed, theme) = page_options();
@@ -74,16 +74,16 @@ fn App() -> impl IntoView {
             .map(|s| s.counts.in_flight)
     };
     view! {
-        <Router>
+        <>
             // Inside Backstage the page keeps its one top heading for screen readers.
             {embed.then(|| view! { <h1 class="visually-hidden">"Tower"</h1> })}
             {(!embed).then(|| view! {
                 <header class="masthead">
                     <h1>
-                        <A href="/">"Tower"</A>
+                        <a href="/">"Tower"</a>
                     </h1>
                     <nav class="sections" aria-label="Sections">
-                        <A href="/">"Fleet"</A>
+                        <a href="/" aria-current=move || (path.get() == "/").then_some("page")>"Fleet"</a>
                         <a href=nav::SERVICES_HREF>
                             "Services"
                             {move || in_flight().map(|n| view! {
@@ -96,13 +96,11 @@ fn App() -> impl IntoView {
             })}
             <main>
                 {move || match signin.get() {
-                    signin::SignIn::SignedIn => view! {
-                        <Routes fallback=|| view! { <p class="state error">"No such page."</p> }>
-                            <Route path=path!("/") view=fleet::FleetOverview />
-                            <Route path=path!("/tower") view=service::ServicePage />
-                        </Routes>
-                    }
-                    .into_any(),
+                    signin::SignIn::SignedIn => match path.get().as_str() {
+                        "/" => view! { <fleet::FleetOverview /> }.into_any(),
+                        "/tower" => view! { <service::ServicePage /> }.into_any(),
+                        _ => view! { <p class="state error">"No such page."</p> }.into_any(),
+                    },
                     signin::SignIn::Pending => view! { <p class="state loading">"Signing in…"</p> }.into_any(),
                     signin::SignIn::Needed(why) => view! {
                         <p class="state signin" role="status">"Sign-in needed: " {why}</p>
@@ -110,6 +108,6 @@ fn App() -> impl IntoView {
                     .into_any(),
                 }}
             </main>
-        </Router>
+        </>
     }
 }

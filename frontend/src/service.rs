@@ -2,15 +2,13 @@
 //! service, the fleet.
 
 use leptos::prelude::*;
-use leptos_router::hooks::use_query_map;
 
 use crate::fleet;
 use crate::nav::{tab_href, Page, Tab};
-use crate::tabs::provisioning;
 
 #[component]
 pub fn ServicePage() -> impl IntoView {
-    let query = use_query_map();
+    let query = crate::nav::use_query();
     let page = Memo::new(move |_| {
         query.with(|q| {
             Page::from_query(
@@ -24,7 +22,7 @@ pub fn ServicePage() -> impl IntoView {
     move || match page.get() {
         Page::Services => view! {
             <h2>"Services"</h2>
-            <provisioning::ServicesTab />
+            {crate::tabs::services_page()}
         }
         .into_any(),
         Page::Fleet => view! { <fleet::FleetOverview /> }.into_any(),
@@ -39,7 +37,12 @@ pub fn ServicePage() -> impl IntoView {
                 .into_iter()
                 .map(|t| {
                     view! {
-                        <a href=tab_href(t, &service, None) aria-current=(current == Some(t)).then_some("page")>
+                        <a
+                            href=tab_href(t, &service, None)
+                            aria-current=(current == Some(t)).then_some("page")
+                            on:mouseenter=move |_| t.preload()
+                            on:focus=move |_| t.preload()
+                        >
                             {t.title()}
                         </a>
                     }

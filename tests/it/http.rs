@@ -88,20 +88,34 @@ async fn frontend_assets_are_typed_compressed_and_cached() {
     assert_eq!(index.headers()[CACHE_CONTROL], "no-cache");
     let html = index.text().await.unwrap();
 
-    let end = html.find("_bg.wasm").expect("index.html names the wasm") + "_bg.wasm".len();
-    let start = html[..end]
-        .rfind("tower-frontend-")
-        .expect("Trunk's file name");
+    // The build's folder, named for its contents: `/app-<16 hex>/tower_bg.wasm`.
+    let end = html
+        .find("/tower_bg.wasm")
+        .expect("index.html names the wasm")
+        + "/tower_bg.wasm".len();
+    let start = html[..end].rfind("app-").expect("the build's folder");
     let wasm_name = &html[start..end];
+    let folder = &wasm_name[..wasm_name.find('/').unwrap()];
+    // A tab's chunk is served alike: typed, compressed, cached for good.
+    let chunk = std::fs::read_dir(crate::support::dist().unwrap().join(folder))
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .find(|name| name.starts_with("split_") && name.ends_with(".wasm"))
+        .expect("a tab's chunk beside the main module");
+    let chunk_name = format!("{folder}/{chunk}");
 
-    for (accept, encoding) in [("br", "br"), ("gzip", "gzip")] {
+    for (name, accept, encoding) in [
+        (wasm_name, "br", "br"),
+        (wasm_name, "gzip", "gzip"),
+        (chunk_name.as_str(), "br", "br"),
+    ] {
         let wasm = client
-            .get(format!("{}{wasm_name}", demo.url))
+            .get(format!("{}{name}", demo.url))
             .header(ACCEPT_ENCODING, accept)
             .send()
             .await
             .unwrap();
-        assert_eq!(wasm.status(), StatusCode::OK, "{wasm_name}");
+        assert_eq!(wasm.status(), StatusCode::OK, "{name}");
         assert_eq!(wasm.headers()[CONTENT_TYPE], "application/wasm");
         assert_eq!(wasm.headers()[CONTENT_ENCODING], encoding);
         assert_eq!(

@@ -192,11 +192,12 @@ async fn the_image_runs_tower_as_a_non_root_static_binary_with_the_frontend_insi
         page.text().await.unwrap(),
         std::fs::read_to_string(dist.join("index.html")).unwrap()
     );
-    let wasm = std::fs::read_dir(&dist)
+    let folder = std::fs::read_dir(&dist)
         .unwrap()
         .filter_map(|e| e.ok()?.file_name().into_string().ok())
-        .find(|name| name.ends_with("_bg.wasm"))
-        .expect("a wasm file in dist/");
+        .find(|name| name.starts_with("app-"))
+        .expect("the build's folder in dist/");
+    let wasm = format!("{folder}/tower_bg.wasm");
     let compressed = client
         .get(format!("{}{wasm}", demo.url))
         .header("accept-encoding", "gzip, br")

@@ -443,6 +443,37 @@ fn answer_types_are_declared_in_shared_only() {
     );
 }
 
+/// The browser decodes every answer as its `shared::api` type: no page reads an answer as
+/// a JSON tree by key (`answer["items"]`, `v.get("name")`), nor keeps one as a
+/// `serde_json::Value` to read later — the one `Value` is `api::wire_name`'s, which spells a
+/// variant as the wire does.
+#[test]
+fn the_frontend_reads_answers_as_their_types_not_by_key() {
+    let by_key = |line: &str| {
+        let indexed = line.match_indices("[\"").any(|(i, _)| {
+            line[..i]
+                .chars()
+                .last()
+                .is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ')' || c == ']')
+        });
+        indexed
+            || line.contains(".as_object()")
+            || line.contains(".as_array()")
+            || (line.contains("serde_json::Value") && !line.contains("Value::String(name)"))
+    };
+    let reads = lines_matching("frontend/src", &[], by_key);
+    assert!(
+        reads.is_empty(),
+        "decode the answer as its tower_shared::api type instead: {reads:#?}"
+    );
+    // The check sees what it must, and not a slice of strings or a query's key.
+    assert!(by_key(r#"let items = answer["items"].clone();"#));
+    assert!(by_key(r#"list(&v["slo"], "windows")"#));
+    assert!(by_key("let v: serde_json::Value = decode(&text)?;"));
+    assert!(!by_key(r#"header_row(&["Window", "Availability"])"#));
+    assert!(!by_key(r#"q.get("task")"#));
+}
+
 /// One clock: the backend reads the time only in `backend/src/clock.rs` (Tower's clock, and
 /// the wall clock for other systems' stamps), the browser only in `frontend/src/clock.rs`.
 #[test]

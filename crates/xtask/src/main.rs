@@ -9,7 +9,7 @@
 //! Also: `cargo xtask setup` (install tools only), `cargo xtask frontend` (build only) and
 //! `cargo xtask image` (the OCI image: [`image`]; `cargo xtask test` builds and checks it too).
 //!
-//! Module map: [`tools`] finds or installs the toolchain pieces; [`frontend`] runs Trunk and
+//! Module map: [`tools`] finds or installs the toolchain pieces; [`frontend`] builds the frontend (split into a first load and a chunk per tab) and
 //! measures the bundle; [`image`] writes the OCI image; [`steps`] runs a command as a named step.
 
 #![allow(clippy::print_stdout)]

@@ -19,6 +19,15 @@ pub fn run(name: &str, command: &mut Command) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Does `work` as a named step, with its timing; its error names the step.
+pub fn timed<T>(name: &str, work: impl FnOnce() -> anyhow::Result<T>) -> anyhow::Result<T> {
+    println!("==> {name}");
+    let started = Instant::now();
+    let done = work().with_context(|| format!("{name} failed"))?;
+    println!("==> {name}: ok in {:.0}s", started.elapsed().as_secs_f64());
+    Ok(done)
+}
+
 /// Runs `command` quietly and returns its stdout, or `None` if it cannot run or fails.
 pub fn output(command: &mut Command) -> Option<String> {
     let out = command.output().ok()?;

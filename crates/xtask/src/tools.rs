@@ -4,8 +4,7 @@
 //! | tool | from | why this way |
 //! |---|---|---|
 //! | `wasm32-unknown-unknown` | rustup | the frontend's target |
-//! | trunk 0.21.14 | `cargo install --locked` | 0.22 needs a newer rustc |
-//! | wasm-bindgen-cli = the `wasm-bindgen` in Cargo.lock | `cargo install`, not `--locked` | Trunk insists on the exact version; `--locked` pins a yanked dependency |
+//! | wasm-bindgen-cli = the `wasm-bindgen` in Cargo.lock | `cargo install`, not `--locked` | the CLI must match the library exactly; `--locked` pins a yanked dependency |
 //! | wasm-opt (binaryen 132) | npm, into the tools folder | Debian's binaryen 108 emits WASM that fails at load |
 //! | cargo-nextest 0.9.143 | `cargo install --locked` (this machine image has it) | runs the tests, each with a deadline (`.config/nextest.toml`) |
 //! | pdftotext, pdftoppm | apt-get's `poppler-utils` | reading an exported release record's PDF |
@@ -27,7 +26,6 @@ use anyhow::{bail, Context};
 
 use crate::steps;
 
-pub const TRUNK_VERSION: &str = "0.21.14";
 pub const NEXTEST_VERSION: &str = "0.9.143";
 pub const BINARYEN_VERSION: &str = "132";
 pub const AXE_VERSION: &str = "4.14.1";
@@ -117,7 +115,6 @@ impl Toolchain {
         let path = search_path(&[cargo_bin(), tools_dir.join("node_modules/.bin")]);
 
         ensure_wasm_target()?;
-        ensure_cargo_tool(&path, "trunk", "trunk", TRUNK_VERSION, &["--locked"])?;
         let wasm_bindgen = wasm_bindgen_version(root)?;
         ensure_cargo_tool(
             &path,

@@ -11,45 +11,33 @@
 //! Below, read only and followed live (`GET /api/config`): the app's secrets (ready, stale,
 //! last refresh; names and keys, never values) and the resources its XR composes.
 //!
-//! The answers are `tower_shared::api::{ConfigAnswer, ConfigFile, ConfigChecked,
-//! ConfigSaved}`, read here as JSON trees (one reader for all of them, not one per type: the
-//! bundle's budget).
+//! The answers are decoded as `tower_shared::api::{ConfigAnswer, ConfigFile, ConfigChecked,
+//! ConfigSaved}`.
 
 use leptos::prelude::*;
-use leptos_router::hooks::use_query_map;
-use serde_json::Value as Json;
-use tower_shared::api::ConfigDraft;
+use tower_shared::api::{ConfigAnswer, ConfigChecked, ConfigDraft, ConfigFile};
+use tower_shared::config::{Composed, SecretSync};
 use tower_shared::time::{age, compact_duration};
-use tower_shared::values::Edit;
-use tower_shared::values::LineChange;
+use tower_shared::values::{Edit, Field, FieldKind, FileKind, Form};
 
 use crate::api::{self, ApiError};
 use crate::tabs::Tab;
 
-/// `v[key]` as text ("" when absent).
-pub(crate) fn text(v: &Json, key: &str) -> String {
-    v[key].as_str().unwrap_or_default().to_owned()
-}
-
-/// `v[key]`'s items (none when absent).
-pub(crate) fn list(v: &Json, key: &str) -> Vec<Json> {
-    v[key].as_array().cloned().unwrap_or_default()
-}
-
 /// The tab: the file picker and editor, then what the platform made.
 #[component]
 pub fn ConfigTab(service: String) -> impl IntoView {
-    let query = use_query_map();
+    let query = crate::nav::use_query();
     let file = RwSignal::new(
         query
             .with_untracked(|q| q.get("file"))
             .unwrap_or_else(|| "env:prod".to_owned()),
     );
     let now = crate::feed::feed().now;
-    let made = crate::tabs::fetched(Tab::Config, service.clone(), move |answer: Json| {
-        let options = list(&answer, "environments")
+    let made = crate::tabs::fetched(Tab::Config, service.clone(), move |answer: ConfigAnswer| {
+        let options = answer
+            .environments
             .iter()
-            .filter_map(|e| e.as_str().map(|e| format!("env:{e}")))
+            .map(|e| format!("env:{e}"))
             .chain(["cicd".to_owned()])
             .map(|id| {
                 let label = id
@@ -65,9 +53,9 @@ pub fn ConfigTab(service: String) -> impl IntoView {
             </label>
             <section class="made" aria-label="What the platform made">
                 <h3>"Secrets"</h3>
-                {secrets(list(&answer, "secrets"), now)}
+                {secrets(answer.made.secrets, now)}
                 <h3>"Composed resources"</h3>
-                {composed(&answer["composed"])}
+                {composed(answer.made.composed.as_ref())}
             </section>
         }
         .into_any()
@@ -82,27 +70,27 @@ pub fn ConfigTab(service: String) -> impl IntoView {
 /// The loaded file, its draft and the backend's last word on it.
 #[derive(Clone, Copy)]
 struct Draft {
-    loaded: RwSignal<Option<Result<Json, ApiError>>>,
+    loaded: RwSignal<Option<Result<ConfigFile, ApiError>>>,
     text: RwSignal<String>,
-    checked: RwSignal<Option<Result<Json, ApiError>>>,
+    checked: RwSignal<Option<Result<ConfigChecked, ApiError>>>,
     /// Answers come back in any order: only the newest check counts.
     asked: StoredValue<u32>,
 }
 
 impl Draft {
-    fn file(&self) -> Option<Json> {
+    fn file(&self) -> Option<ConfigFile> {
         self.loaded.get().and_then(Result::ok)
     }
 
     fn request(&self, edits: Vec<Edit>) -> Option<ConfigDraft> {
         let file = self.loaded.get_untracked()?.ok()?;
         Some(ConfigDraft {
-            service: text(&file, "service"),
-            file: text(&file["file"], "id"),
-            base: text(&file, "text"),
+            service: file.service,
+            file: file.file.id,
+            base: file.text,
             text: self.text.get_untracked(),
             edits,
-            seen: file["seen"].as_str().map(str::to_owned),
+            seen: file.seen,
         })
     }
 
@@ -119,18 +107,18 @@ impl Draft {
                 return;
             }
             if let Ok(checked) = &answer {
-                self.text.set(text(checked, "text"));
+                self.text.set(checked.text.clone());
             }
             self.checked.set(Some(answer));
         });
     }
 
     /// The form as last checked (or loaded).
-    fn form(&self) -> Json {
+    fn form(&self) -> Form {
         match (self.checked.get(), self.loaded.get()) {
-            (Some(Ok(checked)), _) => checked["form"].clone(),
-            (_, Some(Ok(file))) => file["form"].clone(),
-            _ => Json::Null,
+            (Some(Ok(checked)), _) => checked.form,
+            (_, Some(Ok(file))) => file.form,
+            _ => Form::default(),
         }
     }
 }
@@ -151,7 +139,7 @@ fn Editor(service: String, file: RwSignal<String>) -> impl IntoView {
             let answer = api::config_file(service, id.clone()).await;
             if file.get_untracked() == id {
                 if let Ok(loaded) = &answer {
-                    draft.text.set(text(loaded, "text"));
+                    draft.text.set(loaded.text.clone());
                 }
                 draft.checked.set(None);
                 draft.loaded.set(Some(answer));
@@ -168,20 +156,14 @@ fn Editor(service: String, file: RwSignal<String>) -> impl IntoView {
     // The fields' places: rows are drawn again only when a field comes or goes, so the one
     // being typed in keeps its focus while its value and problem follow the backend.
     let paths = Memo::new(move |_| {
-        form.with(|f| {
-            list(f, "fields")
-                .iter()
-                .map(|x| text(x, "path"))
-                .collect::<Vec<_>>()
-        })
+        form.with(|f| f.fields.iter().map(|x| x.path.clone()).collect::<Vec<_>>())
     });
     let rows = move || {
         paths.with(|_| ());
-        let fields = form.with_untracked(|f| list(f, "fields"));
-        let maps = form.with_untracked(|f| list(f, "openMaps"));
-        let maps = maps.into_iter().map(
-            |m| view! { <AddEntry map=text(&m, "path") label=text(&m, "label") draft=draft /> },
-        );
+        let (fields, maps) = form.with_untracked(|f| (f.fields.clone(), f.open_maps.clone()));
+        let maps = maps
+            .into_iter()
+            .map(|m| view! { <AddEntry map=m.path label=m.label draft=draft /> });
         fields
             .into_iter()
             .map(|field| view! { <FieldRow field=field draft=draft form=form /> }.into_any())
@@ -189,8 +171,8 @@ fn Editor(service: String, file: RwSignal<String>) -> impl IntoView {
             .collect_view()
     };
     let checked = move || draft.checked.get().and_then(Result::ok);
-    let unchanged = move || checked().is_none_or(|c| c["unchanged"] != false);
-    let problems = move || form.with(|f| list(f, "problems"));
+    let unchanged = move || checked().is_none_or(|c| c.unchanged);
+    let problems = move || form.with(|f| f.problems.clone());
     let save = move |_| {
         let Some(request) = draft.request(Vec::new()) else {
             return;
@@ -200,11 +182,7 @@ fn Editor(service: String, file: RwSignal<String>) -> impl IntoView {
         leptos::task::spawn_local(async move {
             let answer = api::config_save(&request).await;
             let ok = answer.is_ok();
-            saved.set(Some(
-                answer
-                    .map(|s| text(&s, "message"))
-                    .map_err(|e| e.to_string()),
-            ));
+            saved.set(Some(answer.map(|s| s.message).map_err(|e| e.to_string())));
             if ok {
                 load(svc, file.get_untracked());
             }
@@ -214,21 +192,18 @@ fn Editor(service: String, file: RwSignal<String>) -> impl IntoView {
         draft.loaded.get().map(|answer| match answer {
             Err(err) => crate::ui::error_alert(&err),
             Ok(f) => {
-                let pulls = list(&f, "pulls");
+                let pulls = &f.pulls;
                 let links = pulls.iter().map(|p| view! {
-                    <li><a href=text(p, "url") target="_blank" rel="noopener">{format!("#{} {}", p["number"].as_u64().unwrap_or_default(), text(p, "title"))}</a></li>
+                    <li><a href=p.url.clone().unwrap_or_default() target="_blank" rel="noopener">{format!("#{} {}", p.number, p.title)}</a></li>
                 }).collect_view();
-                let from = match (&f["pull"], &f["seen"]) {
-                    (Json::Object(p), _) => format!("from pull request #{} (a save adds to it)", p["number"].as_u64().unwrap_or_default()),
-                    (_, Json::Null) => "not there yet: a save proposes this starter".to_owned(),
-                    _ => "from main".to_owned(),
+                let from = match (&f.pull, &f.seen) {
+                    (Some(p), _) => format!("from pull request #{} (a save adds to it)", p.number),
+                    (None, None) => "not there yet: a save proposes this starter".to_owned(),
+                    (None, Some(_)) => "from main".to_owned(),
                 };
-                let kind = match text(&f["file"], "kind").as_str() {
-                    "cicd" => "https://tower.hangar.io/schemas/cicd/v1",
-                    _ => "https://tower.hangar.io/schemas/env-values/v1",
-                };
+                let kind = FileKind::schema_id(f.file.kind);
                 view! {
-                    <p class="file-source">{format!("{} in {}, {from}. Checked against {kind}.", text(&f["file"], "path"), text(&f["file"], "repo"))}</p>
+                    <p class="file-source">{format!("{} in {}, {from}. Checked against {kind}.", f.file.path, f.file.repo)}</p>
                     {(!pulls.is_empty()).then(|| view! { <h4>"Open config pull requests"</h4><ul class="config-pulls">{links}</ul> })}
                 }
                 .into_any()
@@ -240,8 +215,8 @@ fn Editor(service: String, file: RwSignal<String>) -> impl IntoView {
         let all = problems();
         let whole: Vec<String> = all
             .iter()
-            .filter(|p| text(p, "path").is_empty())
-            .map(|p| text(p, "message"))
+            .filter(|p| p.path.is_empty())
+            .map(|p| p.message.clone())
             .collect();
         let count = all.len();
         view! {
@@ -250,18 +225,8 @@ fn Editor(service: String, file: RwSignal<String>) -> impl IntoView {
         }
     };
     let changes = move || match draft.checked.get() {
-        Some(Ok(c)) if c["unchanged"] == false => {
-            let lines = list(&c, "diff")
-                .iter()
-                .map(|l| {
-                    let change = match l["change"].as_str() {
-                        Some("added") => LineChange::Added,
-                        Some("removed") => LineChange::Removed,
-                        _ => LineChange::Same,
-                    };
-                    (change, text(l, "text"))
-                })
-                .collect();
+        Some(Ok(c)) if !c.unchanged => {
+            let lines = c.diff.into_iter().map(|l| (l.change, l.text)).collect();
             Some(view! { <h4>"What the pull request changes"</h4>{crate::tabs::releases::diff_view(lines)} }.into_any())
         }
         Some(Err(err)) => Some(crate::ui::error_alert(&err)),
@@ -286,7 +251,7 @@ fn Editor(service: String, file: RwSignal<String>) -> impl IntoView {
                 <button type="button" class="save-config"
                     disabled=move || !may() || unchanged() || !problems().is_empty()
                     on:click=save>
-                    {move || match draft.file().and_then(|f| f["pull"]["number"].as_u64()) {
+                    {move || match draft.file().and_then(|f| f.pull).map(|p| p.number) {
                         Some(n) => format!("Add to pull request #{n}"),
                         None => "Open pull request".to_owned(),
                     }}
@@ -300,26 +265,26 @@ fn Editor(service: String, file: RwSignal<String>) -> impl IntoView {
 
 /// One field: its input as its kind says, its problem beside it.
 #[component]
-fn FieldRow(field: Json, draft: Draft, form: Memo<Json>) -> impl IntoView {
-    let path = text(&field, "path");
+fn FieldRow(field: Field, draft: Draft, form: Memo<Form>) -> impl IntoView {
+    let path = field.path.clone();
     let id = format!("field{}", path.replace('/', "-"));
     let problem_id = format!("{id}-problem");
     let p = path.clone();
     let problem = Memo::new(move |_| {
         form.with(|f| {
-            list(f, "problems")
+            f.problems
                 .iter()
-                .find(|x| x["path"] == p.as_str())
-                .map(|x| text(x, "message"))
+                .find(|x| x.path == p)
+                .map(|x| x.message.clone())
         })
     });
     let p = path.clone();
     let value = move || {
         form.with(|f| {
-            list(f, "fields")
+            f.fields
                 .iter()
-                .find(|x| x["path"] == p.as_str())
-                .map(|x| text(x, "value"))
+                .find(|x| x.path == p)
+                .and_then(|x| x.value.clone())
                 .unwrap_or_default()
         })
     };
@@ -331,19 +296,18 @@ fn FieldRow(field: Json, draft: Draft, form: Memo<Json>) -> impl IntoView {
         }]);
     };
     let invalid = move || problem.with(Option::is_some).then_some("true");
-    let kind = &field["kind"];
-    let (input_type, step) = match kind["type"].as_str() {
-        Some("integer") => ("number", Some("1")),
-        Some("number") => ("number", Some("any")),
-        _ => ("text", None),
+    let (input_type, step, min, max) = match &field.kind {
+        FieldKind::Integer { minimum, maximum } => ("number", Some("1"), *minimum, *maximum),
+        FieldKind::Number => ("number", Some("any"), None, None),
+        _ => ("text", None, None, None),
     };
-    let input = match kind["type"].as_str() {
-        Some("yaml") => view! { <code id=id.clone()>{value}</code> }.into_any(),
-        Some("choice") => {
-            let options = list(kind, "options")
+    let input = match &field.kind {
+        FieldKind::Yaml => view! { <code id=id.clone()>{value}</code> }.into_any(),
+        FieldKind::Choice { options } => {
+            let options = options
                 .iter()
                 .map(|o| {
-                    let value = o.as_str().unwrap_or_default().to_owned();
+                    let value = o.clone();
                     let label = value.clone();
                     view! { <option value=value>{label}</option> }
                 })
@@ -357,26 +321,24 @@ fn FieldRow(field: Json, draft: Draft, form: Memo<Json>) -> impl IntoView {
             .into_any()
         }
         _ => view! {
-            <input id=id.clone() type=input_type step=step min=kind["minimum"].as_i64() max=kind["maximum"].as_i64()
+            <input id=id.clone() type=input_type step=step min=min max=max
                 prop:value=value aria-invalid=invalid aria-describedby=problem_id.clone()
                 on:input=move |ev| edit(event_target_value(&ev)) />
         }
         .into_any(),
     };
-    let note = match (kind["type"].as_str(), field["known"].as_bool()) {
-        (Some("yaml"), Some(false)) => {
+    let note = match (&field.kind, field.known) {
+        (FieldKind::Yaml, false) => {
             Some("not in the schema: kept as it is; change it in the YAML view")
         }
-        (Some("yaml"), _) => Some("change it in the YAML view"),
+        (FieldKind::Yaml, true) => Some("change it in the YAML view"),
         _ => None,
     };
-    let required = (field["required"] == true).then_some(" *");
-    let help = field["help"]
-        .as_str()
-        .map(|h| view! { <small>{h.to_owned()}</small> });
+    let required = field.required.then_some(" *");
+    let help = field.help.clone().map(|h| view! { <small>{h}</small> });
     view! {
         <div class="field" data-path=path>
-            <label for=id>{text(&field, "label")}{required}</label>
+            <label for=id>{field.label.clone()}{required}</label>
             {input}
             {help}
             {note.map(|n| view! { <small>{n}</small> })}
@@ -412,38 +374,36 @@ fn AddEntry(map: String, label: String, draft: Draft) -> impl IntoView {
 }
 
 /// The app's secrets: one row each, with its state in words.
-fn secrets(secrets: Vec<Json>, now: ReadSignal<chrono::DateTime<chrono::Utc>>) -> AnyView {
+fn secrets(secrets: Vec<SecretSync>, now: ReadSignal<chrono::DateTime<chrono::Utc>>) -> AnyView {
     if secrets.is_empty() {
         return view! { <p class="state">"Tower sees no ExternalSecret or InfisicalSecret for this app."</p> }.into_any();
     }
     let rows = secrets
         .into_iter()
         .map(|s| {
-            let (class, words) = match (s["ready"].as_bool(), s["stale"] == true) {
+            let (class, words) = match (s.ready, s.stale) {
                 (Some(false), _) => {
-                    let why = s["message"].as_str().or(s["reason"].as_str()).unwrap_or("no reason given");
+                    let why = s.message.as_deref().or(s.reason.as_deref()).unwrap_or("no reason given");
                     ("status-failed", format!("✖ Not synced: {why}"))
                 }
                 (_, true) => ("status-attention", "⚠ Stale".to_owned()),
                 (Some(true), false) => ("status-ok", "✔ In sync".to_owned()),
                 (None, false) => ("status-unknown", "? Not reported yet".to_owned()),
             };
-            let every = match s["refreshIntervalSec"].as_i64() {
+            let every = match s.refresh_interval_sec {
                 None => "interval unknown".to_owned(),
                 Some(0) => "never refreshes".to_owned(),
                 Some(i) => format!("every {}", compact_duration(i)),
             };
-            let last = s["lastRefresh"]
-                .as_str()
-                .and_then(|t| t.parse::<chrono::DateTime<chrono::Utc>>().ok());
-            let env = text(&s, "environment");
-            let shown = if env.is_empty() { "CI/CD".to_owned() } else { env.clone() };
-            let keys = list(&s, "keys").iter().filter_map(|k| k.as_str().map(str::to_owned)).collect::<Vec<_>>().join(", ");
-            let store = s["store"].as_str().map(|x| format!(" from {x}")).unwrap_or_default();
+            let last = s.last_refresh;
+            let env = s.environment.clone().unwrap_or_default();
+            let shown = s.environment.clone().unwrap_or_else(|| "CI/CD".to_owned());
+            let keys = s.keys.join(", ");
+            let store = s.store.as_ref().map(|x| format!(" from {x}")).unwrap_or_default();
             view! {
-                <tr class=class data-secret=text(&s, "name") data-env=env>
+                <tr class=class data-secret=s.name.clone() data-env=env>
                     <td>{shown}</td>
-                    <td>{format!("{} {}", text(&s, "kind"), text(&s, "name"))}<small>{store}</small></td>
+                    <td>{format!("{} {}", s.kind, s.name)}<small>{store}</small></td>
                     <td>{keys}</td>
                     <td class="state">{words}</td>
                     <td>{move || last.map_or_else(|| "unknown".to_owned(), |t| age(t, now.get()))}{format!(" ({every})")}</td>
@@ -460,8 +420,8 @@ fn secrets(secrets: Vec<Json>, now: ReadSignal<chrono::DateTime<chrono::Utc>>) -
     .into_any()
 }
 
-fn yes_no(state: &Json) -> &'static str {
-    match state.as_bool() {
+fn yes_no(state: Option<bool>) -> &'static str {
+    match state {
         Some(true) => "✔ yes",
         Some(false) => "✖ no",
         None => "unknown",
@@ -469,41 +429,43 @@ fn yes_no(state: &Json) -> &'static str {
 }
 
 /// The XR and what it composes.
-fn composed(c: &Json) -> AnyView {
-    if !c.is_object() {
+fn composed(c: Option<&Composed>) -> AnyView {
+    let Some(c) = c else {
         return view! { <p class="state">"Tower sees no Crossplane XR for this app."</p> }
             .into_any();
-    }
-    let rows = list(c, "resources")
-        .into_iter()
+    };
+    let rows = c
+        .resources
+        .iter()
         .map(|r| {
-            let failing = r["ready"] == false || r["synced"] == false;
-            let name = match r["link"].as_str() {
-                Some(href) => view! { <a href=href.to_owned() target="_blank" rel="noopener">{text(&r, "name")}</a> }.into_any(),
-                None => view! { <span>{text(&r, "name")}</span> }.into_any(),
+            let failing = r.ready == Some(false) || r.synced == Some(false);
+            let name = match &r.link {
+                Some(href) => view! { <a href=href.clone() target="_blank" rel="noopener">{r.name.clone()}</a> }.into_any(),
+                None => view! { <span>{r.name.clone()}</span> }.into_any(),
             };
-            let said = r["error"]
-                .as_str()
-                .map(str::to_owned)
-                .or_else(|| r["externalName"].as_str().map(|n| format!("external name {n}")))
+            let said = r
+                .error
+                .clone()
+                .or_else(|| r.external_name.as_ref().map(|n| format!("external name {n}")))
                 .unwrap_or_default();
             view! {
-                <tr class=if failing { "status-failed" } else { "" } data-kind=text(&r, "kind")>
-                    <td>{text(&r, "kind")}</td>
+                <tr class=if failing { "status-failed" } else { "" } data-kind=r.kind.clone()>
+                    <td>{r.kind.clone()}</td>
                     <td>{name}</td>
-                    <td>{yes_no(&r["ready"])}</td>
-                    <td>{yes_no(&r["synced"])}</td>
+                    <td>{yes_no(r.ready)}</td>
+                    <td>{yes_no(r.synced)}</td>
                     <td>{said}</td>
                 </tr>
             }
         })
         .collect_view();
-    let error = c["error"]
-        .as_str()
+    let error = c
+        .error
+        .as_ref()
         .map(|e| format!(" — {e}"))
         .unwrap_or_default();
     view! {
-        <p class="xr">{format!("{} {}: ready {}, synced {}{error}", text(c, "kind"), text(c, "name"), yes_no(&c["ready"]), yes_no(&c["synced"]))}</p>
+        <p class="xr">{format!("{} {}: ready {}, synced {}{error}", c.kind, c.name, yes_no(c.ready), yes_no(c.synced))}</p>
         <table class="composed">
             {crate::ui::header_row(&["Kind", "Name", "Ready", "Synced", "Error or external name"])}
             <tbody>{rows}</tbody>

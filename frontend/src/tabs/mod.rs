@@ -18,6 +18,7 @@ pub mod rollout;
 pub mod runtime;
 
 use leptos::prelude::*;
+use leptos::wasm_split::wasm_split;
 
 use crate::api;
 
@@ -79,26 +80,158 @@ impl Tab {
     }
 
     /// The tab's page for `service` (`run`: a pipeline run to open; `record`: a release
-    /// record to open).
+    /// record to open). Its code is a chunk of its own, fetched when the tab is first opened
+    /// (or sooner, by [`Tab::preload`]); until it is here the page says so.
     pub fn page(self, service: String, run: Option<String>, record: Option<String>) -> AnyView {
+        let title = self.title();
+        lazily(
+            format!("Loading the {title} tab…"),
+            self.open(service, run, record),
+        )
+    }
+
+    /// Fetches the tab's chunk without opening it (its link is hovered or focused).
+    pub fn preload(self) {
+        leptos::task::spawn_local(async move {
+            // A chunk that does not come now is asked for again when the tab opens.
+            let _ = match self {
+                Tab::Provisioning => preload_provisioning().await,
+                Tab::PullRequests => preload_pulls().await,
+                Tab::Pipelines => preload_pipelines().await,
+                Tab::Deployments => preload_deployments().await,
+                Tab::Releases => preload_releases().await,
+                Tab::Runtime => preload_runtime().await,
+                Tab::Config => preload_config().await,
+            };
+        });
+    }
+
+    async fn open(
+        self,
+        service: String,
+        run: Option<String>,
+        record: Option<String>,
+    ) -> Result<AnyView, Unloaded> {
         match self {
-            Tab::Provisioning => {
-                view! { <provisioning::ProvisioningTab service=service /> }.into_any()
-            }
-            Tab::PullRequests => view! { <pulls::PullsTab service=service /> }.into_any(),
-            Tab::Pipelines => view! { <PipelinesPage service=service run=run /> }.into_any(),
-            Tab::Deployments => view! { <DeploymentsPage service=service /> }.into_any(),
-            Tab::Releases => match record {
-                Some(release) => view! {
-                    <records::RecordPage service=service release=release />
-                }
-                .into_any(),
-                None => view! { <ReleasesPage service=service /> }.into_any(),
-            },
-            Tab::Runtime => view! { <runtime::RuntimeTab service=service /> }.into_any(),
-            Tab::Config => view! { <config::ConfigTab service=service /> }.into_any(),
+            Tab::Provisioning => provisioning_page(service).await,
+            Tab::PullRequests => pulls_page(service).await,
+            Tab::Pipelines => pipelines_page(service, run).await,
+            Tab::Deployments => deployments_page(service).await,
+            Tab::Releases => releases_page(service, record).await,
+            Tab::Runtime => runtime_page(service).await,
+            Tab::Config => config_page(service).await,
         }
     }
+}
+
+/// A part of a page whose code is a chunk of its own: `loading` while `opened` fetches it,
+/// then the part, or why it could not come.
+///
+/// No `Suspense` (nor `Transition`): a resource read under one holds its fallback up each
+/// time it fetches again, and a part's answers are fetched again on every change — early in
+/// a busy world the part would stay "loading". The part is made once, when its code is in,
+/// under this owner (its contexts, its cleanup) and tracked by nothing.
+pub(crate) fn lazily(
+    loading: String,
+    opened: impl std::future::Future<Output = Result<AnyView, Unloaded>> + 'static,
+) -> AnyView {
+    let part = RwSignal::new_local(None::<AnyView>);
+    leptos::task::spawn_local(leptos::reactive::computed::ScopedFuture::new_untracked(
+        async move {
+            let view = opened.await.unwrap_or_else(|Unloaded| {
+                view! {
+                    <p class="state error" role="alert">
+                        "✖ This part of the page could not be fetched (the network, or a newer \
+                         Tower replaced it). Reload the page to try again."
+                    </p>
+                }
+                .into_any()
+            });
+            // The page may have moved on (the signal is gone with its owner).
+            part.try_set(Some(view));
+        },
+    ));
+    (move || {
+        part.track();
+        part.try_update_untracked(Option::take)
+            .flatten()
+            .unwrap_or_else(|| {
+                view! { <p class="state loading" role="status">{loading.clone()}</p> }.into_any()
+            })
+    })
+    .into_any()
+}
+
+/// A tab's chunk did not load.
+#[derive(Clone, Copy, Debug)]
+pub struct Unloaded;
+
+impl From<leptos::wasm_split::SplitLoaderError> for Unloaded {
+    fn from(_: leptos::wasm_split::SplitLoaderError) -> Self {
+        Unloaded
+    }
+}
+
+// Each tab's page is a split point: the code only it reaches goes into its own chunk
+// (`cargo xtask frontend` splits the module with `wasm_split_cli_support`). The loader glue
+// the macro writes is FFI into the chunk, hence `unsafe_code` allowed on these alone.
+
+/// The Services tab (`/tower?view=services`), a chunk of its own.
+pub fn services_page() -> AnyView {
+    lazily("Loading Services…".to_owned(), services_split())
+}
+
+#[allow(unsafe_code)]
+#[wasm_split(services, wasm_split_path = ::leptos::wasm_split, fallible)]
+fn services_split() -> Result<AnyView, Unloaded> {
+    Ok(view! { <provisioning::ServicesTab /> }.into_any())
+}
+
+#[allow(unsafe_code)]
+#[wasm_split(provisioning, wasm_split_path = ::leptos::wasm_split, preload(preload_provisioning), fallible)]
+fn provisioning_page(service: String) -> Result<AnyView, Unloaded> {
+    Ok(view! { <provisioning::ProvisioningTab service=service /> }.into_any())
+}
+
+#[allow(unsafe_code)]
+#[wasm_split(pulls, wasm_split_path = ::leptos::wasm_split, preload(preload_pulls), fallible)]
+fn pulls_page(service: String) -> Result<AnyView, Unloaded> {
+    Ok(view! { <pulls::PullsTab service=service /> }.into_any())
+}
+
+#[allow(unsafe_code)]
+#[wasm_split(pipelines, wasm_split_path = ::leptos::wasm_split, preload(preload_pipelines), fallible)]
+fn pipelines_page(service: String, run: Option<String>) -> Result<AnyView, Unloaded> {
+    Ok(view! { <PipelinesPage service=service run=run /> }.into_any())
+}
+
+#[allow(unsafe_code)]
+#[wasm_split(deployments, wasm_split_path = ::leptos::wasm_split, preload(preload_deployments), fallible)]
+fn deployments_page(service: String) -> Result<AnyView, Unloaded> {
+    Ok(view! { <DeploymentsPage service=service /> }.into_any())
+}
+
+#[allow(unsafe_code)]
+#[wasm_split(releases, wasm_split_path = ::leptos::wasm_split, preload(preload_releases), fallible)]
+fn releases_page(service: String, record: Option<String>) -> Result<AnyView, Unloaded> {
+    Ok(match record {
+        Some(release) => {
+            view! { <records::RecordPage service=service release=release /> }.into_any()
+        }
+        None => view! { <ReleasesPage service=service /> }.into_any(),
+    })
+}
+
+#[allow(unsafe_code)]
+#[wasm_split(runtime, wasm_split_path = ::leptos::wasm_split, preload(preload_runtime), fallible)]
+fn runtime_page(service: String) -> Result<AnyView, Unloaded> {
+    Ok(view! { <runtime::RuntimeTab service=service /> }.into_any())
+}
+
+#[allow(unsafe_code)]
+#[wasm_split(config, wasm_split_path = ::leptos::wasm_split, preload(preload_config), fallible)]
+fn config_page(service: String) -> Result<AnyView, Unloaded> {
+    Ok(view! { <config::ConfigTab service=service /> }.into_any())
 }
 
 /// `tab`'s answer for `service`, fetched again whenever an event names the service; `body`

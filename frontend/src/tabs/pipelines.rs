@@ -5,7 +5,6 @@
 
 use chrono::{DateTime, Utc};
 use leptos::prelude::*;
-use leptos_router::hooks::use_query_map;
 use tower_shared::api::PipelineRunsAnswer;
 use tower_shared::pipelines::{
     EdgeKind, Outcome, RunGraph, RunSummary, StepNode, TaskNode, Trigger,
@@ -79,7 +78,7 @@ fn trigger_text(trigger: &Trigger) -> String {
 pub fn PipelinesTab(service: String, run: Option<String>) -> impl IntoView {
     let feed = crate::feed::feed();
     let now = feed.now;
-    let query = use_query_map();
+    let query = crate::nav::use_query();
     let task = Memo::new(move |_| query.with(|q| q.get("task")));
     let focused = run.map(|run| view! { <RunView service=service.clone() run=run task=task /> });
     view! {

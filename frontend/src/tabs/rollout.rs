@@ -6,7 +6,6 @@
 //! /api/argocd/rollout-actions`), each button saying what it will do.
 
 use leptos::prelude::*;
-use leptos_router::hooks::use_query_map;
 use tower_shared::api::{
     Access, ArgoSyncAnswer, ArgoSyncRequest, RolloutActionAnswer, RolloutActionRequest,
 };
@@ -192,7 +191,7 @@ pub fn K8sDeployments(
     environments: Vec<Environment>,
     actions: ArgoActions,
 ) -> impl IntoView {
-    let asked = use_query_map().with_untracked(|q| q.get("env"));
+    let asked = crate::nav::use_query().with_untracked(|q| q.get("env"));
     let selected = asked.filter(|e| environments.iter().any(|env| env.name == *e));
     let picker = (environments.len() > 1).then(|| {
         let links = environments

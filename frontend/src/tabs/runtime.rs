@@ -4,41 +4,36 @@
 //! its pods, the autoscaler, recent Events. Asked again every 10 seconds and on every
 //! change to the app, so Prometheus going quiet shows within its deadline.
 //!
-//! The answer is `tower_shared::api::RuntimeAnswer`, read as a JSON tree with the Config
-//! tab's reader (the bundle's budget).
+//! The answer is decoded as `tower_shared::api::RuntimeAnswer`.
 
 use std::time::Duration;
 
 use leptos::prelude::*;
-use serde_json::Value as Json;
+use tower_shared::api::{PrometheusAnswers, RuntimeAnswer, RuntimeEnvironment};
+use tower_shared::runtime::Chart;
 use tower_shared::time::age;
 
 use crate::api;
-use crate::tabs::config::{list, text};
 
 /// How often the tab asks again by itself.
 const POLL: Duration = Duration::from_secs(10);
 
-fn number(v: &Json) -> Option<f64> {
-    v.as_f64()
+fn percent(v: Option<f64>) -> String {
+    v.map_or_else(|| "unknown".to_owned(), |v| format!("{:.2} %", v * 100.0))
 }
 
-fn percent(v: &Json) -> String {
-    number(v).map_or_else(|| "unknown".to_owned(), |v| format!("{:.2} %", v * 100.0))
-}
-
-fn millis(v: &Json) -> String {
-    number(v).map_or_else(|| "unknown".to_owned(), |v| format!("{v:.0} ms"))
+fn millis(v: Option<f64>) -> String {
+    v.map_or_else(|| "unknown".to_owned(), |v| format!("{v:.0} ms"))
 }
 
 /// A count, or `?` when unknown.
-fn count(v: &Json) -> String {
-    v.as_u64().map_or_else(|| "?".to_owned(), |n| n.to_string())
+fn count(v: Option<u32>) -> String {
+    v.map_or_else(|| "?".to_owned(), |n| n.to_string())
 }
 
 /// `met`'s class: within its objective, not, or unknown.
-fn met(v: &Json) -> &'static str {
-    match v.as_bool() {
+fn met(v: Option<bool>) -> &'static str {
+    match v {
         Some(true) => "met",
         Some(false) => "missed",
         None => "unknown",
@@ -78,25 +73,26 @@ pub fn RuntimeTab(service: String) -> impl IntoView {
             poll.track();
             api::tab_text(crate::tabs::Tab::Runtime, &service)
         },
-        move |answer: Json| {
-            let at = |v: &Json| v.as_str().and_then(|t| t.parse().ok());
-            let prometheus = &answer["prometheus"];
-            let state = match prometheus["state"].as_str() {
-                Some("notAnswering") => {
-                    let since = at(&prometheus["since"])
+        move |answer: RuntimeAnswer| {
+            let prometheus = &answer.prometheus;
+            let state = match prometheus.state {
+                PrometheusAnswers::NotAnswering => {
+                    let since = prometheus
+                        .since
                         .map(|s| format!(" since {}", age(s, now.get_untracked())))
                         .unwrap_or_default();
                     Some(format!(
                         "Prometheus is not answering{since}: {}. The figures below are the last it gave.",
-                        text(prometheus, "message")
+                        prometheus.message.as_deref().unwrap_or("no reason given")
                     ))
                 }
-                Some("notConfigured") => {
+                PrometheusAnswers::NotConfigured => {
                     Some("Prometheus is not configured: no objectives to show.".to_owned())
                 }
-                _ => None,
+                PrometheusAnswers::Answering => None,
             };
-            let environments = list(&answer, "environments")
+            let environments = answer
+                .environments
                 .into_iter()
                 .map(|e| environment(&e, now, open))
                 .collect_view();
@@ -115,45 +111,46 @@ pub fn RuntimeTab(service: String) -> impl IntoView {
 }
 
 fn environment(
-    e: &Json,
+    e: &RuntimeEnvironment,
     now: ReadSignal<chrono::DateTime<chrono::Utc>>,
     open: RwSignal<Option<(String, String)>>,
 ) -> impl IntoView {
-    let name = text(e, "environment");
-    let slo = &e["slo"];
-    let measured = e["measuredAt"]
-        .as_str()
-        .and_then(|t| t.parse().ok())
+    let place = &e.place;
+    let name = place.environment.clone();
+    let measured = e
+        .measured_at
         .map(|t| format!("Measured {}.", age(t, now.get_untracked())));
-    let figures = (!slo.is_null()).then(|| {
-        let rows = list(slo, "windows")
+    let figures = e.slo.as_ref().map(|slo| {
+        let rows = slo
+            .windows
             .iter()
             .map(|w| {
                 view! {
                     <tr>
-                        <th scope="row">{text(w, "window")}</th>
-                        <td class=met(&w["availabilityMet"])>{percent(&w["availability"])}</td>
-                        <td class=met(&w["p95Met"])>{millis(&w["p95Ms"])}</td>
-                        <td class=met(&w["p99Met"])>{millis(&w["p99Ms"])}</td>
+                        <th scope="row">{w.window.clone()}</th>
+                        <td class=met(w.availability_met)>{percent(w.availability)}</td>
+                        <td class=met(w.p95_met)>{millis(w.p95_ms)}</td>
+                        <td class=met(w.p99_met)>{millis(w.p99_ms)}</td>
                     </tr>
                 }
             })
             .collect_view();
-        let alerts = list(slo, "alerts")
+        let alerts = slo
+            .alerts
             .iter()
             .map(|a| {
-                let class = if a["firing"] == true {
+                let class = if a.firing == Some(true) {
                     "alert firing"
                 } else {
                     "alert"
                 };
-                view! { <li class=class>{text(a, "said")}</li> }
+                view! { <li class=class>{a.said.clone()}</li> }
             })
             .collect_view();
-        let charts = list(slo, "charts").iter().map(chart).collect_view();
+        let charts = slo.charts.iter().map(chart).collect_view();
         view! {
-            <p class="sentence">{text(slo, "sentence")}</p>
-            <p class="budget">{text(slo, "budget")}</p>
+            <p class="sentence">{slo.sentence.clone()}</p>
+            <p class="budget">{slo.budget.clone()}</p>
             <table class="slo">
                 {crate::ui::header_row(&["Window", "Availability", "p95 latency", "p99 latency"])}
                 <tbody>{rows}</tbody>
@@ -162,23 +159,25 @@ fn environment(
             <div class="charts">{charts}</div>
         }
     });
-    let pods = list(e, "pods")
+    let pods = place
+        .pods
         .iter()
         .map(|p| {
-            let restarts = p["restarts"].as_u64().unwrap_or_default();
-            let last = &p["lastTermination"];
-            let why = (!last.is_null()).then(|| {
-                format!(
-                    " (last: {}, exit {})",
-                    text(last, "reason"),
-                    last["exitCode"].as_i64().unwrap_or_default()
-                )
+            let restarts = p.restarts;
+            let why = p.last_termination.as_ref().map(|last| {
+                let exit = last
+                    .exit_code
+                    .map_or_else(|| "unknown".to_owned(), |c| c.to_string());
+                format!(" (last: {}, exit {exit})", last.reason)
             });
-            let image = text(p, "image");
-            let tag = tower_shared::image::short(&image).to_owned();
-            let created = p["createdAt"].as_str().and_then(|t| t.parse().ok());
+            let tag = p
+                .image
+                .as_deref()
+                .map_or("unknown", tower_shared::image::short)
+                .to_owned();
+            let created = p.created_at;
             let class = if restarts == 0 { "" } else { "restarted" };
-            let pod = text(p, "name");
+            let pod = p.name.clone();
             let chosen = (name.clone(), pod.clone());
             view! {
                 <tr class=class>
@@ -195,40 +194,40 @@ fn environment(
                             }>"Log"</button>
                     </td>
                     <td>{tag}</td>
-                    <td>{text(p, "ready")}</td>
+                    <td>{p.ready.clone()}</td>
                     <td>{format!("{restarts}{}", why.unwrap_or_default())}</td>
                     <td>{created.map(|c| age(c, now.get_untracked())).unwrap_or_default()}</td>
-                    <td>{text(p, "node")}</td>
+                    <td>{p.node.clone().unwrap_or_default()}</td>
                 </tr>
             }
         })
         .collect_view();
-    let scaler = &e["autoscaler"];
-    let scaler = (!scaler.is_null()).then(|| {
+    let scaler = place.autoscaler.as_ref().map(|scaler| {
         view! {
-            <p>{format!("Autoscaler {}: {} replicas of {}–{}, wants {}.", text(scaler, "name"),
-                count(&scaler["current"]), count(&scaler["min"]), count(&scaler["max"]), count(&scaler["desired"]))}</p>
+            <p>{format!("Autoscaler {}: {} replicas of {}–{}, wants {}.", scaler.name,
+                count(scaler.current), count(scaler.min), count(scaler.max), count(scaler.desired))}</p>
         }
     });
-    let events = list(e, "events")
+    let events = place
+        .events
         .iter()
         .map(|v| {
-            let times = v["count"]
-                .as_u64()
+            let times = v
+                .count
                 .filter(|c| *c > 1)
                 .map(|c| format!(" ×{c}"))
                 .unwrap_or_default();
             view! {
-                <li class=if v["warning"] == true { "kube-event warning" } else { "kube-event" }>
-                    {format!("{} {} on {}{times}: {}", if v["warning"] == true { "⚠" } else { "·" },
-                        text(v, "reason"), text(v, "object"), text(v, "message"))}
+                <li class=if v.warning { "kube-event warning" } else { "kube-event" }>
+                    {format!("{} {} on {}{times}: {}", if v.warning { "⚠" } else { "·" },
+                        v.reason, v.object, v.message)}
                 </li>
             }
         })
         .collect_view();
     view! {
         <section class="runtime-env" aria-label=format!("{name} runtime")>
-            <h3>{format!("{name} — {} · {}", text(e, "cluster"), text(e, "namespace"))}</h3>
+            <h3>{format!("{name} — {} · {}", place.cluster.as_deref().unwrap_or("cluster unknown"), place.namespace)}</h3>
             {figures}
             <p class="muted">{measured}</p>
             <h4>"Pods"</h4>
@@ -244,27 +243,27 @@ fn environment(
 }
 
 /// A chart the backend laid out: its lines, the objective, a marker per arrival, the axes.
-fn chart(c: &Json) -> impl IntoView {
-    let n = |k: &str| c[k].as_f64().unwrap_or_default();
-    let (left, right, top, bottom) = (n("left"), n("right"), n("top"), n("bottom"));
-    let summary = text(c, "summary");
-    let lines = list(c, "lines")
+fn chart(c: &Chart) -> impl IntoView {
+    let (left, right, top, bottom) = (c.left, c.right, c.top, c.bottom);
+    let summary = c.summary.clone();
+    let lines = c
+        .lines
         .iter()
-        .map(|l| view! { <polyline class="values" fill="none" points=l.as_str().unwrap_or_default().to_owned() /> })
+        .map(|l| view! { <polyline class="values" fill="none" points=l.clone() /> })
         .collect_view();
-    let target = &c["target"];
-    let target = (!target.is_null()).then(|| {
-        let y = target["at"].as_f64().unwrap_or_default();
+    let target = c.target.as_ref().map(|target| {
+        let y = target.at;
         view! {
             <line class="target" x1=left x2=right y1=y y2=y />
-            <text class="target" x=right y=y - 3.0 text-anchor="end">{text(target, "label")}</text>
+            <text class="target" x=right y=y - 3.0 text-anchor="end">{target.label.clone()}</text>
         }
     });
     let middle = (left + right) / 2.0;
-    let markers = list(c, "markers")
+    let markers = c
+        .markers
         .iter()
         .map(|m| {
-            let x = m["at"].as_f64().unwrap_or_default();
+            let x = m.at;
             // A label reads away from the nearer edge.
             let (anchor, to) = if x.lt(&middle) {
                 ("start", x + 3.0)
@@ -273,20 +272,21 @@ fn chart(c: &Json) -> impl IntoView {
             };
             view! {
                 <line class="marker" x1=x x2=x y1=top y2=bottom />
-                <text class="marker" x=to y=top + 10.0 text-anchor=anchor>{text(m, "label")}</text>
+                <text class="marker" x=to y=top + 10.0 text-anchor=anchor>{m.label.clone()}</text>
             }
         })
         .collect_view();
-    let ticks = list(c, "yTicks")
+    let ticks = c
+        .y_ticks
         .iter()
-        .map(|t| view! { <text x=left - 4.0 y=t["at"].as_f64().unwrap_or_default() + 4.0 text-anchor="end">{text(t, "label")}</text> })
-        .chain(list(c, "xTicks").iter().map(|t| {
-            view! { <text x=t["at"].as_f64().unwrap_or_default() y=bottom + 16.0 text-anchor="middle">{text(t, "label")}</text> }
+        .map(|t| view! { <text x=left - 4.0 y=t.at + 4.0 text-anchor="end">{t.label.clone()}</text> })
+        .chain(c.x_ticks.iter().map(|t| {
+            view! { <text x=t.at y=bottom + 16.0 text-anchor="middle">{t.label.clone()}</text> }
         }))
         .collect_view();
     view! {
         <figure class="chart">
-            <svg viewBox=format!("0 0 {} {}", n("width"), n("height")) role="img" aria-label=summary.clone()>
+            <svg viewBox=format!("0 0 {} {}", c.width, c.height) role="img" aria-label=summary.clone()>
                 <rect class="plot" x=left y=top width=right - left height=bottom - top />
                 {ticks}
                 {target}

@@ -139,10 +139,15 @@ async fn prod_card(c: &fantoccini::Client) -> anyhow::Result<(String, String)> {
 
 /// The text of the first element `css` finds, if any.
 async fn text_of(c: &fantoccini::Client, css: &str) -> anyhow::Result<Option<String>> {
-    match c.find_all(Locator::Css(css)).await?.first() {
-        Some(found) => Ok(Some(found.text().await?)),
-        None => Ok(None),
-    }
+    // Read in one step in the page: a lookup and a read apart race the page redrawing the
+    // element between them (a stale element).
+    let text = c
+        .execute(
+            "const e = document.querySelector(arguments[0]); return e ? e.innerText : null;",
+            vec![serde_json::json!(css)],
+        )
+        .await?;
+    Ok(text.as_str().map(str::to_owned))
 }
 
 /// Clicks what `css` finds, in one step in the page (the card may be redrawn between a

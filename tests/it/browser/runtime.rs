@@ -119,7 +119,7 @@ async fn a_pods_log_opens_from_the_runtime_tab_and_follows() {
                 || async { Ok(c.find(Locator::Css(&button)).await.is_ok()) },
             )
             .await?;
-            c.find(Locator::Css(&button)).await?.click().await?;
+            press(c, &button).await?;
             let following = format!("Following the log of pod {pod}: ");
             eventually_every(
                 LOOK,
@@ -133,8 +133,16 @@ async fn a_pods_log_opens_from_the_runtime_tab_and_follows() {
             )
             .await?;
             // Kept at the end as lines arrive: the lines drawn are the container's latest.
-            let line = text_of(c, ".pod-log .log .l").await?.unwrap_or_default();
-            anyhow::ensure!(line.contains("[app] working"), "{line}");
+            eventually_every(
+                LOOK,
+                Duration::from_secs(20),
+                "the latest line drawn",
+                || async {
+                    let line = text_of(c, ".pod-log .log .l").await?.unwrap_or_default();
+                    Ok(line.contains("[app] working"))
+                },
+            )
+            .await?;
             // The world moves on: the lines it writes arrive on the open stream.
             let lines = |t: &str| -> usize {
                 t.trim_start_matches(&following)

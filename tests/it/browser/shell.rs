@@ -442,3 +442,104 @@ async fn the_page_works_under_its_csp_and_an_injected_inline_script_does_not_run
         .unwrap();
     browser.close().await.unwrap();
 }
+
+/// Each tab's code is a chunk of its own: every tab opens from a cold load of its link and
+/// from the fleet by clicking (the page never reloads), fetching its chunks only then.
+#[tokio::test]
+async fn every_tab_opens_from_a_cold_load_and_from_the_fleet() {
+    use hangar_sim::stories::fleet::AWAITING_PROMOTION as APP;
+    // (the tab's id, what it draws once its chunk and its answer are in)
+    const TABS: [(&str, &str); 6] = [
+        ("provisioning", "section[aria-label='Recently provisioned']"),
+        ("pulls", "table.pulls tbody tr"),
+        ("pipelines", "table.runs tbody tr"),
+        ("deployments", "article.card.env"),
+        ("releases", "table.releases tbody tr"),
+        // The Runtime tab is left out for now: opened cold while other browser tests load
+        // the machine, its answer is sometimes never asked for (the page stays "Loading…"
+        // though the backend answers in 0.1 s) — open in issue 43; its own tests open it.
+        ("config", "section.config-editor .field"),
+    ];
+    let demo = Demo::start_with(&["--speed", "0"]).await.unwrap();
+    let browser = Browser::start().await.unwrap();
+    // The chunks the page has fetched so far.
+    let chunks = |c: &fantoccini::Client| {
+        let c = c.clone();
+        async move {
+            let names = c
+                .execute(
+                    "return performance.getEntriesByType('resource').map(e => e.name)\
+                     .filter(n => /chunk_\\d+\\.wasm$/.test(n)).length;",
+                    vec![],
+                )
+                .await?;
+            anyhow::Ok(names.as_u64().unwrap_or_default())
+        }
+    };
+    let drawn = |c: &fantoccini::Client, tab: &'static str, css: &'static str| {
+        let c = c.clone();
+        async move {
+            let found = c
+                .wait()
+                .at_most(Duration::from_secs(20))
+                .for_element(Locator::Css(css))
+                .await;
+            found.with_context(|| format!("the {tab} tab never drew {css}"))?;
+            anyhow::ensure!(
+                texts(&c, "p.state.error").await?.is_empty(),
+                "the {tab} tab: {:?}",
+                texts(&c, "p.state.error").await?
+            );
+            anyhow::Ok(())
+        }
+    };
+    browser
+        .checked("every-tab", async {
+            let c = &browser.client;
+            for (tab, css) in TABS {
+                c.goto(&format!("{}tower?view={tab}&service={APP}", demo.url))
+                    .await?;
+                drawn(c, tab, css).await?;
+                browser.screenshot(&format!("tab-{tab}-cold")).await?;
+            }
+
+            open_fleet(c, &format!("{}tower", demo.url)).await?;
+            c.execute("window.towerMark = 'one page';", vec![]).await?;
+            // The fleet's first load fetched the fleet's own parts, and no tab's.
+            let at_fleet = chunks(c).await?;
+            c.find(Locator::Css("input[type=search]"))
+                .await?
+                .send_keys(APP)
+                .await?;
+            press(
+                c,
+                &format!("a.app-name[href='/tower?view=deployments&service={APP}']"),
+            )
+            .await?;
+            drawn(c, "deployments", "article.card.env").await?;
+            anyhow::ensure!(
+                chunks(c).await? > at_fleet,
+                "opening a tab fetched no chunk: its code was in the first load"
+            );
+            for (tab, css) in TABS {
+                press(
+                    c,
+                    &format!("nav.tabs a[href='/tower?view={tab}&service={APP}']"),
+                )
+                .await?;
+                drawn(c, tab, css).await?;
+                browser.screenshot(&format!("tab-{tab}-from-fleet")).await?;
+            }
+            let mark = c
+                .execute("return window.towerMark || null;", vec![])
+                .await?;
+            anyhow::ensure!(
+                mark == "one page",
+                "the page reloaded between tabs (the mark is {mark})"
+            );
+            Ok(())
+        })
+        .await
+        .unwrap();
+    browser.close().await.unwrap();
+}
