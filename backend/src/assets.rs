@@ -320,7 +320,9 @@ mod tests {
     fn built_dists() -> (tempfile::TempDir, [Dist; 2]) {
         let dir = tempfile::tempdir().unwrap();
         for (name, bytes) in FILES {
-            std::fs::write(dir.path().join(name), bytes).unwrap();
+            let path = dir.path().join(name);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, bytes).unwrap();
         }
         let folder = Dist::open(dir.path()).unwrap();
         let memory =

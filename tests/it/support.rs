@@ -577,7 +577,24 @@ impl Browser {
             Ok(value) => Ok(value),
             Err(err) => {
                 let shot = self.screenshot(&format!("{name}-failure")).await;
-                Err(err.context(format!("screenshot: {shot:?}")))
+                // What the page asked Tower for and got an answer to, last first: a part
+                // that never drew either never asked or is still waiting.
+                let fetched = self
+                    .client
+                    .execute(
+                        "return performance.getEntriesByType('resource')\
+                         .filter(e => e.name.includes('/api/')).slice(-15).reverse()\
+                         .map(e => `${Math.round(e.startTime)}ms +${Math.round(e.duration)}ms ${e.name}`);",
+                        vec![],
+                    )
+                    .await;
+                let marks = self
+                    .client
+                    .execute("return window.__tw || null;", vec![])
+                    .await;
+                Err(err.context(format!(
+                    "screenshot: {shot:?}; answers the page got: {fetched:?}; marks {marks:?}"
+                )))
             }
         }
     }
