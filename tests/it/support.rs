@@ -588,12 +588,8 @@ impl Browser {
                         vec![],
                     )
                     .await;
-                let marks = self
-                    .client
-                    .execute("return window.__tw || null;", vec![])
-                    .await;
                 Err(err.context(format!(
-                    "screenshot: {shot:?}; answers the page got: {fetched:?}; marks {marks:?}"
+                    "screenshot: {shot:?}; answers the page got: {fetched:?}"
                 )))
             }
         }

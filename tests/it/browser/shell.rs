@@ -477,10 +477,10 @@ async fn every_tab_opens_from_a_cold_load_and_from_the_fleet() {
             anyhow::Ok(names.as_u64().unwrap_or_default())
         }
     };
-    let token = demo.guest_token().await.unwrap();
+    let api = crate::support::signed_in(&demo.guest_token().await.unwrap());
     let drawn = |c: &fantoccini::Client, tab: &'static str, css: &'static str| {
         let c = c.clone();
-        let (base, token) = (demo.url.clone(), token.clone());
+        let (base, api) = (demo.url.clone(), api.clone());
         async move {
             let found = c
                 .wait()
@@ -491,9 +491,8 @@ async fn every_tab_opens_from_a_cold_load_and_from_the_fleet() {
                 // Whether the backend answers the tab now, and how soon: tells a page that
                 // never asked from a backend that never answered.
                 let asked = std::time::Instant::now();
-                let answer = reqwest::Client::new()
+                let answer = api
                     .get(format!("{base}api/{tab}?service={APP}"))
-                    .bearer_auth(&token)
                     .send()
                     .await;
                 let status = answer.map(|a| a.status().as_u16());
