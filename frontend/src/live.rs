@@ -113,25 +113,42 @@ pub fn start(signin: ReadSignal<crate::signin::SignIn>) -> Refresh {
     let (streaming, set_streaming) = signal(false);
     let pending = StoredValue::new(Pending::default());
     // The stream needs the Authorization header, which EventSource cannot send: read it
-    // with fetch as soon as the page is signed in, reconnecting 5 s after it ends.
+    // with fetch as soon as the page is signed in and shown, reconnecting 5 s after it ends.
+    // A hidden page (another tab in front, or left for the back-forward cache) ends its
+    // stream and opens it again when shown: over HTTP/1.1 a browser keeps six connections
+    // to a host for all its tabs, and a stream held by every open Tower page would leave the
+    // seventh page none to fetch its answers with (it stayed "Loading…").
+    let reader = StoredValue::new_local(None::<web_sys::ReadableStreamDefaultReader>);
+    when_hidden(move || {
+        if let Some(Some(open)) = reader.try_update_value(Option::take) {
+            let _ = open.cancel();
+        }
+    });
     leptos::task::spawn_local(async move {
         loop {
             // Signed in with a token, behind a proxy, or open: the stream answers all three.
-            if signin.get_untracked() != crate::signin::SignIn::SignedIn {
+            if signin.get_untracked() != crate::signin::SignIn::SignedIn || hidden() {
                 sleep(Duration::from_millis(100)).await;
                 continue;
             }
             let result = stream(
                 |name, data| pending.update_value(|p| p.read(name, data)),
-                set_streaming,
+                move |open| {
+                    reader.set_value(Some(open));
+                    set_streaming.set(true);
+                    mark_live(true);
+                },
             )
             .await;
+            reader.set_value(None);
             if let Err(err) = result {
                 leptos::logging::warn!("event stream: {err}; polling until it is back");
             }
             set_streaming.set(false);
             mark_live(false);
-            sleep(Duration::from_secs(5)).await;
+            if !hidden() {
+                sleep(Duration::from_secs(5)).await;
+            }
         }
     });
     let every = |period: Duration, tick: Box<dyn Fn()>| match set_interval_with_handle(tick, period)
@@ -165,7 +182,7 @@ pub fn start(signin: ReadSignal<crate::signin::SignIn>) -> Refresh {
     every(
         Duration::from_secs(6),
         Box::new(move || {
-            if !streaming.get_untracked() {
+            if !streaming.get_untracked() && !hidden() {
                 pending.update_value(Pending::everything);
             }
         }),
@@ -182,27 +199,46 @@ pub fn start(signin: ReadSignal<crate::signin::SignIn>) -> Refresh {
 /// Reads `/api/events` until it ends, handing each event's name and data to `on_event`.
 async fn stream(
     on_event: impl Fn(&str, &str),
-    set_streaming: WriteSignal<bool>,
+    on_open: impl FnOnce(web_sys::ReadableStreamDefaultReader),
 ) -> Result<(), crate::api::ApiError> {
     let mut buffer = String::new();
-    crate::api::stream_text(
-        crate::api::EVENTS,
-        "text/event-stream",
-        |_| {
-            set_streaming.set(true);
-            mark_live(true);
-        },
-        |text| {
-            buffer.push_str(text);
-            while let Some((message, rest)) = split_message(&buffer) {
-                if let Some((name, data)) = parse_message(&message) {
-                    on_event(&name, &data);
-                }
-                buffer = rest;
+    crate::api::stream_text(crate::api::EVENTS, "text/event-stream", on_open, |text| {
+        buffer.push_str(text);
+        while let Some((message, rest)) = split_message(&buffer) {
+            if let Some((name, data)) = parse_message(&message) {
+                on_event(&name, &data);
             }
-        },
-    )
+            buffer = rest;
+        }
+    })
     .await
+}
+
+/// Whether the page is hidden (behind another tab, minimised, or left).
+fn hidden() -> bool {
+    web_sys::window()
+        .and_then(|w| w.document())
+        .is_some_and(|d| d.hidden())
+}
+
+/// Runs `hide` each time the page is hidden or left, for as long as the calling owner lives:
+/// the event stream is given back then (a hidden page needs no news until it is shown).
+fn when_hidden(hide: impl Fn() + Clone + 'static) {
+    let on_hide = hide.clone();
+    let visibility = window_event_listener(leptos::ev::visibilitychange, move |_| {
+        if hidden() {
+            on_hide();
+        }
+    });
+    on_cleanup(move || visibility.remove());
+    when_left(hide);
+}
+
+/// Runs `leave` each time the page is left, for as long as the calling owner lives: a page
+/// kept in the back-forward cache keeps its connections unless it ends them itself.
+pub fn when_left(leave: impl Fn() + 'static) {
+    let left = window_event_listener(leptos::ev::pagehide, move |_| leave());
+    on_cleanup(move || left.remove());
 }
 
 /// Marks the page's root `data-live` while the event stream is connected (for people who

@@ -84,11 +84,14 @@ pub fn log_console(path: String, what: String, follow: bool) -> AnyView {
             Err(err) => Reading::Failed(err),
         });
     });
-    on_cleanup(move || {
+    let end = move || {
         if let Some(Some(r)) = reader.try_get_value() {
             let _ = r.cancel();
         }
-    });
+    };
+    // A page left for another keeps no log open (see `live::when_left`).
+    crate::live::when_left(end);
+    on_cleanup(end);
     // New lines: stay at the end if the reader is there.
     Effect::new(move || {
         count.track();
