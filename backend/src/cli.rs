@@ -72,6 +72,18 @@ pub enum Command {
     /// how (`commit`, or `pull-request` for prod), with the open pull request already
     /// proposing it. Same snapshot format as `tower provisioning` (docs/snapshot.md).
     Releases(ServiceArgs),
+    /// Print the fleet as JSON: every app the snapshot's Argo CD Applications deploy, each
+    /// environment's cell its state (docs/state.md), trouble first.
+    ///
+    /// With `--service`, that app's row only. Same snapshot format as `tower provisioning`.
+    Fleet(OfflineArgs),
+    /// Print one service's state in each environment, as JSON (docs/state.md): what runs,
+    /// what is arriving at its actual and desired weight, every trouble with its source,
+    /// and what is only a wait.
+    ///
+    /// The fleet's cells and the Deployments tab's attention are these states. Same
+    /// snapshot format as `tower provisioning`.
+    State(ServiceArgs),
     /// Print one prod release's record (docs/release-records.md) as JSON, a self-contained
     /// HTML page or a PDF.
     ///
@@ -319,6 +331,14 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Releases(args) => {
             let snapshot = offline::read_snapshot(&args.snapshot)?;
             offline::print_json(&crate::tabs::releases_of(&snapshot, &args.service))
+        }
+        Command::Fleet(args) => {
+            let snapshot = offline::read_snapshot(&args.snapshot)?;
+            offline::fleet(&snapshot, args.service.as_deref())
+        }
+        Command::State(args) => {
+            let snapshot = offline::read_snapshot(&args.snapshot)?;
+            offline::state(&snapshot, &args.service)
         }
         Command::Pipelines(args) => {
             let snapshot = offline::read_snapshot(&args.service.snapshot)?;

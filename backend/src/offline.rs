@@ -64,6 +64,34 @@ pub fn dora(snapshot: &Snapshot, service: Option<&str>, days: u32) -> anyhow::Re
     ))
 }
 
+/// `tower fleet`: the fleet (or one app's row of it); an error when the snapshot deploys no
+/// such app.
+pub fn fleet(snapshot: &Snapshot, service: Option<&str>) -> anyhow::Result<()> {
+    let mut fleet = tower_shared::fleet::derive_fleet(snapshot);
+    if let Some(name) = service {
+        fleet.apps.retain(|a| a.name == name);
+        anyhow::ensure!(
+            !fleet.apps.is_empty(),
+            "the snapshot's Argo CD Applications deploy {name} nowhere"
+        );
+    }
+    print_json(&fleet)
+}
+
+/// `tower state`: one service's state in each environment; an error when the snapshot
+/// deploys it nowhere.
+pub fn state(snapshot: &Snapshot, service: &str) -> anyhow::Result<()> {
+    let states = tower_shared::state::derive(snapshot, service);
+    anyhow::ensure!(
+        !states.is_empty(),
+        "the snapshot's Argo CD Applications deploy {service} nowhere"
+    );
+    print_json(&tower_shared::state::ServiceState {
+        service: service.to_owned(),
+        environments: states,
+    })
+}
+
 /// Pretty JSON on stdout, newline-terminated.
 pub fn print_json<T: Serialize>(value: &T) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();

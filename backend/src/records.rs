@@ -340,7 +340,7 @@ impl Recorder {
                     .find(|c| hangar::is_production(&c.environment))?;
                 let settled =
                     cell.sync == SyncStatus::Synced && cell.health == HealthStatus::Healthy;
-                let tag = cell.image_tag.clone()?;
+                let tag = cell.running_tag()?.to_owned();
                 (settled && !self.done.contains(&(app.name.clone(), tag.clone())))
                     .then(|| (app.name.clone(), tag))
             })

@@ -464,9 +464,24 @@ fn FleetCellView(service: String, cell: Option<FleetCell>) -> impl IntoView {
         return view! { <td class="cell absent" title="Not deployed here">"—"</td> }.into_any();
     };
     let tag = cell
-        .image_tag
-        .clone()
-        .unwrap_or_else(|| "image unknown".to_owned());
+        .running_tag()
+        .map_or_else(|| "image unknown".to_owned(), str::to_owned);
+    // What is on its way in, at its actual weight beside the one its steps set.
+    let arriving = cell.arriving.as_ref().map(|a| {
+        let image = a
+            .image
+            .as_deref()
+            .map_or("an image not seen", tower_shared::image::short);
+        let weight = match (a.weight, a.desired_weight) {
+            (Some(actual), Some(desired)) if actual != desired => {
+                format!(" at {actual}% (set {desired}%)")
+            }
+            (Some(actual), _) => format!(" at {actual}%"),
+            (None, Some(desired)) => format!(" (set {desired}%, actual unknown)"),
+            (None, None) => String::new(),
+        };
+        view! { <span class="arriving">{format!("→ {image}{weight}")}</span> }
+    });
     let href = crate::nav::environment_href(&service, &cell.environment);
     match attention(&cell) {
         None => view! {
@@ -474,6 +489,7 @@ fn FleetCellView(service: String, cell: Option<FleetCell>) -> impl IntoView {
                 <a href=href>
                     <span class="status">"✔ Healthy"</span>
                     <span class="tag">{tag}</span>
+                    {arriving}
                 </a>
             </td>
         }
@@ -489,6 +505,7 @@ fn FleetCellView(service: String, cell: Option<FleetCell>) -> impl IntoView {
                     <a href=href>
                         <span class="status">{icon} " " {a.reason.clone()}</span>
                         <span class="tag">{tag}</span>
+                        {arriving}
                     </a>
                 </td>
             }

@@ -160,9 +160,123 @@ pub fn replica_set_image(rs: &crate::kube::Object) -> Option<&str> {
         .filter(|image| !image.is_empty())
 }
 
+/// The canary's and the stable's actual share of traffic, as `kubectl argo rollouts get`
+/// reports them: `status.canary.weights` when the controller wrote them (it does for a
+/// traffic router), else each side's share of the available pods (`canary`: the canary
+/// ReplicaSet's available pods, `None` outside when there is no canary). No canary: all on
+/// stable; aborted: back on stable. What is not known stays `None` — never the weight a
+/// step asked for ([`desired_weight`]).
+pub fn actual_weights(
+    status: &Value,
+    stable: Option<u32>,
+    canary: Option<Option<u32>>,
+    aborted: bool,
+) -> (Option<u32>, Option<u32>) {
+    let Some(canary) = canary.filter(|_| !aborted) else {
+        return (Some(0), Some(100));
+    };
+    let written = |side| {
+        at(status, &["canary", "weights", side, "weight"])
+            .and_then(Value::as_u64)
+            .and_then(|w| u32::try_from(w).ok())
+    };
+    if let Some(weight) = written("canary") {
+        let stable = written("stable").unwrap_or_else(|| 100u32.saturating_sub(weight));
+        return (Some(weight), Some(stable));
+    }
+    let (Some(on_canary), Some(on_stable)) = (canary, stable) else {
+        return (None, None);
+    };
+    let weight = (on_canary * 100)
+        .checked_div(on_canary + on_stable)
+        .unwrap_or(0);
+    (Some(weight), Some(100 - weight))
+}
+
+/// The weight `rollout`'s canary steps have set so far (the last `setWeight` at or before
+/// `status.currentStepIndex`): what the actual weight follows. `None` before the first.
+pub fn desired_weight(rollout: &Object) -> Option<u32> {
+    let reached = at(&rollout.status, &["currentStepIndex"]).and_then(Value::as_u64)?;
+    array_at(&rollout.spec, &["strategy", "canary", "steps"])
+        .iter()
+        .take(usize::try_from(reached).ok()?.saturating_add(1))
+        .filter_map(|step| step.get("setWeight")?.as_u64())
+        .next_back()
+        .and_then(|w| u32::try_from(w).ok())
+}
+
+/// A ReplicaSet's available pods; Kubernetes leaves a zero count out of a status it
+/// wrote, so a written status without the field is 0, and no status is unknown.
+pub fn available_replicas(rs: &Object) -> Option<u32> {
+    (!rs.status.is_null()).then(|| {
+        at(&rs.status, &["availableReplicas"])
+            .and_then(Value::as_u64)
+            .and_then(|n| u32::try_from(n).ok())
+            .unwrap_or(0)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_canary_weight_is_the_actual_one_as_kubectl_argo_rollouts_get_says() {
+        let none = serde_json::json!({});
+        // No traffic router: the canary's share of the available pods.
+        assert_eq!(
+            actual_weights(&none, Some(3), Some(Some(1)), false),
+            (Some(25), Some(75))
+        );
+        // Its step asked for 20 %, but no canary pod is available yet: 0, as the plugin says.
+        assert_eq!(
+            actual_weights(&none, Some(3), Some(Some(0)), false),
+            (Some(0), Some(100))
+        );
+        // Counts not known: unknown, never the weight a step asked for.
+        assert_eq!(
+            actual_weights(&none, Some(3), Some(None), false),
+            (None, None)
+        );
+        // A traffic router's weights, as the controller wrote them.
+        let routed = serde_json::json!({"canary": {"weights": {
+            "canary": {"weight": 10}, "stable": {"weight": 90}}}});
+        assert_eq!(
+            actual_weights(&routed, Some(3), Some(Some(1)), false),
+            (Some(10), Some(90))
+        );
+        // Aborted, or no canary: all on stable.
+        assert_eq!(
+            actual_weights(&routed, Some(3), Some(Some(1)), true),
+            (Some(0), Some(100))
+        );
+        assert_eq!(
+            actual_weights(&routed, Some(3), None, false),
+            (Some(0), Some(100))
+        );
+    }
+
+    #[test]
+    fn the_desired_weight_is_the_last_step_reached_that_set_one() {
+        let rollout = |index: Option<u64>| {
+            let mut status = serde_json::json!({});
+            if let Some(i) = index {
+                status["currentStepIndex"] = i.into();
+            }
+            Object::from_value(serde_json::json!({
+                "apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout",
+                "metadata": {"name": "pay"},
+                "spec": {"strategy": {"canary": {"steps": [
+                    {"setWeight": 20}, {"pause": {"duration": "10m"}},
+                    {"setWeight": 40}, {"pause": {}}]}}},
+                "status": status}))
+            .unwrap()
+        };
+        assert_eq!(desired_weight(&rollout(None)), None);
+        assert_eq!(desired_weight(&rollout(Some(0))), Some(20));
+        assert_eq!(desired_weight(&rollout(Some(1))), Some(20));
+        assert_eq!(desired_weight(&rollout(Some(3))), Some(40));
+    }
 
     #[test]
     fn measurements_read_scalars_and_vectors() {

@@ -13,15 +13,15 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::argo::{
-    self, measured, replica_set_image, replica_set_of, rollout_hashes, rollout_phase, HealthStatus,
-    RolloutPhase, SyncStatus, POD_HASH_LABEL, ROLLOUT_TYPE_LABEL,
+    measured, replica_set_image, replica_set_of, rollout_hashes, rollout_phase, RolloutPhase,
+    POD_HASH_LABEL, ROLLOUT_TYPE_LABEL,
 };
 use crate::cloud::{self, Capability, CloudDeploys};
 use crate::evidence::{Builds, Evidence};
-use crate::fleet::{Attention, FleetCell, RolloutState, Severity};
 use crate::hangar;
 use crate::kube::{array_at, at, str_at, time, Object};
 use crate::snapshot::Snapshot;
+use crate::state::{Attention, Severity};
 
 /// The whole Deployments tab of one service.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -94,8 +94,14 @@ pub struct RolloutView {
     pub current_step: Option<u32>,
     /// The canary's steps; empty for blue-green.
     pub steps: Vec<Step>,
+    /// The canary's actual share of traffic, as `kubectl argo rollouts get` reports it:
+    /// what the controller wrote for the traffic router, else the canary's share of the
+    /// available pods (0 while none of its pods is available); `None` when unknown.
     pub canary_weight: Option<u32>,
     pub stable_weight: Option<u32>,
+    /// The weight the canary's steps set so far (`setWeight`), which the actual one follows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub desired_weight: Option<u32>,
     pub paused_since: Option<DateTime<Utc>>,
     pub pause_reason: Option<String>,
     pub aborted: bool,
@@ -162,6 +168,10 @@ pub struct ReplicaSetView {
     pub image: Option<String>,
     pub replicas: Option<u32>,
     pub ready: Option<u32>,
+    /// Its available pods (`status.availableReplicas`): what carries traffic without a
+    /// traffic router.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub available: Option<u32>,
     /// What vouches for its image; `None` when the image is not known.
     pub evidence: Option<Evidence>,
 }
@@ -266,6 +276,7 @@ fn environments(snapshot: &Snapshot, service: &str) -> Vec<Environment> {
     }
 
     let builds = Builds::of(snapshot, service);
+    let states = crate::state::derive(snapshot, service);
     names
         .into_iter()
         .map(|name| {
@@ -285,7 +296,8 @@ fn environments(snapshot: &Snapshot, service: &str) -> Vec<Environment> {
             let argo = application.map(|a| argo_app(a, snapshot.github_host.as_deref()));
             let rollout = found
                 .map(|(cluster, r)| rollout_view(r, snapshot.cluster(cluster), service, &builds));
-            let attention = attention(&name, application, rollout.as_ref());
+            let state = states.iter().find(|s| s.environment == name);
+            let attention = attention(state, rollout.as_ref());
             Environment {
                 name,
                 cluster,
@@ -364,7 +376,19 @@ fn rollout_view(
         .filter(|c| Some(*c) != stable_hash)
         .map(replica_set);
     let aborted = at(status, &["abort"]).and_then(Value::as_bool) == Some(true);
-    let (canary_weight, stable_weight) = weights(status, &steps, canary.is_some(), aborted);
+    let desired_weight =
+        crate::argo::desired_weight(rollout).filter(|_| canary.is_some() && !aborted);
+    // A blue-green preview takes no share of traffic: it waits, then takes it all.
+    let (canary_weight, stable_weight) = if strategy == Some(Strategy::BlueGreen) {
+        (None, None)
+    } else {
+        crate::argo::actual_weights(
+            status,
+            stable.as_ref().and_then(|s| s.available),
+            canary.as_ref().map(|c| c.available),
+            aborted,
+        )
+    };
     let pause = array_at(status, &["pauseConditions"]).first();
     let paused_since = pause.and_then(|p| p.get("startTime")).and_then(time);
     let pause_reason = pause
@@ -385,6 +409,7 @@ fn rollout_view(
         steps,
         canary_weight,
         stable_weight,
+        desired_weight,
         paused_since,
         pause_reason,
         aborted,
@@ -435,34 +460,6 @@ fn steps(rollout: &Object, current: Option<u32>) -> Vec<Step> {
         .collect()
 }
 
-/// The canary's and the stable's share of traffic: `status.canary.weights` when the
-/// controller wrote them, else the last weight a step set that the rollout reached. No
-/// canary: all on stable. Aborted: back on stable.
-fn weights(
-    status: &Value,
-    steps: &[Step],
-    has_canary: bool,
-    aborted: bool,
-) -> (Option<u32>, Option<u32>) {
-    if !has_canary || aborted {
-        return (Some(0), Some(100));
-    }
-    let written = |side| {
-        at(status, &["canary", "weights", side, "weight"])
-            .and_then(Value::as_u64)
-            .and_then(|w| u32::try_from(w).ok())
-    };
-    let canary = written("canary").or_else(|| {
-        steps
-            .iter()
-            .rev()
-            .filter(|s| s.status != StepStatus::Pending)
-            .find_map(|s| s.weight)
-    });
-    let stable = written("stable").or_else(|| canary.map(|c| 100u32.saturating_sub(c)));
-    (canary, stable)
-}
-
 fn replica_set_view(
     hash: &str,
     replica_set: Option<&Object>,
@@ -486,6 +483,7 @@ fn replica_set_view(
         image,
         replicas: count("replicas"),
         ready: count("readyReplicas"),
+        available: replica_set.and_then(crate::argo::available_replicas),
     }
 }
 
@@ -718,38 +716,19 @@ fn summary(rollout: &RolloutView) -> String {
     }
 }
 
-/// The environment's attention in the fleet's words; a failed analysis names its metric.
+/// The environment's attention: its state's ([`crate::state`], the fleet cell's words);
+/// a failed analysis names its metric. No Application: nothing deploys it.
 fn attention(
-    env: &str,
-    application: Option<&Object>,
+    state: Option<&crate::state::EnvState>,
     rollout: Option<&RolloutView>,
 ) -> Option<Attention> {
-    // The Application's status words read as the fleet reads them.
-    let status = application.map(|a| &a.status);
-    let cell = FleetCell {
-        environment: env.to_owned(),
-        sync: status
-            .and_then(|s| argo::word(s, &["sync", "status"]))
-            .unwrap_or(SyncStatus::Unknown),
-        health: status
-            .and_then(|s| argo::word(s, &["health", "status"]))
-            .unwrap_or(HealthStatus::Unknown),
-        image_tag: None,
-        platform: Vec::new(),
-        rollout: rollout.map(|r| RolloutState {
-            phase: r.phase,
-            // A canary's share while it has one; none once aborted back to stable.
-            canary_weight: r
-                .canary
-                .as_ref()
-                .and(r.canary_weight)
-                .filter(|w| *w > 0 && !r.aborted)
-                .and_then(|w| u8::try_from(w).ok()),
-            message: r.message.clone(),
-            blue_green: r.strategy == Some(Strategy::BlueGreen),
+    let mut attention = match state {
+        Some(state) => state.attention(),
+        None => Some(Attention {
+            severity: Severity::Attention,
+            reason: "No Argo CD Application deploys it".to_owned(),
         }),
     };
-    let mut attention = crate::fleet::attention(&cell);
     if let Some((metric, _)) = rollout.and_then(failed_metric) {
         let said = format!("analysis metric {} failed", metric.name);
         match &mut attention {

@@ -7,8 +7,6 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::argo::{word, HealthStatus, RolloutPhase, SyncStatus};
-
 /// The fleet as the backend last saw it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -36,121 +34,16 @@ pub struct FleetApp {
     pub platform: Vec<String>,
 }
 
-/// One app in one environment.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct FleetCell {
-    pub environment: String,
-    /// Argo CD `status.sync.status`.
-    pub sync: SyncStatus,
-    /// Argo CD `status.health.status`.
-    pub health: HealthStatus,
-    /// The image tag running there, when known.
-    pub image_tag: Option<String>,
-    /// The app's Argo Rollout in that environment, if it has one.
-    pub rollout: Option<RolloutState>,
-    /// What is wrong with the platform's objects for the app in this environment (a secret
-    /// not synced, or stale), in plain words ([`crate::config::secret_attention`]).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub platform: Vec<String>,
-}
+/// One app in one environment: its [`crate::state::EnvState`], the one truth every page
+/// reads.
+pub type FleetCell = crate::state::EnvState;
 
-/// A canary rollout's position.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct RolloutState {
-    pub phase: RolloutPhase,
-    /// Percentage of traffic on the canary, when the rollout is mid-way.
-    pub canary_weight: Option<u8>,
-    /// The controller's own message, e.g. `CanaryPauseStep`.
-    pub message: Option<String>,
-    /// A blue-green rollout's words differ: a preview waits, no canary takes traffic.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub blue_green: bool,
-}
+pub use crate::state::{Attention, RolloutState, Severity};
 
-/// How loudly a cell asks for attention.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Severity {
-    /// Something is moving (a sync, a canary step); worth a glance, not an alarm.
-    Notice,
-    /// Amber: something is off and a person may need to act.
-    Attention,
-    /// Broken.
-    Failing,
-}
-
-/// Why a cell is not calm, in plain words.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Attention {
-    pub severity: Severity,
-    pub reason: String,
-}
-
-/// Whether a cell needs attention, and why. `None` means calm: synced and healthy with
-/// no rollout in motion.
+/// Whether a cell needs attention, and why ([`crate::state::EnvState::attention`]). `None`
+/// means calm: synced and healthy, nothing moving, nothing wrong.
 pub fn attention(cell: &FleetCell) -> Option<Attention> {
-    let mut found: Vec<Attention> = Vec::new();
-    let mut note = |severity, reason: String| found.push(Attention { severity, reason });
-
-    // Argo CD derives an app's health from its Rollout (a paused canary is "Suspended"), so
-    // when the rollout is mid-way or failing its own line says it better.
-    let rollout_explains_health = cell
-        .rollout
-        .as_ref()
-        .is_some_and(|r| !matches!(r.phase, RolloutPhase::Healthy | RolloutPhase::Unknown));
-    match cell.health {
-        HealthStatus::Healthy => {}
-        HealthStatus::Progressing | HealthStatus::Degraded | HealthStatus::Suspended
-            if rollout_explains_health => {}
-        HealthStatus::Degraded => note(Severity::Failing, "Degraded".to_owned()),
-        HealthStatus::Missing => note(Severity::Failing, "Resources missing".to_owned()),
-        HealthStatus::Progressing => note(Severity::Notice, "Progressing".to_owned()),
-        HealthStatus::Suspended => note(Severity::Attention, "Suspended".to_owned()),
-        HealthStatus::Unknown => note(Severity::Attention, "Health unknown".to_owned()),
-    }
-    match cell.sync {
-        SyncStatus::Synced => {}
-        SyncStatus::OutOfSync => note(Severity::Attention, "Out of sync with Git".to_owned()),
-        SyncStatus::Unknown => note(Severity::Attention, "Sync status unknown".to_owned()),
-    }
-    if let Some(rollout) = &cell.rollout {
-        let at = rollout
-            .canary_weight
-            .map(|w| format!(" at {w}% traffic"))
-            .unwrap_or_default();
-        let moving = if rollout.blue_green {
-            "Blue-green rollout"
-        } else {
-            "Canary"
-        };
-        match rollout.phase {
-            RolloutPhase::Healthy => {}
-            RolloutPhase::Paused if rollout.blue_green => note(
-                Severity::Attention,
-                "Preview waiting for promotion".to_owned(),
-            ),
-            RolloutPhase::Paused => note(Severity::Attention, format!("Canary paused{at}")),
-            RolloutPhase::Progressing => {
-                note(Severity::Notice, format!("{moving} progressing{at}"))
-            }
-            RolloutPhase::Degraded => note(Severity::Failing, format!("Rollout degraded{at}")),
-            RolloutPhase::Unknown => note(Severity::Attention, "Rollout state unknown".to_owned()),
-        }
-    }
-
-    for reason in &cell.platform {
-        note(Severity::Attention, reason.clone());
-    }
-
-    let severity = found.iter().map(|a| a.severity).max()?;
-    let reason = found
-        .iter()
-        .map(|a| a.reason.as_str())
-        .collect::<Vec<_>>()
-        .join("; ");
-    Some(Attention { severity, reason })
+    cell.attention()
 }
 
 /// The loudest attention among an app's cells, if any.
@@ -187,49 +80,22 @@ pub fn derive_fleet(snapshot: &crate::snapshot::Snapshot) -> Fleet {
 
 /// The apps [`derive_fleet`] finds in `snapshot`, in no particular order and with their
 /// cells in none: one service's part of a snapshot gives that service's app, so a large
-/// fleet is derived an app at a time and put together by [`assemble`].
+/// fleet is derived an app at a time and put together by [`assemble`]. Each cell is the
+/// app's state there ([`crate::state`]).
 pub fn fleet_apps(snapshot: &crate::snapshot::Snapshot) -> Vec<FleetApp> {
     use crate::hangar;
-    use crate::kube::{at, str_at};
     use std::collections::BTreeMap;
 
     let control_plane = snapshot.control_plane_cluster.as_str();
-    let objects = |cluster: &str| snapshot.clusters.get(cluster).into_iter().flatten();
-    // Read once, looked up per Application.
-    let rollouts: BTreeMap<(&str, &str, &str), &crate::kube::Object> = snapshot
+    let kinds: BTreeMap<&str, &str> = snapshot
         .clusters
-        .iter()
-        .flat_map(|(cluster, objects)| objects.iter().map(move |o| (cluster.as_str(), &**o)))
-        .filter(|(_, o)| o.kind == "Rollout" && o.group() == "argoproj.io")
-        .filter_map(|(cluster, o)| Some(((cluster, o.namespace()?, o.name()), o)))
-        .collect();
-    // ReplicaSets by where they run: a Rollout's stable one is what runs there.
-    let mut replica_sets: BTreeMap<(&str, &str), Vec<&crate::kube::Object>> = BTreeMap::new();
-    for (cluster, objects) in &snapshot.clusters {
-        for set in objects.iter().filter(|o| o.kind == "ReplicaSet") {
-            if let Some(ns) = set.namespace() {
-                replica_sets
-                    .entry((cluster.as_str(), ns))
-                    .or_default()
-                    .push(set);
-            }
-        }
-    }
-    let kinds: BTreeMap<&str, &str> = objects(control_plane)
+        .get(control_plane)
+        .into_iter()
+        .flatten()
         .filter(|o| hangar::is_xr(o))
         .map(|o| (o.name(), o.kind.as_str()))
         .collect();
-    // What the platform made, read once for every app: secrets per (app, environment),
-    // failing composed resources per app.
-    let mut secrets: BTreeMap<(&str, String), Vec<String>> = BTreeMap::new();
-    for (service, secret) in crate::config::secret_syncs(snapshot) {
-        if let (Some(env), Some(why)) = (
-            secret.environment.clone(),
-            crate::config::secret_attention(&secret),
-        ) {
-            secrets.entry((service, env)).or_default().push(why);
-        }
-    }
+    // What the platform made for each app as a whole: its failing composed resources.
     let composites = crate::config::Composites::of(snapshot);
     let mut platform: BTreeMap<&str, Vec<String>> = BTreeMap::new();
     for xr in composites.xrs() {
@@ -240,61 +106,21 @@ pub fn fleet_apps(snapshot: &crate::snapshot::Snapshot) -> Vec<FleetApp> {
             }
         }
     }
-
-    let mut cells: BTreeMap<&str, Vec<FleetCell>> = BTreeMap::new();
-    let applications = objects(control_plane).filter(|o| {
-        o.kind == "Application"
-            && o.group() == "argoproj.io"
-            && o.namespace() == Some(hangar::ARGOCD_NAMESPACE)
-    });
-    for application in applications {
-        let (Some(app), Some(environment)) = (
-            application.label(hangar::APP_LABEL),
-            application.label(hangar::ENVIRONMENT_LABEL),
-        ) else {
-            continue;
-        };
-        let status = &application.status;
-        let destination = |field| str_at(&application.spec, &["destination", field]);
-        // An Application deploying "in-cluster" (by server URL) deploys to the control plane.
-        let cluster = destination("name").unwrap_or(control_plane);
-        let namespace = destination("namespace");
-        let rollout = namespace.and_then(|ns| rollouts.get(&(cluster, ns, app)));
-        // What runs: a Rollout's stable version (never a canary, nor one aborted), as the
-        // Deployments tab and the release matrix read it; without a Rollout, the image
-        // Argo CD reports.
-        let image = match rollout {
-            Some(rollout) => crate::argo::rollout_hashes(rollout)
-                .0
-                .and_then(|hash| {
-                    let here = replica_sets.get(&(cluster, namespace?))?;
-                    crate::argo::replica_set_of(here.iter().copied(), hash)
-                })
-                .and_then(crate::argo::replica_set_image),
-            None => at(status, &["summary", "images"])
-                .and_then(|images| images.get(0))
-                .and_then(serde_json::Value::as_str),
-        };
-        let image_tag = image.map(|image| crate::image::short(image).to_owned());
-        cells.entry(app).or_default().push(FleetCell {
-            environment: environment.to_owned(),
-            sync: word(status, &["sync", "status"]).unwrap_or(SyncStatus::Unknown),
-            health: word(status, &["health", "status"]).unwrap_or(HealthStatus::Unknown),
-            image_tag,
-            rollout: rollout.map(|r| rollout_state(r)),
-            platform: secrets
-                .remove(&(app, environment.to_owned()))
-                .unwrap_or_default(),
-        });
+    let mut cells: BTreeMap<String, Vec<FleetCell>> = BTreeMap::new();
+    for (app, state) in crate::state::of_all(snapshot) {
+        cells.entry(app).or_default().push(state);
     }
-
     cells
         .into_iter()
         .map(|(name, cells)| FleetApp {
-            name: name.to_owned(),
-            kind: kinds.get(name).copied().unwrap_or("unknown").to_owned(),
+            kind: kinds
+                .get(name.as_str())
+                .copied()
+                .unwrap_or("unknown")
+                .to_owned(),
+            platform: platform.remove(name.as_str()).unwrap_or_default(),
+            name,
             cells,
-            platform: platform.remove(name).unwrap_or_default(),
         })
         .collect()
 }
@@ -321,123 +147,34 @@ pub fn assemble(generated_at: chrono::DateTime<chrono::Utc>, mut apps: Vec<Fleet
     }
 }
 
-/// A Rollout's phase by the same rules as the Deployments tab
-/// ([`crate::argo::rollout_phase`]), its canary weight while mid-way, and its message.
-fn rollout_state(rollout: &crate::kube::Object) -> RolloutState {
-    let (phase, message) = crate::argo::rollout_phase(rollout);
-    let canary_weight = (phase != RolloutPhase::Healthy)
-        .then(|| crate::kube::at(&rollout.status, &["canary", "weights", "canary", "weight"]))
-        .flatten()
-        .and_then(serde_json::Value::as_u64)
-        // No traffic on a canary (aborted, or not started) is not a weight to show.
-        .filter(|w| *w > 0)
-        .and_then(|w| u8::try_from(w).ok());
-    RolloutState {
-        phase,
-        canary_weight,
-        message,
-        blue_green: crate::kube::at(&rollout.spec, &["strategy", "blueGreen"]).is_some(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::argo::{HealthStatus, SyncStatus};
+    use crate::state::{Source, Trouble};
 
-    fn cell(sync: SyncStatus, health: HealthStatus, rollout: Option<RolloutState>) -> FleetCell {
+    fn cell(troubles: &[Severity], waits: &[&str]) -> FleetCell {
         FleetCell {
             environment: "prod".to_owned(),
-            sync,
-            health,
-            image_tag: None,
-            rollout,
-            platform: Vec::new(),
+            sync: SyncStatus::Synced,
+            health: HealthStatus::Healthy,
+            running: None,
+            arriving: None,
+            rollout: None,
+            troubles: troubles
+                .iter()
+                .map(|&severity| Trouble {
+                    source: Source::Pods,
+                    severity,
+                    words: format!("{severity:?}"),
+                })
+                .collect(),
+            waits: waits.iter().map(|w| (*w).to_owned()).collect(),
         }
     }
 
-    fn paused_canary(weight: Option<u8>) -> Option<RolloutState> {
-        Some(RolloutState {
-            phase: RolloutPhase::Paused,
-            canary_weight: weight,
-            message: Some("CanaryPauseStep".to_owned()),
-            blue_green: false,
-        })
-    }
-
     #[test]
-    fn synced_and_healthy_is_calm() {
-        assert_eq!(
-            attention(&cell(SyncStatus::Synced, HealthStatus::Healthy, None)),
-            None
-        );
-    }
-
-    #[test]
-    fn paused_canary_is_amber_with_its_weight() {
-        let a = attention(&cell(
-            SyncStatus::Synced,
-            HealthStatus::Suspended,
-            paused_canary(Some(40)),
-        ))
-        .unwrap();
-        assert_eq!(a.severity, Severity::Attention);
-        assert_eq!(a.reason, "Canary paused at 40% traffic");
-    }
-
-    #[test]
-    fn unknown_weight_is_not_shown_as_zero() {
-        let a = attention(&cell(
-            SyncStatus::Synced,
-            HealthStatus::Suspended,
-            paused_canary(None),
-        ))
-        .unwrap();
-        assert_eq!(a.reason, "Canary paused");
-    }
-
-    #[test]
-    fn reasons_combine_and_the_loudest_wins() {
-        let a = attention(&cell(SyncStatus::OutOfSync, HealthStatus::Degraded, None)).unwrap();
-        assert_eq!(a.severity, Severity::Failing);
-        assert_eq!(a.reason, "Degraded; Out of sync with Git");
-    }
-
-    #[test]
-    fn a_rollout_is_not_described_twice() {
-        let degraded = Some(RolloutState {
-            phase: RolloutPhase::Degraded,
-            canary_weight: None,
-            message: None,
-            blue_green: false,
-        });
-        let a = attention(&cell(SyncStatus::Synced, HealthStatus::Degraded, degraded)).unwrap();
-        assert_eq!(a.severity, Severity::Failing);
-        assert_eq!(a.reason, "Rollout degraded");
-
-        // A healthy rollout explains nothing: the app's own health still speaks.
-        let healthy = Some(RolloutState {
-            phase: RolloutPhase::Healthy,
-            canary_weight: None,
-            message: None,
-            blue_green: false,
-        });
-        let a = attention(&cell(SyncStatus::Synced, HealthStatus::Degraded, healthy)).unwrap();
-        assert_eq!(a.reason, "Degraded");
-    }
-
-    #[test]
-    fn unknown_status_words_deserialize_as_unknown() {
-        let c: FleetCell = serde_json::from_str(
-            r#"{"environment":"dev","sync":"Weird","health":"Brand-new","imageTag":null,"rollout":null}"#,
-        )
-        .unwrap();
-        assert_eq!(c.sync, SyncStatus::Unknown);
-        assert_eq!(c.health, HealthStatus::Unknown);
-        assert_eq!(attention(&c).unwrap().severity, Severity::Attention);
-    }
-
-    #[test]
-    fn trouble_rises_to_the_top() {
+    fn trouble_rises_to_the_top_and_a_wait_is_only_a_notice() {
         let app = |name: &str, c: FleetCell| FleetApp {
             name: name.to_owned(),
             kind: "Go".to_owned(),
@@ -445,30 +182,23 @@ mod tests {
             platform: Vec::new(),
         };
         let mut apps = vec![
-            app(
-                "calm-a",
-                cell(SyncStatus::Synced, HealthStatus::Healthy, None),
-            ),
-            app(
-                "moving",
-                cell(SyncStatus::Synced, HealthStatus::Progressing, None),
-            ),
+            app("calm-a", cell(&[], &[])),
+            app("moving", cell(&[], &["Canary progressing"])),
             app(
                 "broken",
-                cell(SyncStatus::Synced, HealthStatus::Degraded, None),
+                cell(&[Severity::Attention, Severity::Failing], &[]),
             ),
-            app(
-                "amber",
-                cell(SyncStatus::OutOfSync, HealthStatus::Healthy, None),
-            ),
-            app(
-                "calm-b",
-                cell(SyncStatus::Synced, HealthStatus::Healthy, None),
-            ),
+            app("amber", cell(&[Severity::Attention], &["Progressing"])),
+            app("calm-b", cell(&[], &[])),
         ];
         sort_by_trouble(&mut apps);
         let names: Vec<_> = apps.iter().map(|a| a.name.as_str()).collect();
         assert_eq!(names, ["broken", "amber", "moving", "calm-a", "calm-b"]);
+        assert!(!needs_attention(&apps[2]), "a wait is not amber");
+        assert_eq!(
+            attention(&apps[0].cells[0]).map(|a| a.reason),
+            Some("Attention; Failing".to_owned())
+        );
     }
 
     #[test]
@@ -534,10 +264,14 @@ mod tests {
             (dev.sync, dev.health),
             (SyncStatus::Unknown, HealthStatus::Unknown)
         );
-        assert_eq!(dev.image_tag, None);
+        assert_eq!(dev.running, None);
         assert_eq!(dev.rollout, None);
         let prod = &pay.cells[1];
-        assert_eq!(prod.image_tag.as_deref(), Some("1.4.0-abc1234"));
+        assert_eq!(prod.running_tag(), Some("1.4.0-abc1234"));
+        assert_eq!(
+            prod.arriving.as_ref().and_then(|a| a.image.as_deref()),
+            Some("ghcr.io/acme/pay:1.5.0-def5678")
+        );
         assert_eq!(
             attention(prod).unwrap().reason,
             "Canary paused at 40% traffic"

@@ -25,6 +25,7 @@
 //!   to, objectives.
 //! - [`trim`] — what Tower keeps of an object (never what may be secret); [`links`] — links
 //!   from cluster and GitHub data: `https:` on the expected host only.
+//! - [`workload`] — what runs in a namespace: pods, the autoscaler, Events.
 //! - [`snapshot`] — the derivations' input: cluster objects, pull requests, catalog,
 //!   history, memory.
 //!
@@ -38,6 +39,9 @@
 //! - [`config`] — the Config tab's read-only half: an app's synchronised secrets (stale or
 //!   not) and the resources its Crossplane XR composes; [`values`] — config files as forms:
 //!   their schemas, fields, lossless edits and problems.
+//! - [`state`] — one truth per service and environment: what runs, what is arriving (at
+//!   its actual and desired weight), every trouble with its source, and what is only a
+//!   wait; the fleet and the Deployments tab read it.
 //! - [`fleet`] — the fleet overview: every app in every environment, and which cells need
 //!   someone's attention.
 //! - [`deployments`] — the Deployments tab: cloud deploys, or each environment's Argo CD
@@ -80,7 +84,9 @@ pub mod rollout_actions;
 pub mod runtime;
 pub mod slo;
 pub mod snapshot;
+pub mod state;
 pub mod tekton;
 pub mod time;
 pub mod trim;
 pub mod values;
+pub mod workload;

@@ -43,8 +43,18 @@ pub enum CellState {
 pub struct Cell {
     pub environment: String,
     pub state: CellState,
-    /// The canary's share of the traffic, in per cent, while it is the canary.
+    /// The canary's share of the traffic, in per cent, while it is the canary: the actual
+    /// weight, as `kubectl argo rollouts get` reports it (0 while no canary pod is
+    /// available), `None` when unknown.
     pub weight: Option<u32>,
+    /// The weight its canary step set (`setWeight`), which the actual one follows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub desired_weight: Option<u32>,
+    /// Why the release is not offered here although it is live in the environment before
+    /// (that environment is not healthy and synced as Argo CD says, or its Rollout is not
+    /// Healthy): said on the cell where the button would be.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held: Option<String>,
     /// When it arrived there: the environment's last Argo CD sync, when that sync is the
     /// one that brought it (the canary's, or the stable version's with no canary beside
     /// it). `None` when not known — an earlier arrival leaves no trace Tower reads.
@@ -407,19 +417,21 @@ pub fn promotion_to(environment: &str) -> Promotion {
 }
 
 /// What runs in one environment: the stable and canary images, whether the canary was
-/// aborted, and whether the rollout is healthy.
+/// aborted, and what keeps a release from going on from here.
 struct Running<'a> {
     stable: Option<&'a str>,
     canary: Option<&'a str>,
     weight: Option<u32>,
+    desired_weight: Option<u32>,
     aborted: bool,
-    healthy: bool,
+    /// `None` when a release live here may go on; else why not, in words.
+    unready: Option<String>,
     /// When the environment's Argo CD Application last synced.
     synced_at: Option<DateTime<Utc>>,
 }
 
 impl<'a> Running<'a> {
-    fn of(rollout: &'a RolloutView, synced_at: Option<DateTime<Utc>>) -> Self {
+    fn of(env: &'a crate::deployments::Environment, rollout: &'a RolloutView) -> Self {
         let image = |set: Option<&'a crate::deployments::ReplicaSetView>| {
             set.and_then(|s| s.image.as_deref())
                 .map(crate::image::without_digest)
@@ -428,11 +440,35 @@ impl<'a> Running<'a> {
             stable: image(rollout.stable.as_ref()),
             canary: image(rollout.canary.as_ref()),
             weight: rollout.canary_weight,
+            desired_weight: rollout.desired_weight,
             aborted: rollout.aborted,
-            healthy: rollout.phase == RolloutPhase::Healthy,
-            synced_at,
+            unready: unready(env, rollout),
+            synced_at: env.argo.as_ref().and_then(|a| a.last_synced_at),
         }
     }
+}
+
+/// Why a release live in `env` may not go on to the next environment, or `None` when it
+/// may: Kargo's and GitOps Promoter's gate — Argo CD says the Application is Healthy and
+/// Synced, and its Rollout is Healthy.
+fn unready(env: &crate::deployments::Environment, rollout: &RolloutView) -> Option<String> {
+    let mut why = Vec::new();
+    match &env.argo {
+        None => why.push("no Argo CD Application deploys it".to_owned()),
+        Some(argo) => {
+            let said = |word: &Option<String>| word.as_deref().unwrap_or("Unknown").to_owned();
+            if argo.health.as_deref() != Some("Healthy") {
+                why.push(format!("Argo CD says {}", said(&argo.health)));
+            }
+            if argo.sync.as_deref() != Some("Synced") {
+                why.push(format!("Argo CD says {}", said(&argo.sync)));
+            }
+        }
+    }
+    if rollout.phase != RolloutPhase::Healthy {
+        why.push(format!("its Rollout is {:?}", rollout.phase));
+    }
+    (!why.is_empty()).then(|| format!("waits for {}: {}", env.name, why.join(", ")))
 }
 
 /// The matrix of `service` from its runs and its deployments.
@@ -449,8 +485,7 @@ pub fn derive(
         .iter()
         .flatten()
         .map(|env| {
-            let synced_at = env.argo.as_ref().and_then(|a| a.last_synced_at);
-            let running = env.rollout.as_ref().map(|r| Running::of(r, synced_at));
+            let running = env.rollout.as_ref().map(|r| Running::of(env, r));
             (env.name.as_str(), running)
         })
         .collect();
@@ -495,11 +530,15 @@ pub fn derive(
                 cell
             })
             .collect();
-        let healthy: Vec<bool> = environments
+        let mut cells = cells;
+        let unready: Vec<Option<&str>> = environments
             .iter()
-            .map(|(_, running)| running.as_ref().is_some_and(|r| r.healthy))
+            .map(|(_, running)| match running {
+                Some(r) => r.unready.as_deref(),
+                None => Some("what runs there is unknown"),
+            })
             .collect();
-        rows[index].next = next(&cells, &healthy).map(|mut next| {
+        rows[index].next = next(&mut cells, &unready).map(|mut next| {
             next.how = promotion_for(&next.environment, promotions);
             next.pull = proposed(service, &rows[index].image, &next.environment, pulls);
             next
@@ -536,7 +575,7 @@ fn cell(name: &str, running: Option<&Running<'_>>, rows: &[Release], index: usiz
     let (state, weight) = match running {
         None => (CellState::Unknown, None),
         Some(r) if r.canary == Some(image) && r.aborted => (CellState::RolledBack, None),
-        Some(r) if r.canary == Some(image) => (CellState::Canary, r.weight),
+        Some(r) if r.canary == Some(image) => (CellState::Canary, Some(r)),
         Some(r) if r.stable == Some(image) => (CellState::Live, None),
         Some(r) => match r
             .stable
@@ -557,7 +596,9 @@ fn cell(name: &str, running: Option<&Running<'_>>, rows: &[Release], index: usiz
     Cell {
         environment: name.to_owned(),
         state,
-        weight,
+        weight: weight.and_then(|r| r.weight),
+        desired_weight: weight.and_then(|r| r.desired_weight),
+        held: None,
         arrived_at,
     }
 }
@@ -585,15 +626,19 @@ fn proposed(
 }
 
 /// The one place a release goes next: the environment after the furthest one where it is
-/// live, if it is not yet there — and only while its rollout is healthy where it is
-/// (`healthy`, by column).
-fn next(cells: &[Cell], healthy: &[bool]) -> Option<Next> {
+/// live, if it is not yet there — and only while that one is ready (`unready`, by column,
+/// says why not; the reason is put on the cell the release would go to).
+fn next(cells: &mut [Cell], unready: &[Option<&str>]) -> Option<Next> {
     let furthest = cells.iter().rposition(|c| c.state == CellState::Live)?;
-    if !healthy.get(furthest).copied().unwrap_or(false) {
+    let after = cells.get_mut(furthest + 1)?;
+    if after.state != CellState::NotYet {
         return None;
     }
-    let after = cells.get(furthest + 1)?;
-    (after.state == CellState::NotYet).then(|| Next {
+    if let Some(why) = unready.get(furthest).copied().unwrap_or(Some("unknown")) {
+        after.held = Some(why.to_owned());
+        return None;
+    }
+    Some(Next {
         environment: after.environment.clone(),
         how: promotion_to(&after.environment),
         pull: None,
@@ -703,7 +748,8 @@ mod tests {
     ) -> Value {
         let set = |n: u32| json!({"podHash": format!("h{n}"), "image": image(n)});
         json!({"name": name, "cluster": "dev", "namespace": format!("app-shop-{name}"),
-               "argo": {"name": format!("shop-{name}"), "lastSyncedAt": format!("2026-11-20T{:02}:00:00Z", stable + canary.map_or(0, |(n, _)| n))},
+               "argo": {"name": format!("shop-{name}"), "sync": "Synced", "health": "Healthy",
+                        "lastSyncedAt": format!("2026-11-20T{:02}:00:00Z", stable + canary.map_or(0, |(n, _)| n))},
                "rollout": {"name": "shop", "phase": phase, "summary": "", "steps": [],
                            "aborted": aborted, "analysis": [], "stable": set(stable),
                            "canary": canary.map(|(n, _)| set(n)),
@@ -786,6 +832,54 @@ mod tests {
         assert_eq!(arrived(three), [Some(3), None, None]);
         assert_eq!(arrived(two), [None, Some(2), Some(3)]);
         assert_eq!(arrived(one), [None, None, None]);
+    }
+
+    #[test]
+    fn prod_waits_until_staging_is_healthy_and_synced_as_argo_cd_says_and_says_why() {
+        // Release 2 live in staging (its Rollout Healthy), 1 in prod: 2 goes to prod only
+        // while staging's Application is Healthy and Synced — Kargo's and GitOps
+        // Promoter's gate — and the prod cell says why not.
+        let with_argo = |health: &str, sync: &str, phase: &str| {
+            let mut staging = env("staging", 2, None, false, phase);
+            staging["argo"]["health"] = json!(health);
+            staging["argo"]["sync"] = json!(sync);
+            derive_without_pulls(
+                "shop",
+                &pipelines(vec![run(2, false)]),
+                &deployments(vec![staging, env("prod", 1, None, false, "Healthy")]),
+            )
+            .releases
+            .remove(0)
+        };
+        let ready = with_argo("Healthy", "Synced", "Healthy");
+        assert_eq!(ready.next.map(|n| n.environment).as_deref(), Some("prod"));
+        assert_eq!(ready.cells[1].held, None);
+        for (health, sync, phase, why) in [
+            (
+                "Degraded",
+                "Synced",
+                "Healthy",
+                "waits for staging: Argo CD says Degraded",
+            ),
+            (
+                "Healthy",
+                "OutOfSync",
+                "Healthy",
+                "waits for staging: Argo CD says OutOfSync",
+            ),
+            (
+                "Progressing",
+                "OutOfSync",
+                "Paused",
+                "waits for staging: Argo CD says Progressing, Argo CD says OutOfSync, \
+                 its Rollout is Paused",
+            ),
+        ] {
+            let held = with_argo(health, sync, phase);
+            assert_eq!(held.next, None, "{health} {sync} {phase}");
+            assert_eq!(held.cells[1].state, CellState::NotYet);
+            assert_eq!(held.cells[1].held.as_deref(), Some(why));
+        }
     }
 
     #[test]

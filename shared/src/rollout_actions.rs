@@ -154,6 +154,7 @@ mod tests {
             image: Some(image.to_owned()),
             replicas: None,
             ready: None,
+            available: None,
             evidence: None,
         }
     }
@@ -186,6 +187,7 @@ mod tests {
             ],
             canary_weight: Some(40),
             stable_weight: Some(60),
+            desired_weight: Some(40),
             paused_since: Some(chrono::DateTime::UNIX_EPOCH),
             pause_reason: None,
             aborted: false,

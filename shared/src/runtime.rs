@@ -11,67 +11,16 @@ use std::collections::BTreeMap;
 
 use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use crate::cicd::Targets;
 use crate::hangar;
-use crate::kube::{time, Object};
+
 use crate::slo;
 use crate::snapshot::Snapshot;
+pub use crate::workload::{Autoscaler, Event, Pod, Termination};
 
 /// Events shown per environment (warnings first, then the newest).
 pub const EVENTS_SHOWN: usize = 20;
-
-/// One pod of the app's Rollout.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Pod {
-    pub name: String,
-    pub image: Option<String>,
-    /// Ready containers of all (`1/1`).
-    pub ready: String,
-    pub phase: Option<String>,
-    /// Restarts of all its containers.
-    pub restarts: u32,
-    /// Why a container last stopped (`OOMKilled`), if one did.
-    pub last_termination: Option<Termination>,
-    pub created_at: Option<DateTime<Utc>>,
-    pub node: Option<String>,
-}
-
-/// A container's last termination.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Termination {
-    pub container: String,
-    pub reason: String,
-    pub exit_code: Option<i64>,
-    pub at: Option<DateTime<Utc>>,
-}
-
-/// The environment's HorizontalPodAutoscaler.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Autoscaler {
-    pub name: String,
-    pub min: Option<u32>,
-    pub max: Option<u32>,
-    pub current: Option<u32>,
-    pub desired: Option<u32>,
-}
-
-/// A Kubernetes Event about one of the app's objects.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Event {
-    pub warning: bool,
-    pub reason: String,
-    pub message: String,
-    /// `Kind/name` of what it is about.
-    pub object: String,
-    pub count: Option<u32>,
-    pub last_at: Option<DateTime<Utc>>,
-}
 
 /// A release's arrival in the environment (its ReplicaSet made): a chart marker.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -95,77 +44,6 @@ pub struct Place {
     pub events: Vec<Event>,
     /// Releases that arrived, oldest first.
     pub arrivals: Vec<Arrived>,
-}
-
-fn count(value: &Value) -> Option<u32> {
-    value.as_u64().and_then(|n| u32::try_from(n).ok())
-}
-
-fn text(value: &Value) -> String {
-    value.as_str().unwrap_or_default().to_owned()
-}
-
-fn pod(object: &Object) -> Pod {
-    let statuses = object.status["containerStatuses"]
-        .as_array()
-        .map(Vec::as_slice)
-        .unwrap_or_default();
-    let containers = object.spec["containers"]
-        .as_array()
-        .map_or(statuses.len(), Vec::len);
-    let ready = statuses.iter().filter(|s| s["ready"] == true).count();
-    let restarts = statuses
-        .iter()
-        .filter_map(|s| count(&s["restartCount"]))
-        .sum();
-    let last_termination = statuses
-        .iter()
-        .filter_map(|s| {
-            let stopped = &s["lastState"]["terminated"];
-            Some(Termination {
-                container: text(&s["name"]),
-                reason: stopped["reason"].as_str()?.to_owned(),
-                exit_code: stopped["exitCode"].as_i64(),
-                at: time(&stopped["finishedAt"]),
-            })
-        })
-        .max_by_key(|t| t.at);
-    Pod {
-        name: object.name().to_owned(),
-        image: object.spec["containers"][0]["image"]
-            .as_str()
-            .map(str::to_owned),
-        ready: format!("{ready}/{containers}"),
-        phase: object.status["phase"].as_str().map(str::to_owned),
-        restarts,
-        last_termination,
-        created_at: object.metadata.creation_timestamp,
-        node: object.spec["nodeName"].as_str().map(str::to_owned),
-    }
-}
-
-fn event(object: &Object) -> Event {
-    // Tower files an Event's top-level facts under `status` (`Object::from_value`).
-    let e = &object.status;
-    let about = &e["involvedObject"];
-    Event {
-        warning: e["type"] == "Warning",
-        reason: text(&e["reason"]),
-        message: text(&e["message"]),
-        object: format!("{}/{}", text(&about["kind"]), text(&about["name"])),
-        count: count(&e["count"]),
-        last_at: time(&e["lastTimestamp"]).or_else(|| time(&e["eventTime"])),
-    }
-}
-
-fn autoscaler(object: &Object) -> Autoscaler {
-    Autoscaler {
-        name: object.name().to_owned(),
-        min: count(&object.spec["minReplicas"]),
-        max: count(&object.spec["maxReplicas"]),
-        current: count(&object.status["currentReplicas"]),
-        desired: count(&object.status["desiredReplicas"]),
-    }
 }
 
 /// What the Runtime tab knows of an app before Prometheus is asked: where it runs and the
@@ -209,10 +87,12 @@ pub fn places(snapshot: &Snapshot, service: &str) -> Vec<Place> {
                     match object.kind.as_str() {
                         // The Rollout's pods: Argo Rollouts labels each with its hash.
                         "Pod" if object.label(crate::argo::POD_HASH_LABEL).is_some() => {
-                            place.pods.push(pod(object));
+                            place.pods.push(crate::workload::pod(object));
                         }
-                        "Event" => place.events.push(event(object)),
-                        "HorizontalPodAutoscaler" => place.autoscaler = Some(autoscaler(object)),
+                        "Event" => place.events.push(crate::workload::event(object)),
+                        "HorizontalPodAutoscaler" => {
+                            place.autoscaler = Some(crate::workload::autoscaler(object))
+                        }
                         "Rollout" | "ReplicaSet" => {}
                         _ => continue,
                     }

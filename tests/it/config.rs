@@ -341,10 +341,14 @@ async fn a_stale_secret_and_a_failing_composed_resource_show_on_the_tab_and_the_
         .unwrap()
         .clone();
     assert_eq!(
-        prod_cell["platform"],
-        json!([format!(
-            "Secret {stale}-secrets not synced: could not get secret data from provider"
-        )])
+        prod_cell["troubles"],
+        json!([{
+            "source": "secrets",
+            "severity": "attention",
+            "words": format!(
+                "Secret {stale}-secrets not synced: could not get secret data from provider"
+            )
+        }])
     );
     assert!(app(&failing)["platform"][0]
         .as_str()

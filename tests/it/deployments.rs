@@ -319,17 +319,14 @@ proptest! {
 
 #[test]
 fn tower_deployments_prints_the_tab_and_names_bad_input() {
-    let out = std::process::Command::new(crate::support::tower_bin())
-        .args(["deployments", "--service", "flight-api", "--snapshot"])
-        .arg(root().join("fixtures/deployments/paused-canary.json"))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let printed: Deployments = serde_json::from_slice(&out.stdout).unwrap();
+    let fixture = root().join("fixtures/deployments/paused-canary.json");
+    let printed: Deployments = crate::support::tower_prints([
+        "deployments".as_ref(),
+        "--service".as_ref(),
+        "flight-api".as_ref(),
+        "--snapshot".as_ref(),
+        fixture.as_os_str(),
+    ]);
     assert_eq!(printed, derive("paused-canary"));
 
     let dir = tempfile::tempdir().unwrap();

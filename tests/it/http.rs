@@ -48,15 +48,12 @@ async fn api_serves_the_fleet_as_json() {
         .unwrap();
     let rollout = prod.rollout.as_ref().unwrap();
     assert_eq!(rollout.phase, RolloutPhase::Paused);
-    assert!(
-        matches!(rollout.canary_weight, Some(20 | 40)),
-        "{:?}",
-        rollout.canary_weight
-    );
+    let weight = prod.arriving.as_ref().and_then(|a| a.weight);
+    assert!(matches!(weight, Some(20 | 40)), "{weight:?}");
     assert_eq!(prod.health, HealthStatus::Suspended);
     let calm = &fleet.apps[fleet.apps.len() - 1];
     assert!(calm.cells.iter().all(|c| c.health == HealthStatus::Healthy));
-    assert!(calm.cells.iter().all(|c| c.image_tag.is_some()));
+    assert!(calm.cells.iter().all(|c| c.running.is_some()));
 }
 
 #[tokio::test]

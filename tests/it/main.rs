@@ -23,6 +23,7 @@
 //! - [`deployments`], [`canary_actions`], [`releases`], [`promotions`], [`records`],
 //!   [`runtime`], [`config`], [`dora`], [`activity`], [`pipelines`] — each tab's derivation and
 //!   routes, and the writes it makes through Git or Argo CD.
+//! - [`state`] — one truth per service and environment: `tower state` and `tower fleet`.
 //! - [`gitops`] — the one GitHub write path: fifty presses make one commit.
 //! - [`replicas`] — two `tower serve` on one PostgreSQL, one killed mid-rollout.
 //! - [`image`] — the OCI image: read as a registry would, its binary run.
@@ -62,6 +63,7 @@ mod replicas;
 mod routes;
 mod runtime;
 mod simulator;
+mod state;
 mod steady_world;
 mod support;
 mod tidy;

@@ -166,3 +166,77 @@ fn tower_releases_prints_the_matrix_and_names_bad_input() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("service"));
 }
+
+#[test]
+fn tower_releases_offers_no_prod_while_staging_is_degraded_or_out_of_sync_and_says_both_weights() {
+    let run = |snapshot: &std::path::Path| -> Releases {
+        crate::support::tower_prints([
+            "releases".as_ref(),
+            "--service".as_ref(),
+            SERVICE.as_ref(),
+            "--snapshot".as_ref(),
+            snapshot.as_os_str(),
+        ])
+    };
+    // As captured, the release live in staging goes to prod next by a pull request.
+    let going = |matrix: &Releases| {
+        matrix
+            .releases
+            .iter()
+            .find(|r| r.next.as_ref().is_some_and(|n| n.environment == "prod"))
+            .map(|r| r.image.clone())
+    };
+    let fixture = root().join("fixtures/releases/prod-pull-request-open.json");
+    let captured = run(&fixture);
+    let image = going(&captured).expect("the captured world offers prod");
+    let dir = tempfile::tempdir().unwrap();
+    // The same world with staging's Application Degraded, then OutOfSync (its Rollout
+    // still Healthy): Kargo's and GitOps Promoter's gate holds prod, and says why.
+    for (path, word, why) in [
+        (
+            "health",
+            "Degraded",
+            "waits for staging: Argo CD says Degraded",
+        ),
+        (
+            "sync",
+            "OutOfSync",
+            "waits for staging: Argo CD says OutOfSync",
+        ),
+    ] {
+        let mut world: serde_json::Value =
+            serde_json::from_str(&text("prod-pull-request-open")).unwrap();
+        for cluster in world["clusters"].as_object_mut().unwrap().values_mut() {
+            for object in cluster.as_array_mut().unwrap() {
+                if object["kind"] == "Application"
+                    && object["metadata"]["name"] == "storefront-staging"
+                {
+                    object["status"][path]["status"] = word.into();
+                }
+            }
+        }
+        let held = dir.path().join(format!("{word}.json"));
+        std::fs::write(&held, world.to_string()).unwrap();
+        let matrix = run(&held);
+        assert_eq!(
+            going(&matrix),
+            None,
+            "staging {word}: prod is still offered"
+        );
+        let row = matrix.releases.iter().find(|r| r.image == image).unwrap();
+        let prod = row.cells.iter().find(|c| c.environment == "prod").unwrap();
+        assert_eq!(
+            (prod.state, prod.held.as_deref()),
+            (CellState::NotYet, Some(why))
+        );
+    }
+    // A canary's cell: the actual weight beside the one its steps set.
+    let canary = run(&root().join("fixtures/releases/staging-canary.json"));
+    let cell = canary
+        .releases
+        .iter()
+        .flat_map(|r| &r.cells)
+        .find(|c| c.state == CellState::Canary)
+        .expect("the staging canary");
+    assert_eq!((cell.weight, cell.desired_weight), (Some(20), Some(20)));
+}

@@ -81,9 +81,44 @@ fn check(start: DateTime<Utc>) -> Result<(), String> {
             }
         }
 
-        // The fleet's cell and the matrix agree on what is live.
+        // The fleet's cell, the matrix, the Deployments tab and the Runtime tab's pods agree
+        // on what is live (one state: shared::state).
         let releases = tower_backend::tabs::releases_of(&part, service);
+        let deployments = tower_shared::deployments::derive_deployments(&part, service);
+        let places = tower_shared::runtime::places(&part, service);
         for cell in &app.cells {
+            let stable = deployments
+                .environments
+                .iter()
+                .flatten()
+                .find(|e| e.name == cell.environment)
+                .and_then(|e| e.rollout.as_ref()?.stable.as_ref()?.image.as_deref())
+                .map(image::short);
+            if stable.is_some() && stable != cell.running_tag() {
+                return Err(format!(
+                    "{service} in {}: the fleet says {:?}, the Deployments tab {stable:?}",
+                    cell.environment,
+                    cell.running_tag()
+                ));
+            }
+            let running = cell.running.as_deref();
+            let stable_pods = places
+                .iter()
+                .filter(|p| p.environment == cell.environment)
+                .flat_map(|p| &p.pods)
+                .filter(|pod| {
+                    let (Some(pod), Some(running)) = (pod.image.as_deref(), running) else {
+                        return false;
+                    };
+                    image::without_digest(pod) == running
+                })
+                .count();
+            if running.is_some() && cell.rollout.is_some() && stable_pods == 0 {
+                return Err(format!(
+                    "{service} in {}: no pod on the Runtime tab runs {running:?}",
+                    cell.environment
+                ));
+            }
             let live: Vec<&str> = releases
                 .releases
                 .iter()
@@ -94,10 +129,11 @@ fn check(start: DateTime<Utc>) -> Result<(), String> {
                 })
                 .map(|r| image::short(&r.image))
                 .collect();
-            if live.len() > 1 || cell.image_tag.as_deref() != live.first().copied() {
+            if live.len() > 1 || cell.running_tag() != live.first().copied() {
                 return Err(format!(
                     "{service} in {}: the fleet says {:?}, the matrix {live:?}",
-                    cell.environment, cell.image_tag
+                    cell.environment,
+                    cell.running_tag()
                 ));
             }
         }

@@ -65,6 +65,24 @@ pub fn tower_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_tower"))
 }
 
+/// What `tower <args>` printed on standard output, read as a `T`; the test fails with the
+/// command's standard error when it did not succeed.
+pub fn tower_prints<T: serde::de::DeserializeOwned>(
+    args: impl IntoIterator<Item = impl AsRef<std::ffi::OsStr>>,
+) -> T {
+    let args: Vec<std::ffi::OsString> = args.into_iter().map(|a| a.as_ref().to_owned()).collect();
+    let out = std::process::Command::new(tower_bin())
+        .args(&args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "tower {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 /// The built frontend: `$TOWER_DIST`, else `dist/` at the root.
 pub fn dist() -> anyhow::Result<PathBuf> {
     let dist = std::env::var_os("TOWER_DIST").map_or_else(|| root().join("dist"), PathBuf::from);

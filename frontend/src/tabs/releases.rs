@@ -34,13 +34,21 @@ fn cell_label(cell: &Cell) -> (&'static str, String) {
         CellState::Live => ("status-ok", "✔ live".to_owned()),
         CellState::Canary => (
             "status-running",
-            match cell.weight {
-                Some(weight) => format!("◐ canary at {weight}%"),
-                None => "◐ canary".to_owned(),
+            match (cell.weight, cell.desired_weight) {
+                (Some(actual), Some(desired)) if actual != desired => {
+                    format!("◐ canary at {actual}% (set {desired}%)")
+                }
+                (Some(weight), _) => format!("◐ canary at {weight}%"),
+                (None, Some(desired)) => format!("◐ canary (set {desired}%, actual unknown)"),
+                (None, None) => "◐ canary".to_owned(),
             },
         ),
         CellState::RolledBack => ("status-attention", "↺ rolled back".to_owned()),
-        CellState::NotYet => ("status-unknown", "– not yet".to_owned()),
+        CellState::NotYet => match &cell.held {
+            // Live in the environment before, but that one is not ready: say why.
+            Some(why) => ("status-attention", format!("⏸ {why}")),
+            None => ("status-unknown", "– not yet".to_owned()),
+        },
         // A ReplicaSet kept here says it ran here before.
         CellState::Superseded if cell.arrived_at.is_some() => {
             ("status-unknown", "· ran here before".to_owned())

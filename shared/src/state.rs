@@ -1,0 +1,761 @@
+//! One truth per service and environment: what runs there (the stable version), what is
+//! arriving (a canary or a preview, at its actual and desired weight), and every trouble
+//! with its source and words — Argo CD's health and sync, the Rollout, the pods, the
+//! autoscaler, the synchronised secrets. Expected waits (a timed pause inside its duration,
+//! a sync or a canary in progress) are said, never counted as trouble.
+//!
+//! The fleet's cells are these states, and the Deployments tab's attention is theirs: no
+//! page decides "what runs" or "is it healthy" on its own.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Duration, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::argo::{word, HealthStatus, RolloutPhase, SyncStatus};
+use crate::kube::{array_at, at, str_at, Object};
+use crate::snapshot::Snapshot;
+use crate::workload::Pod;
+
+/// How long a pod may be not ready before it is trouble (a new pod starting is not).
+pub const NOT_READY_GRACE_MINUTES: i64 = 5;
+
+/// How long after a container was killed for its memory that still counts as trouble.
+pub const OOM_REMEMBERED_HOURS: i64 = 24;
+
+/// How loudly something asks for attention.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// Something is moving (a sync, a canary step); worth a glance, not an alarm.
+    Notice,
+    /// Amber: something is off and a person may need to act.
+    Attention,
+    /// Broken.
+    Failing,
+}
+
+/// Why a cell is not calm, in plain words: its loudest trouble's severity and every
+/// trouble's words.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Attention {
+    pub severity: Severity,
+    pub reason: String,
+}
+
+/// What says there is trouble.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Source {
+    ArgoCd,
+    Rollout,
+    Pods,
+    Autoscaler,
+    Secrets,
+    #[serde(other)]
+    Other,
+}
+
+/// One thing wrong in an environment, with what says so.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Trouble {
+    pub source: Source,
+    pub severity: Severity,
+    pub words: String,
+}
+
+/// A Rollout's position.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RolloutState {
+    pub phase: RolloutPhase,
+    /// The controller's own message, e.g. `CanaryPauseStep`.
+    pub message: Option<String>,
+    /// A blue-green rollout's words differ: a preview waits, no canary takes traffic.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub blue_green: bool,
+}
+
+/// A version on its way in: the canary (or blue-green preview) beside the stable one.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Arriving {
+    /// Its image (without digest), when its ReplicaSet is seen.
+    pub image: Option<String>,
+    /// Its actual share of traffic, as `kubectl argo rollouts get` reports it (0 while no
+    /// pod of it is available); `None` when unknown.
+    pub weight: Option<u32>,
+    /// The share its steps have set so far (`setWeight`).
+    pub desired_weight: Option<u32>,
+    /// The step it is at (`status.currentStepIndex`, 0-based) of `steps`.
+    pub step: Option<u32>,
+    pub steps: u32,
+}
+
+/// One service in one environment.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EnvState {
+    pub environment: String,
+    /// Argo CD `status.sync.status`.
+    pub sync: SyncStatus,
+    /// Argo CD `status.health.status`.
+    pub health: HealthStatus,
+    /// What runs: the stable version's image (without digest) — never a canary's, nor one
+    /// aborted; without a Rollout, the image Argo CD reports. `None` when not known.
+    pub running: Option<String>,
+    /// A canary or preview on its way in; `None` when none is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arriving: Option<Arriving>,
+    /// The service's Argo Rollout there, if it has one.
+    pub rollout: Option<RolloutState>,
+    /// Everything wrong there, loudest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub troubles: Vec<Trouble>,
+    /// What is expected to pass by itself (a timed pause, a sync in progress), in words.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub waits: Vec<String>,
+}
+
+impl EnvState {
+    /// The stable version's tag (`1.4.0-abc1234`), when known.
+    pub fn running_tag(&self) -> Option<&str> {
+        self.running.as_deref().map(crate::image::short)
+    }
+
+    /// Whether it needs someone, and why: its loudest trouble and every trouble's words;
+    /// with no trouble, what it is waiting for (a notice). `None` means calm.
+    pub fn attention(&self) -> Option<Attention> {
+        let severity = self.troubles.iter().map(|t| t.severity).max();
+        let (severity, words): (Severity, Vec<&str>) = match severity {
+            Some(severity) => (
+                severity,
+                self.troubles.iter().map(|t| t.words.as_str()).collect(),
+            ),
+            None if !self.waits.is_empty() => (
+                Severity::Notice,
+                self.waits.iter().map(String::as_str).collect(),
+            ),
+            None => return None,
+        };
+        Some(Attention {
+            severity,
+            reason: words.join("; "),
+        })
+    }
+}
+
+/// One service's state in each environment (`tower state`'s answer).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ServiceState {
+    pub service: String,
+    pub environments: Vec<EnvState>,
+}
+
+/// `service`'s state in each environment an Argo CD Application of the platform deploys it
+/// to (labelled with the app and the environment, in namespace `argocd` on the control
+/// plane), in promotion order.
+pub fn derive(snapshot: &Snapshot, service: &str) -> Vec<EnvState> {
+    let mut states: Vec<EnvState> = of_all(snapshot)
+        .into_iter()
+        .filter(|(app, _)| app == service)
+        .map(|(_, state)| state)
+        .collect();
+    let mut order: Vec<String> = states.iter().map(|s| s.environment.clone()).collect();
+    crate::hangar::sort_environments(&mut order);
+    states.sort_by_key(|s| order.iter().position(|e| *e == s.environment));
+    states
+}
+
+/// Every (app, state) the snapshot's labelled Applications deploy, in no particular order.
+pub fn of_all(snapshot: &Snapshot) -> Vec<(String, EnvState)> {
+    let control_plane = snapshot.control_plane_cluster.as_str();
+    // Each namespace's objects, read once.
+    let mut places: BTreeMap<(&str, &str), Vec<&Object>> = BTreeMap::new();
+    for (cluster, objects) in &snapshot.clusters {
+        for object in objects.iter() {
+            if let Some(namespace) = object.namespace() {
+                places
+                    .entry((cluster.as_str(), namespace))
+                    .or_default()
+                    .push(object);
+            }
+        }
+    }
+    let mut secrets: BTreeMap<(&str, String), Vec<String>> = BTreeMap::new();
+    for (service, secret) in crate::config::secret_syncs(snapshot) {
+        if let (Some(env), Some(why)) = (
+            secret.environment.clone(),
+            crate::config::secret_attention(&secret),
+        ) {
+            secrets.entry((service, env)).or_default().push(why);
+        }
+    }
+    let applications = snapshot
+        .clusters
+        .get(control_plane)
+        .into_iter()
+        .flatten()
+        .filter(|o| {
+            o.kind == "Application"
+                && o.group() == "argoproj.io"
+                && o.namespace() == Some(crate::hangar::ARGOCD_NAMESPACE)
+        });
+    let mut out = Vec::new();
+    for application in applications {
+        let (Some(app), Some(environment)) = (
+            application.label(crate::hangar::APP_LABEL),
+            application.label(crate::hangar::ENVIRONMENT_LABEL),
+        ) else {
+            continue;
+        };
+        let destination = |field| str_at(&application.spec, &["destination", field]);
+        // An Application deploying "in-cluster" (by server URL) deploys to the control plane.
+        let cluster = destination("name").unwrap_or(control_plane);
+        let here: &[&Object] = destination("namespace")
+            .and_then(|ns| places.get(&(cluster, ns)))
+            .map_or(&[], Vec::as_slice);
+        let secrets = secrets
+            .remove(&(app, environment.to_owned()))
+            .unwrap_or_default();
+        let state = env_state(app, environment, application, here, &secrets, snapshot.now);
+        out.push((app.to_owned(), state));
+    }
+    out
+}
+
+/// The state of `app` in `environment` from its Application and the objects of the
+/// namespace it deploys to (`here`).
+fn env_state(
+    app: &str,
+    environment: &str,
+    application: &Object,
+    here: &[&Object],
+    secrets: &[String],
+    now: DateTime<Utc>,
+) -> EnvState {
+    let status = &application.status;
+    let sync = word(status, &["sync", "status"]).unwrap_or(SyncStatus::Unknown);
+    let health = word(status, &["health", "status"]).unwrap_or(HealthStatus::Unknown);
+    let rollout = here
+        .iter()
+        .copied()
+        .find(|o| o.kind == "Rollout" && o.group() == "argoproj.io" && o.name() == app);
+    let mut troubles = Vec::new();
+    let mut waits = Vec::new();
+    let mut state = EnvState {
+        environment: environment.to_owned(),
+        sync,
+        health,
+        running: None,
+        arriving: None,
+        rollout: None,
+        troubles: Vec::new(),
+        waits: Vec::new(),
+    };
+    match rollout {
+        Some(rollout) => {
+            let (phase, message) = crate::argo::rollout_phase(rollout);
+            let blue_green = at(&rollout.spec, &["strategy", "blueGreen"]).is_some();
+            let (stable_hash, current_hash) = crate::argo::rollout_hashes(rollout);
+            let set = |hash: &str| crate::argo::replica_set_of(here.iter().copied(), hash);
+            let stable = stable_hash.and_then(set);
+            let image = |rs: Option<&Object>| {
+                rs.and_then(crate::argo::replica_set_image)
+                    .map(|i| crate::image::without_digest(i).to_owned())
+            };
+            state.running = image(stable);
+            let aborted =
+                at(&rollout.status, &["abort"]).and_then(serde_json::Value::as_bool) == Some(true);
+            let canary_hash = current_hash.filter(|c| Some(*c) != stable_hash);
+            let arriving = canary_hash.filter(|_| !aborted).map(|hash| {
+                let canary = set(hash);
+                let (weight, _) = crate::argo::actual_weights(
+                    &rollout.status,
+                    stable.and_then(crate::argo::available_replicas),
+                    Some(canary.and_then(crate::argo::available_replicas)),
+                    aborted,
+                );
+                Arriving {
+                    image: image(canary),
+                    weight: weight.filter(|_| !blue_green),
+                    desired_weight: crate::argo::desired_weight(rollout).filter(|_| !blue_green),
+                    step: at(&rollout.status, &["currentStepIndex"])
+                        .and_then(serde_json::Value::as_u64)
+                        .and_then(|i| u32::try_from(i).ok()),
+                    steps: u32::try_from(
+                        array_at(&rollout.spec, &["strategy", "canary", "steps"]).len(),
+                    )
+                    .unwrap_or(u32::MAX),
+                }
+            });
+            rollout_troubles(
+                rollout,
+                phase,
+                blue_green,
+                arriving.as_ref(),
+                now,
+                &mut troubles,
+                &mut waits,
+            );
+            state.arriving = arriving;
+            state.rollout = Some(RolloutState {
+                phase,
+                message,
+                blue_green,
+            });
+        }
+        None => {
+            state.running = at(status, &["summary", "images"])
+                .and_then(|images| images.get(0))
+                .and_then(serde_json::Value::as_str)
+                .map(|i| crate::image::without_digest(i).to_owned());
+        }
+    }
+    argo_troubles(&state, &mut troubles, &mut waits);
+    let pods: Vec<Pod> = here
+        .iter()
+        .filter(|o| o.kind == "Pod" && o.label(crate::argo::POD_HASH_LABEL).is_some())
+        .map(|o| crate::workload::pod(o))
+        .collect();
+    pod_troubles(&pods, now, &mut troubles);
+    if let Some(hpa) = here
+        .iter()
+        .find(|o| o.kind == "HorizontalPodAutoscaler")
+        .map(|o| crate::workload::autoscaler(o))
+    {
+        autoscaler_troubles(&hpa, &mut troubles);
+    }
+    for why in secrets {
+        troubles.push(Trouble {
+            source: Source::Secrets,
+            severity: Severity::Attention,
+            words: why.clone(),
+        });
+    }
+    // Loudest first; equal ones in the order found.
+    troubles.sort_by_key(|t| std::cmp::Reverse(t.severity));
+    state.troubles = troubles;
+    state.waits = waits;
+    state
+}
+
+/// What Argo CD's words add to what the Rollout said: its health when the Rollout does not
+/// explain it, and its sync.
+fn argo_troubles(state: &EnvState, troubles: &mut Vec<Trouble>, waits: &mut Vec<String>) {
+    let mut trouble = |severity, words: &str| {
+        troubles.push(Trouble {
+            source: Source::ArgoCd,
+            severity,
+            words: words.to_owned(),
+        });
+    };
+    // Argo CD derives an app's health from its Rollout (a paused canary is "Suspended"), so
+    // when the rollout is mid-way or failing its own words say it better.
+    let rollout_explains_health = state
+        .rollout
+        .as_ref()
+        .is_some_and(|r| !matches!(r.phase, RolloutPhase::Healthy | RolloutPhase::Unknown));
+    match state.health {
+        HealthStatus::Healthy => {}
+        HealthStatus::Progressing | HealthStatus::Degraded | HealthStatus::Suspended
+            if rollout_explains_health => {}
+        HealthStatus::Degraded => trouble(Severity::Failing, "Degraded"),
+        HealthStatus::Missing => trouble(Severity::Failing, "Resources missing"),
+        HealthStatus::Progressing => waits.push("Progressing".to_owned()),
+        HealthStatus::Suspended => trouble(Severity::Attention, "Suspended"),
+        HealthStatus::Unknown => trouble(Severity::Attention, "Health unknown"),
+    }
+    match state.sync {
+        SyncStatus::Synced => {}
+        SyncStatus::OutOfSync => trouble(Severity::Attention, "Out of sync with Git"),
+        SyncStatus::Unknown => trouble(Severity::Attention, "Sync status unknown"),
+    }
+}
+
+/// What a Rollout's position says: a timed pause inside its duration and a canary moving
+/// are waits; a pause waiting for a person, one past its duration, a degraded rollout are
+/// trouble.
+fn rollout_troubles(
+    rollout: &Object,
+    phase: RolloutPhase,
+    blue_green: bool,
+    arriving: Option<&Arriving>,
+    now: DateTime<Utc>,
+    troubles: &mut Vec<Trouble>,
+    waits: &mut Vec<String>,
+) {
+    let at_weight = arriving
+        .and_then(|a| a.weight)
+        // No traffic on a canary (not started) is not a weight to show.
+        .filter(|w| *w > 0)
+        .map(|w| format!(" at {w}% traffic"))
+        .unwrap_or_default();
+    let mut trouble = |severity, words: String| {
+        troubles.push(Trouble {
+            source: Source::Rollout,
+            severity,
+            words,
+        });
+    };
+    match phase {
+        RolloutPhase::Healthy => {}
+        RolloutPhase::Paused if blue_green => trouble(
+            Severity::Attention,
+            "Preview waiting for promotion".to_owned(),
+        ),
+        RolloutPhase::Paused => match timed_pause(rollout) {
+            Some((since, length)) if now < since + length => waits.push(format!(
+                "Canary paused{at_weight}, a timed pause of {}",
+                words_of(length)
+            )),
+            Some((_, length)) => trouble(
+                Severity::Attention,
+                format!(
+                    "Canary paused{at_weight} past its {} pause",
+                    words_of(length)
+                ),
+            ),
+            None => trouble(Severity::Attention, format!("Canary paused{at_weight}")),
+        },
+        RolloutPhase::Progressing => waits.push(format!(
+            "{} progressing{at_weight}",
+            if blue_green {
+                "Blue-green rollout"
+            } else {
+                "Canary"
+            }
+        )),
+        RolloutPhase::Degraded => {
+            trouble(Severity::Failing, format!("Rollout degraded{at_weight}"));
+        }
+        RolloutPhase::Unknown => {
+            trouble(Severity::Attention, "Rollout state unknown".to_owned());
+        }
+    }
+}
+
+/// When the canary's current step is a pause with a duration: when it began and how long
+/// it lasts.
+fn timed_pause(rollout: &Object) -> Option<(DateTime<Utc>, Duration)> {
+    let index = at(&rollout.status, &["currentStepIndex"])?.as_u64()?;
+    let step = array_at(&rollout.spec, &["strategy", "canary", "steps"])
+        .get(usize::try_from(index).ok()?)?;
+    let seconds = match step.get("pause")?.get("duration")? {
+        serde_json::Value::String(text) => crate::config::go_duration(text)?,
+        serde_json::Value::Number(n) => n.as_i64()?,
+        _ => return None,
+    };
+    let since = array_at(&rollout.status, &["pauseConditions"])
+        .iter()
+        .filter(|c| c.get("reason").and_then(serde_json::Value::as_str) == Some("CanaryPauseStep"))
+        .find_map(|c| c.get("startTime").and_then(crate::kube::time))?;
+    Some((since, Duration::seconds(seconds)))
+}
+
+/// A pause's length in words: `10m`, `1h 30m`.
+fn words_of(length: Duration) -> String {
+    let seconds = length.num_seconds();
+    match seconds {
+        s if s % 3600 == 0 && s > 0 => format!("{}h", s / 3600),
+        s if s % 60 == 0 && s > 0 => format!("{}m", s / 60),
+        s => crate::time::compact_duration(s),
+    }
+}
+
+/// What the pods say: a container killed for its memory lately, one crash-looping or
+/// failing to pull its image, pods not ready past a start's grace.
+fn pod_troubles(pods: &[Pod], now: DateTime<Utc>, troubles: &mut Vec<Trouble>) {
+    let mut trouble = |severity, words: String| {
+        troubles.push(Trouble {
+            source: Source::Pods,
+            severity,
+            words,
+        });
+    };
+    for pod in pods {
+        if let Some(waiting) = pod.waiting.as_deref().filter(|w| w.ends_with("BackOff")) {
+            trouble(Severity::Failing, format!("pod {} in {waiting}", pod.name));
+        }
+        if pod.last_termination.as_ref().is_some_and(|t| {
+            t.reason == "OOMKilled"
+                && t.at
+                    .is_some_and(|at| now - at < Duration::hours(OOM_REMEMBERED_HOURS))
+        }) {
+            let times = match pod.restarts {
+                0 | 1 => String::new(),
+                n => format!(" ({n} restarts)"),
+            };
+            trouble(
+                Severity::Attention,
+                format!("pod {} OOMKilled{times}", pod.name),
+            );
+        }
+    }
+    let not_ready = pods
+        .iter()
+        .filter(|p| {
+            let (ready, all) = p.ready.split_once('/').unwrap_or(("0", "0"));
+            ready != all
+                && p.waiting.as_deref().is_none_or(|w| !w.ends_with("BackOff"))
+                && p.created_at
+                    .is_some_and(|t| now - t > Duration::minutes(NOT_READY_GRACE_MINUTES))
+        })
+        .count();
+    match not_ready {
+        0 => {}
+        1 => trouble(Severity::Attention, "1 pod not ready".to_owned()),
+        n => trouble(Severity::Attention, format!("{n} pods not ready")),
+    }
+}
+
+/// What the autoscaler says: it wants more pods than run, or it is at its maximum.
+fn autoscaler_troubles(hpa: &crate::workload::Autoscaler, troubles: &mut Vec<Trouble>) {
+    let words = match (hpa.current, hpa.desired, hpa.max) {
+        (Some(current), Some(desired), _) if current < desired => {
+            Some(format!("autoscaler wants {desired} pods, {current} run"))
+        }
+        (Some(current), Some(desired), Some(max)) if current >= max && desired >= max => {
+            Some(format!("autoscaler at its maximum ({max} pods)"))
+        }
+        _ => None,
+    };
+    if let Some(words) = words {
+        troubles.push(Trouble {
+            source: Source::Autoscaler,
+            severity: Severity::Attention,
+            words,
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{json, Value};
+
+    use super::*;
+
+    const NOW: &str = "2026-11-30T10:00:00Z";
+
+    /// `pay` in prod: its Application (`sync`, `health`), its Rollout (`rollout` status and
+    /// steps), stable ReplicaSet `aaa` running 1.4.0 and canary `bbb` running 1.5.0, and
+    /// `more` objects in its namespace.
+    fn prod(sync: &str, health: &str, rollout: Value, more: Vec<Value>) -> EnvState {
+        let mut prod = vec![
+            json!({"apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout",
+                   "metadata": {"name": "pay", "namespace": "app-pay-prod"},
+                   "spec": {"strategy": {"canary": {"steps": [
+                       {"setWeight": 20}, {"pause": {"duration": "10m"}},
+                       {"setWeight": 40}, {"pause": {}}]}}},
+                   "status": rollout}),
+            json!({"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                   "metadata": {"name": "pay-aaa", "namespace": "app-pay-prod",
+                                "labels": {"rollouts-pod-template-hash": "aaa"}},
+                   "spec": {"template": {"spec": {"containers": [
+                       {"name": "app", "image": "ghcr.io/acme/pay:1.4.0-abc1234"}]}}},
+                   "status": {"availableReplicas": 3}}),
+            json!({"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                   "metadata": {"name": "pay-bbb", "namespace": "app-pay-prod",
+                                "labels": {"rollouts-pod-template-hash": "bbb"}},
+                   "spec": {"template": {"spec": {"containers": [
+                       {"name": "app", "image": "ghcr.io/acme/pay:1.5.0-def5678@sha256:00"}]}}},
+                   "status": {"availableReplicas": 1}}),
+        ];
+        prod.extend(more);
+        let snapshot = Snapshot::from_json(
+            &json!({
+                "now": NOW,
+                "controlPlaneCluster": "dev",
+                "clusters": {
+                    "dev": [
+                        {"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
+                         "metadata": {"name": "pay-prod", "namespace": "argocd",
+                                      "labels": {"hangar.io/app": "pay", "hangar.io/environment": "prod"}},
+                         "spec": {"destination": {"name": "prod", "namespace": "app-pay-prod"}},
+                         "status": {"sync": {"status": sync}, "health": {"status": health}}}
+                    ],
+                    "prod": prod
+                }
+            })
+            .to_string(),
+        )
+        .unwrap();
+        let mut states = derive(&snapshot, "pay");
+        assert_eq!(states.len(), 1);
+        states.remove(0)
+    }
+
+    fn paused(step: u32, since: &str) -> Value {
+        json!({"phase": "Paused", "message": "CanaryPauseStep", "stableRS": "aaa",
+               "currentPodHash": "bbb", "currentStepIndex": step,
+               "pauseConditions": [{"reason": "CanaryPauseStep", "startTime": since}]})
+    }
+
+    fn severity(state: &EnvState) -> Option<Severity> {
+        state.attention().map(|a| a.severity)
+    }
+
+    #[test]
+    fn a_timed_pause_inside_its_duration_is_a_wait_and_past_it_is_amber() {
+        // Paused at step 1 (a 10m pause) since 4 minutes: expected, said, not amber.
+        let waiting = prod(
+            "Synced",
+            "Suspended",
+            paused(1, "2026-11-30T09:56:00Z"),
+            vec![],
+        );
+        assert_eq!(waiting.troubles, []);
+        assert_eq!(
+            waiting.waits,
+            ["Canary paused at 25% traffic, a timed pause of 10m"]
+        );
+        assert_eq!(severity(&waiting), Some(Severity::Notice));
+        // The same pause 15 minutes on: the controller should have moved on.
+        let stuck = prod(
+            "Synced",
+            "Suspended",
+            paused(1, "2026-11-30T09:45:00Z"),
+            vec![],
+        );
+        assert_eq!(
+            stuck.attention().map(|a| a.reason).as_deref(),
+            Some("Canary paused at 25% traffic past its 10m pause")
+        );
+        assert_eq!(severity(&stuck), Some(Severity::Attention));
+        // A pause without a duration waits for a person: amber.
+        let manual = prod(
+            "Synced",
+            "Suspended",
+            paused(3, "2026-11-30T09:59:00Z"),
+            vec![],
+        );
+        assert_eq!(
+            manual.attention().map(|a| (a.severity, a.reason)),
+            Some((
+                Severity::Attention,
+                "Canary paused at 25% traffic".to_owned()
+            ))
+        );
+        // What runs is the stable version; the canary arrives at its actual weight (1 of 4
+        // available pods) beside the one its steps set.
+        assert_eq!(manual.running_tag(), Some("1.4.0-abc1234"));
+        assert_eq!(
+            manual.arriving,
+            Some(Arriving {
+                image: Some("ghcr.io/acme/pay:1.5.0-def5678".to_owned()),
+                weight: Some(25),
+                desired_weight: Some(40),
+                step: Some(3),
+                steps: 4,
+            })
+        );
+    }
+
+    #[test]
+    fn a_pod_killed_for_its_memory_and_an_autoscaler_short_of_pods_are_amber() {
+        let pod = |name: &str, status: Value| {
+            json!({"apiVersion": "v1", "kind": "Pod",
+                   "metadata": {"name": name, "namespace": "app-pay-prod",
+                                "creationTimestamp": "2026-11-30T08:00:00Z",
+                                "labels": {"rollouts-pod-template-hash": "aaa"}},
+                   "spec": {"containers": [{"name": "app"}]},
+                   "status": {"phase": "Running", "containerStatuses": [status]}})
+        };
+        let healthy = json!({"phase": "Healthy", "stableRS": "aaa", "currentPodHash": "aaa"});
+        let sick = prod(
+            "Synced",
+            "Healthy",
+            healthy.clone(),
+            vec![
+                pod(
+                    "pay-aaa-1",
+                    json!({"name": "app", "ready": true, "restartCount": 3,
+                           "lastState": {"terminated": {"reason": "OOMKilled", "exitCode": 137,
+                                                        "finishedAt": "2026-11-30T09:20:00Z"}}}),
+                ),
+                pod(
+                    "pay-aaa-2",
+                    json!({"name": "app", "ready": false, "restartCount": 7,
+                           "state": {"waiting": {"reason": "CrashLoopBackOff"}}}),
+                ),
+                pod("pay-aaa-3", json!({"name": "app", "ready": false})),
+                json!({"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+                       "metadata": {"name": "pay", "namespace": "app-pay-prod"},
+                       "spec": {"minReplicas": 3, "maxReplicas": 6},
+                       "status": {"currentReplicas": 3, "desiredReplicas": 5}}),
+            ],
+        );
+        let said: Vec<(Source, Severity, &str)> = sick
+            .troubles
+            .iter()
+            .map(|t| (t.source, t.severity, t.words.as_str()))
+            .collect();
+        assert_eq!(
+            said,
+            [
+                (
+                    Source::Pods,
+                    Severity::Failing,
+                    "pod pay-aaa-2 in CrashLoopBackOff"
+                ),
+                (
+                    Source::Pods,
+                    Severity::Attention,
+                    "pod pay-aaa-1 OOMKilled (3 restarts)"
+                ),
+                (Source::Pods, Severity::Attention, "1 pod not ready"),
+                (
+                    Source::Autoscaler,
+                    Severity::Attention,
+                    "autoscaler wants 5 pods, 3 run"
+                ),
+            ]
+        );
+        // Argo CD says Healthy all the same: Tower says what the pods say.
+        assert_eq!(sick.health, HealthStatus::Healthy);
+        assert_eq!(severity(&sick), Some(Severity::Failing));
+        // A day on, the memory kill is old news; a calm app is calm.
+        let calm = prod("Synced", "Healthy", healthy, vec![]);
+        assert_eq!(calm.attention(), None);
+        assert_eq!(calm.arriving, None);
+    }
+
+    #[test]
+    fn an_aborted_canary_leaves_the_stable_version_as_what_runs() {
+        let aborted = prod(
+            "Synced",
+            "Degraded",
+            json!({"phase": "Degraded", "message": "RolloutAborted", "stableRS": "aaa",
+                   "currentPodHash": "bbb", "abort": true, "currentStepIndex": 0}),
+            vec![],
+        );
+        assert_eq!(aborted.running_tag(), Some("1.4.0-abc1234"));
+        assert_eq!(aborted.arriving, None);
+        assert_eq!(
+            aborted.attention().map(|a| (a.severity, a.reason)),
+            Some((Severity::Failing, "Rollout degraded".to_owned()))
+        );
+    }
+
+    #[test]
+    fn argo_cd_words_it_does_not_know_are_unknown_and_amber() {
+        let odd = prod(
+            "Weird",
+            "Brand-new",
+            json!({"phase": "Healthy", "stableRS": "aaa", "currentPodHash": "aaa"}),
+            vec![],
+        );
+        assert_eq!(
+            (odd.sync, odd.health),
+            (SyncStatus::Unknown, HealthStatus::Unknown)
+        );
+        assert_eq!(
+            odd.attention().map(|a| (a.severity, a.reason)),
+            Some((
+                Severity::Attention,
+                "Health unknown; Sync status unknown".to_owned()
+            ))
+        );
+    }
+}
