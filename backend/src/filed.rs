@@ -218,7 +218,7 @@ impl Filing {
                 filing.moved(cluster, None, Some(&Arc::new(Stored::of(&object))));
             }
         }
-        filing.refresh();
+        filing.refresh(snapshot.now);
         (filing, snapshot)
     }
 
@@ -282,21 +282,22 @@ impl Filing {
     }
 
     /// Re-derives what the parts of the services changed since the last call feed the
-    /// whole-fleet views; whether any changed.
-    pub fn refresh(&mut self) -> bool {
+    /// whole-fleet views, judged at `now` (a state's timed pause, a pod's grace); whether
+    /// any changed.
+    pub fn refresh(&mut self, now: DateTime<Utc>) -> bool {
         let dirty = std::mem::take(&mut self.dirty);
         for service in &dirty {
             if !self.filed.knows(service) {
                 self.made.remove(service);
                 continue;
             }
-            let made = self.make(service);
+            let made = self.make(service, now);
             self.made.insert(Arc::clone(service), made);
         }
         !dirty.is_empty()
     }
 
-    fn make(&self, service: &str) -> Made {
+    fn make(&self, service: &str, now: DateTime<Utc>) -> Made {
         let objects = self.filed.objects([service]);
         let xr_created = objects
             .get(self.control_plane.as_str())
@@ -312,7 +313,7 @@ impl Filing {
                 .into_iter()
                 .map(|(cluster, objects)| (cluster.to_owned(), objects))
                 .collect(),
-            ..Snapshot::empty(DateTime::<Utc>::UNIX_EPOCH)
+            ..Snapshot::empty(now)
         };
         let mut apps = fleet_apps(&snapshot);
         // An app is derived from its own service's part (an Application labelled for

@@ -290,14 +290,16 @@ fn env_state(
                     .unwrap_or(u32::MAX),
                 }
             });
+            // An aborted canary is named: what was tried and sent back.
+            let aborted_image = canary_hash
+                .filter(|_| aborted)
+                .and_then(|hash| image(set(hash)));
             rollout_troubles(
                 rollout,
-                phase,
-                blue_green,
-                arriving.as_ref(),
+                (phase, blue_green),
+                (arriving.as_ref(), aborted_image.as_deref()),
                 now,
-                &mut troubles,
-                &mut waits,
+                (&mut troubles, &mut waits),
             );
             state.arriving = arriving;
             state.rollout = Some(RolloutState {
@@ -375,16 +377,14 @@ fn argo_troubles(state: &EnvState, troubles: &mut Vec<Trouble>, waits: &mut Vec<
 }
 
 /// What a Rollout's position says: a timed pause inside its duration and a canary moving
-/// are waits; a pause waiting for a person, one past its duration, a degraded rollout are
-/// trouble.
+/// are waits; a pause waiting for a person, one past its duration, a degraded rollout (an
+/// aborted canary named by its version) are trouble.
 fn rollout_troubles(
     rollout: &Object,
-    phase: RolloutPhase,
-    blue_green: bool,
-    arriving: Option<&Arriving>,
+    (phase, blue_green): (RolloutPhase, bool),
+    (arriving, aborted): (Option<&Arriving>, Option<&str>),
     now: DateTime<Utc>,
-    troubles: &mut Vec<Trouble>,
-    waits: &mut Vec<String>,
+    (troubles, waits): (&mut Vec<Trouble>, &mut Vec<String>),
 ) {
     let at_weight = arriving
         .and_then(|a| a.weight)
@@ -427,9 +427,16 @@ fn rollout_troubles(
                 "Canary"
             }
         )),
-        RolloutPhase::Degraded => {
-            trouble(Severity::Failing, format!("Rollout degraded{at_weight}"));
-        }
+        RolloutPhase::Degraded => match aborted {
+            Some(image) => trouble(
+                Severity::Failing,
+                format!(
+                    "Canary {} aborted: all traffic back on the stable version",
+                    crate::image::short(image)
+                ),
+            ),
+            None => trouble(Severity::Failing, format!("Rollout degraded{at_weight}")),
+        },
         RolloutPhase::Unknown => {
             trouble(Severity::Attention, "Rollout state unknown".to_owned());
         }
@@ -734,7 +741,10 @@ mod tests {
         assert_eq!(aborted.arriving, None);
         assert_eq!(
             aborted.attention().map(|a| (a.severity, a.reason)),
-            Some((Severity::Failing, "Rollout degraded".to_owned()))
+            Some((
+                Severity::Failing,
+                "Canary 1.5.0-def5678 aborted: all traffic back on the stable version".to_owned()
+            ))
         );
     }
 

@@ -153,8 +153,11 @@ fn moves_keep_the_filing_what_a_fresh_one_would_be() {
             }
             held.insert(key, (object, stored));
         }
-        assert!(filing.refresh(), "moment {i}: something moved");
-        assert!(!filing.refresh(), "moment {i}: nothing left to derive");
+        assert!(filing.refresh(world.now), "moment {i}: something moved");
+        assert!(
+            !filing.refresh(world.now),
+            "moment {i}: nothing left to derive"
+        );
         let (_, base) = Filing::of(world.clone());
         assert_same(&format!("moment {i}"), &filing, &base, world);
     }

@@ -144,7 +144,7 @@ impl Live {
             for moved in self.inner.clusters.take_moves() {
                 filing.moved(&moved.cluster, moved.old.as_ref(), moved.new.as_ref());
             }
-            let objects_moved = filing.refresh();
+            let objects_moved = filing.refresh(self.now());
             if objects_moved {
                 filed = Arc::new(filing.filed());
             }

@@ -49,6 +49,31 @@ async fn fleet_page_shows_what_the_backend_serves() {
                 amber.contains("OOMKilled (3 restarts); autoscaler wants 5 pods, 3 run"),
                 "amber cells read {amber:?}"
             );
+            // An aborted canary: its cell shows the stable version that runs, and names the
+            // version that was tried and sent back (never the other way round).
+            let failing = texts(c, "td.failing").await?;
+            let mut aborted = 0;
+            for cell in fleet.apps.iter().flat_map(|a| &a.cells) {
+                let Some(said) = cell
+                    .troubles
+                    .iter()
+                    .find(|t| t.words.contains(" aborted: "))
+                else {
+                    continue;
+                };
+                aborted += 1;
+                let running = cell
+                    .running_tag()
+                    .context("an aborted canary's stable version")?;
+                anyhow::ensure!(!said.words.contains(running), "{said:?} names what runs");
+                anyhow::ensure!(
+                    failing
+                        .iter()
+                        .any(|shown| shown.contains(&said.words) && shown.ends_with(running)),
+                    "failing cells read {failing:?}"
+                );
+            }
+            anyhow::ensure!(aborted > 0, "no aborted canary at the pinned start");
             browser.check_page("fleet").await?;
             // Every action on the page is reachable by keyboard, with visible focus.
             browser.keyboard_reaches_everything().await?;
