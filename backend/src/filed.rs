@@ -176,6 +176,9 @@ struct Made {
     xr_created: Option<Option<DateTime<Utc>>>,
     /// What its objects tell of its recent activity ([`activity::of_objects`]).
     activity: Vec<Activity>,
+    /// When its states' judgement changes by time alone ([`tower_shared::state::EnvState::until`]):
+    /// it is made again then, whether or not its objects move.
+    until: Option<DateTime<Utc>>,
 }
 
 /// The filing a deriver keeps: objects by service, and what each known service's part
@@ -282,10 +285,16 @@ impl Filing {
     }
 
     /// Re-derives what the parts of the services changed since the last call feed the
-    /// whole-fleet views, judged at `now` (a state's timed pause, a pod's grace); whether
-    /// any changed.
+    /// whole-fleet views, judged at `now` (a state's timed pause, a pod's grace), and those
+    /// whose judgement time alone has changed by `now`; whether any was.
     pub fn refresh(&mut self, now: DateTime<Utc>) -> bool {
-        let dirty = std::mem::take(&mut self.dirty);
+        let mut dirty = std::mem::take(&mut self.dirty);
+        dirty.extend(
+            self.made
+                .iter()
+                .filter(|(_, m)| m.until.is_some_and(|until| until <= now))
+                .map(|(service, _)| Arc::clone(service)),
+        );
         for service in &dirty {
             if !self.filed.knows(service) {
                 self.made.remove(service);
@@ -320,10 +329,21 @@ impl Filing {
         // another app sits in that app's part too).
         apps.retain(|a| a.name == service);
         Made {
+            until: apps
+                .iter()
+                .flat_map(|a| &a.cells)
+                .filter_map(|c| c.until)
+                .min(),
             apps,
             xr_created,
             activity: activity::of_objects(&snapshot, service),
         }
+    }
+
+    /// The soonest moment some service's judgement changes by time alone, if any will:
+    /// [`Filing::refresh`] at or after it makes that service again.
+    pub fn until(&self) -> Option<DateTime<Utc>> {
+        self.made.values().filter_map(|m| m.until).min()
     }
 
     /// Every known service's fleet app (for [`tower_shared::fleet::assemble`]).

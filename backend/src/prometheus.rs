@@ -14,12 +14,15 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 use tower_shared::api::{PrometheusAnswers, PrometheusState};
-use tower_shared::runtime::{Asked, Readings, ASKED, CHART_SPAN, CHART_STEP};
+use tower_shared::runtime::{Asked, Readings, ASKED, CHART_SPAN, CHART_STEP, JUDGED};
 
 use crate::config::PrometheusConfig;
 
 /// How long an answer is reused (real time) before Prometheus is asked again.
 pub const FRESH_FOR: Duration = Duration::from_secs(10);
+
+/// How many environments' figures [`Prometheus::judged`] asks for at a time.
+const JUDGED_AT_ONCE: usize = 4;
 
 /// The figures of one namespace and when they were measured (Tower's time).
 #[derive(Clone, Debug)]
@@ -122,33 +125,10 @@ impl Prometheus {
                 readings: known.map(|k| k.readings),
             };
         }
-        let asked = ASKED.iter().map(|asked| self.ask(namespace, asked, now));
-        let answers = futures::future::join_all(asked).await;
-        let mut readings = Readings::default();
-        let mut failure = None;
-        for (asked, answer) in ASKED.iter().zip(answers) {
-            match answer {
-                Ok(Answer::Figure(Some(v))) => {
-                    readings.figures.insert(asked.key(), v);
-                }
-                Ok(Answer::Series(points)) if !points.is_empty() => {
-                    readings.series.insert(asked.key(), points);
-                }
-                Ok(_) => {}
-                Err(why) => failure = Some(why),
-            }
-        }
+        let (readings, failure) = self.ask_all(namespace, &ASKED, now).await;
         match failure {
             Some(why) => {
-                let mut down = locked(&self.down);
-                if down.is_none() {
-                    tracing::warn!(%why, "Prometheus did not answer");
-                }
-                match down.as_mut() {
-                    Some(down) => down.1 = why,
-                    None => *down = Some((now, why)),
-                }
-                drop(down);
+                self.went_down(now, why);
                 // What it answered (if anything) on top of what it answered before; the
                 // moment measured stays the last whole answer's.
                 let mut known_now = locked(&self.known);
@@ -178,6 +158,72 @@ impl Prometheus {
                     measured_at: Some(now),
                 }
             }
+        }
+    }
+
+    /// The figures each of `namespaces`' state is judged by ([`JUDGED`]) at `now`, asked
+    /// now, a few environments at a time, each within the deadline; `None` where
+    /// Prometheus did not answer them all. Not kept: the caller keeps what it needs.
+    pub async fn judged(&self, namespaces: &[String], now: DateTime<Utc>) -> Vec<Option<Readings>> {
+        let mut out = Vec::with_capacity(namespaces.len());
+        // A few environments at a time: a fleet's worth at once would crowd out the
+        // Runtime tab's own questions.
+        for some in namespaces.chunks(JUDGED_AT_ONCE) {
+            let asks = some.iter().map(|namespace| self.judge_one(namespace, now));
+            out.extend(futures::future::join_all(asks).await);
+        }
+        out
+    }
+
+    async fn judge_one(&self, namespace: &str, now: DateTime<Utc>) -> Option<Readings> {
+        match self.ask_all(namespace, &JUDGED, now).await {
+            (readings, None) => {
+                *locked(&self.down) = None;
+                Some(readings)
+            }
+            (_, Some(why)) => {
+                self.went_down(now, why);
+                None
+            }
+        }
+    }
+
+    /// Every query of `asked` for `namespace` at once: what was answered, and why not all
+    /// were (the last failure), if so.
+    async fn ask_all(
+        &self,
+        namespace: &str,
+        asked: &[Asked],
+        now: DateTime<Utc>,
+    ) -> (Readings, Option<String>) {
+        let answers =
+            futures::future::join_all(asked.iter().map(|a| self.ask(namespace, a, now))).await;
+        let mut readings = Readings::default();
+        let mut failure = None;
+        for (asked, answer) in asked.iter().zip(answers) {
+            match answer {
+                Ok(Answer::Figure(Some(v))) => {
+                    readings.figures.insert(asked.key(), v);
+                }
+                Ok(Answer::Series(points)) if !points.is_empty() => {
+                    readings.series.insert(asked.key(), points);
+                }
+                Ok(_) => {}
+                Err(why) => failure = Some(why),
+            }
+        }
+        (readings, failure)
+    }
+
+    /// Notes that Prometheus did not answer at `now`, and why (since when stays the first).
+    fn went_down(&self, now: DateTime<Utc>, why: String) {
+        let mut down = locked(&self.down);
+        if down.is_none() {
+            tracing::warn!(%why, "Prometheus did not answer");
+        }
+        match down.as_mut() {
+            Some(down) => down.1 = why,
+            None => *down = Some((now, why)),
         }
     }
 

@@ -93,10 +93,7 @@ impl AppState {
                 .and_then(|g| g.webhook_secret.clone()),
             backstage: config.backstage.clone().map(Arc::new),
             argocd: config.argocd.clone().map(Arc::new),
-            prometheus: config
-                .prometheus
-                .clone()
-                .map(|p| Arc::new(crate::prometheus::Prometheus::new(p))),
+            prometheus: live.prometheus().cloned(),
             history: live.history().clone(),
             gate: Arc::new(crate::auth::Gate::from_config(config, http.clone())),
             http,

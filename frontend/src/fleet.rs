@@ -500,10 +500,18 @@ fn FleetCellView(service: String, cell: Option<FleetCell>) -> impl IntoView {
                 Severity::Attention => ("cell attention", "⚠"),
                 Severity::Failing => ("cell failing", "✖"),
             };
+            // What only waits is said beside the trouble, as a notice (never amber).
+            let waits = (a.severity > Severity::Notice && !cell.waits.is_empty())
+                .then(|| cell.waits.join("; "));
+            let title = match &waits {
+                Some(waits) => format!("{}; {waits}", a.reason),
+                None => a.reason.clone(),
+            };
+            let waits = waits.map(|w| view! { <span class="wait">" ◌ " {w}</span> });
             view! {
-                <td class=class title=a.reason.clone()>
+                <td class=class title=title>
                     <a href=href>
-                        <span class="status">{icon} " " {a.reason.clone()}</span>
+                        <span class="status">{icon} " " {a.reason.clone()} {waits}</span>
                         <span class="tag">{tag}</span>
                         {arriving}
                     </a>

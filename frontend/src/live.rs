@@ -76,7 +76,8 @@ impl Pending {
                 };
                 self.any = true;
                 match change.source {
-                    ChangeSource::Kubernetes => self.fleet = true,
+                    // The fleet's cells are the states both judge.
+                    ChangeSource::Kubernetes | ChangeSource::Prometheus => self.fleet = true,
                     ChangeSource::History => {
                         // Typical durations move for everyone.
                         self.history = true;

@@ -687,6 +687,8 @@ pub enum ChangeSource {
     GitHub,
     Catalog,
     History,
+    /// Prometheus' figures for a service's objectives.
+    Prometheus,
 }
 
 /// One `change` event of `/api/events`: something Tower reads changed, and the views that

@@ -205,15 +205,21 @@ pub fn desired_weight(rollout: &Object) -> Option<u32> {
         .and_then(|w| u32::try_from(w).ok())
 }
 
-/// A ReplicaSet's available pods; Kubernetes leaves a zero count out of a status it
-/// wrote, so a written status without the field is 0, and no status is unknown.
-pub fn available_replicas(rs: &Object) -> Option<u32> {
+/// A ReplicaSet's count `field` of its status (`replicas`, `readyReplicas`,
+/// `availableReplicas`); Kubernetes leaves a zero count out of a status it wrote, so a
+/// written status without the field is 0, and no status is unknown.
+pub fn replica_count(rs: &Object, field: &str) -> Option<u32> {
     (!rs.status.is_null()).then(|| {
-        at(&rs.status, &["availableReplicas"])
+        at(&rs.status, &[field])
             .and_then(Value::as_u64)
             .and_then(|n| u32::try_from(n).ok())
             .unwrap_or(0)
     })
+}
+
+/// A ReplicaSet's available pods ([`replica_count`]).
+pub fn available_replicas(rs: &Object) -> Option<u32> {
+    replica_count(rs, "availableReplicas")
 }
 
 #[cfg(test)]

@@ -51,6 +51,10 @@ pub struct Environment {
     pub rollout: Option<RolloutView>,
     /// `None` when calm; the same words as the fleet's cell.
     pub attention: Option<Attention>,
+    /// Its state ([`crate::state`]), the fleet cell's: what runs, what is arriving, every
+    /// trouble; `None` when no Argo CD Application deploys it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<crate::state::EnvState>,
 }
 
 /// An Argo CD Application, in Argo CD's own words.
@@ -296,8 +300,8 @@ fn environments(snapshot: &Snapshot, service: &str) -> Vec<Environment> {
             let argo = application.map(|a| argo_app(a, snapshot.github_host.as_deref()));
             let rollout = found
                 .map(|(cluster, r)| rollout_view(r, snapshot.cluster(cluster), service, &builds));
-            let state = states.iter().find(|s| s.environment == name);
-            let attention = attention(state, rollout.as_ref());
+            let state = states.iter().find(|s| s.environment == name).cloned();
+            let attention = attention(state.as_ref(), rollout.as_ref());
             Environment {
                 name,
                 cluster,
@@ -305,6 +309,7 @@ fn environments(snapshot: &Snapshot, service: &str) -> Vec<Environment> {
                 argo,
                 rollout,
                 attention,
+                state,
             }
         })
         .collect()
@@ -465,16 +470,7 @@ fn replica_set_view(
     replica_set: Option<&Object>,
     builds: &Builds<'_>,
 ) -> ReplicaSetView {
-    let count = |field| {
-        let rs = replica_set?;
-        // Kubernetes leaves zero counts out of a status it wrote.
-        (!rs.status.is_null()).then(|| {
-            at(&rs.status, &[field])
-                .and_then(Value::as_u64)
-                .and_then(|n| u32::try_from(n).ok())
-                .unwrap_or(0)
-        })
-    };
+    let count = |field| replica_set.and_then(|rs| crate::argo::replica_count(rs, field));
     let image = replica_set.and_then(replica_set_image).map(str::to_owned);
     ReplicaSetView {
         replica_set: replica_set.map(|rs| rs.name().to_owned()),

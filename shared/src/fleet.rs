@@ -125,6 +125,17 @@ pub fn fleet_apps(snapshot: &crate::snapshot::Snapshot) -> Vec<FleetApp> {
         .collect()
 }
 
+/// Judges every cell's objectives by what Prometheus answered
+/// ([`crate::state::judge_objectives`]): for apps derived from objects alone (the live
+/// deriver's, a service at a time), once the figures are known.
+pub fn judge_objectives(apps: &mut [FleetApp], snapshot: &crate::snapshot::Snapshot) {
+    for app in apps {
+        for cell in &mut app.cells {
+            crate::state::judge_objectives(snapshot, &app.name, cell);
+        }
+    }
+}
+
 /// The fleet of `apps` at `generated_at`: the environments of all their cells in promotion
 /// order, each app's cells in that order, the apps sorted by trouble.
 pub fn assemble(generated_at: chrono::DateTime<chrono::Utc>, mut apps: Vec<FleetApp>) -> Fleet {
@@ -156,6 +167,7 @@ mod tests {
     fn cell(troubles: &[Severity], waits: &[&str]) -> FleetCell {
         FleetCell {
             environment: "prod".to_owned(),
+            namespace: None,
             sync: SyncStatus::Synced,
             health: HealthStatus::Healthy,
             running: None,
@@ -170,6 +182,7 @@ mod tests {
                 })
                 .collect(),
             waits: waits.iter().map(|w| (*w).to_owned()).collect(),
+            until: None,
         }
     }
 

@@ -431,6 +431,24 @@ struct Running<'a> {
 }
 
 impl<'a> Running<'a> {
+    /// What runs in `env`: its Rollout's versions, or without one the version its state
+    /// says runs (the image Argo CD reports); `None` when neither is known.
+    fn in_env(env: &'a crate::deployments::Environment) -> Option<Self> {
+        if let Some(rollout) = &env.rollout {
+            return Some(Self::of(env, rollout));
+        }
+        let stable = env.state.as_ref()?.running.as_deref()?;
+        Some(Self {
+            stable: Some(stable),
+            canary: None,
+            weight: None,
+            desired_weight: None,
+            aborted: false,
+            unready: unready(env, None),
+            synced_at: env.argo.as_ref().and_then(|a| a.last_synced_at),
+        })
+    }
+
     fn of(env: &'a crate::deployments::Environment, rollout: &'a RolloutView) -> Self {
         let image = |set: Option<&'a crate::deployments::ReplicaSetView>| {
             set.and_then(|s| s.image.as_deref())
@@ -442,7 +460,7 @@ impl<'a> Running<'a> {
             weight: rollout.canary_weight,
             desired_weight: rollout.desired_weight,
             aborted: rollout.aborted,
-            unready: unready(env, rollout),
+            unready: unready(env, Some(rollout)),
             synced_at: env.argo.as_ref().and_then(|a| a.last_synced_at),
         }
     }
@@ -450,8 +468,8 @@ impl<'a> Running<'a> {
 
 /// Why a release live in `env` may not go on to the next environment, or `None` when it
 /// may: Kargo's and GitOps Promoter's gate — Argo CD says the Application is Healthy and
-/// Synced, and its Rollout is Healthy.
-fn unready(env: &crate::deployments::Environment, rollout: &RolloutView) -> Option<String> {
+/// Synced, and its Rollout (if it has one) is Healthy.
+fn unready(env: &crate::deployments::Environment, rollout: Option<&RolloutView>) -> Option<String> {
     let mut why = Vec::new();
     match &env.argo {
         None => why.push("no Argo CD Application deploys it".to_owned()),
@@ -465,7 +483,7 @@ fn unready(env: &crate::deployments::Environment, rollout: &RolloutView) -> Opti
             }
         }
     }
-    if rollout.phase != RolloutPhase::Healthy {
+    if let Some(rollout) = rollout.filter(|r| r.phase != RolloutPhase::Healthy) {
         why.push(format!("its Rollout is {:?}", rollout.phase));
     }
     (!why.is_empty()).then(|| format!("waits for {}: {}", env.name, why.join(", ")))
@@ -484,10 +502,7 @@ pub fn derive(
         .environments
         .iter()
         .flatten()
-        .map(|env| {
-            let running = env.rollout.as_ref().map(|r| Running::of(env, r));
-            (env.name.as_str(), running)
-        })
+        .map(|env| (env.name.as_str(), Running::in_env(env)))
         .collect();
     // The builds' images, newest first (pull requests' runs publish none that ship).
     let mut rows: Vec<Release> = Vec::new();

@@ -7,8 +7,6 @@
 //! by the backend with the queries [`ASKED`] names) against the app's [`Targets`]. Nothing
 //! Prometheus did not answer is shown as zero: a window without a figure is unknown.
 
-use std::collections::BTreeMap;
-
 use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
 
@@ -16,6 +14,7 @@ use crate::cicd::Targets;
 use crate::hangar;
 
 use crate::slo;
+pub use crate::slo::{millis, Asked, Measure, Readings, ASKED, JUDGED};
 use crate::snapshot::Snapshot;
 pub use crate::workload::{Autoscaler, Event, Pod, Termination};
 
@@ -85,8 +84,7 @@ pub fn places(snapshot: &Snapshot, service: &str) -> Vec<Place> {
                     .filter(|o| o.namespace() == Some(&place.namespace))
                 {
                     match object.kind.as_str() {
-                        // The Rollout's pods: Argo Rollouts labels each with its hash.
-                        "Pod" if object.label(crate::argo::POD_HASH_LABEL).is_some() => {
+                        "Pod" if crate::workload::is_rollout_pod(object) => {
                             place.pods.push(crate::workload::pod(object));
                         }
                         "Event" => place.events.push(crate::workload::event(object)),
@@ -119,132 +117,11 @@ pub fn places(snapshot: &Snapshot, service: &str) -> Vec<Place> {
         .collect()
 }
 
-/// What Tower asks Prometheus for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub enum Measure {
-    /// Failed requests ÷ all requests (5xx by default).
-    ErrorRatio,
-    LatencyP95,
-    LatencyP99,
-}
-
-impl Measure {
-    pub fn key(self) -> &'static str {
-        match self {
-            Self::ErrorRatio => "errorRatio",
-            Self::LatencyP95 => "latencyP95",
-            Self::LatencyP99 => "latencyP99",
-        }
-    }
-}
-
-/// One query: a measure over a window, at one moment (`range: false`) or as a series over
-/// [`CHART_SPAN`] every [`CHART_STEP`] (each point over `window`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Asked {
-    pub measure: Measure,
-    pub window: &'static str,
-    pub range: bool,
-}
-
-impl Asked {
-    /// Its key in [`Readings`]: `errorRatio:1h`, or `errorRatio:series`.
-    pub fn key(&self) -> String {
-        if self.range {
-            format!("{}:series", self.measure.key())
-        } else {
-            format!("{}:{}", self.measure.key(), self.window)
-        }
-    }
-}
-
 /// The windows each figure is shown over.
 pub const SHOWN: [&str; 3] = ["1h", "24h", "30d"];
 /// What the charts span, and their step.
 pub const CHART_SPAN: Duration = Duration::hours(24);
 pub const CHART_STEP: Duration = Duration::minutes(10);
-
-const fn at(measure: Measure, window: &'static str) -> Asked {
-    Asked {
-        measure,
-        window,
-        range: false,
-    }
-}
-
-/// Every query per environment: the error ratio over the burn-rate alerts' windows and the
-/// shown ones, the latencies over the shown ones, and the two charted series.
-pub const ASKED: [Asked; 15] = [
-    at(Measure::ErrorRatio, "5m"),
-    at(Measure::ErrorRatio, "30m"),
-    at(Measure::ErrorRatio, "1h"),
-    at(Measure::ErrorRatio, "6h"),
-    at(Measure::ErrorRatio, "24h"),
-    at(Measure::ErrorRatio, "3d"),
-    at(Measure::ErrorRatio, "30d"),
-    at(Measure::LatencyP95, "1h"),
-    at(Measure::LatencyP95, "24h"),
-    at(Measure::LatencyP95, "30d"),
-    at(Measure::LatencyP99, "1h"),
-    at(Measure::LatencyP99, "24h"),
-    at(Measure::LatencyP99, "30d"),
-    Asked {
-        measure: Measure::ErrorRatio,
-        window: "5m",
-        range: true,
-    },
-    Asked {
-        measure: Measure::LatencyP99,
-        window: "5m",
-        range: true,
-    },
-];
-
-/// What Prometheus answered for one environment, by [`Asked::key`]: a figure, or a series
-/// of `(unix seconds, value)`. Latencies are in seconds, as histograms record them. A key
-/// that is absent was not answered (or had no series); NaN answers are left out.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Readings {
-    #[serde(default)]
-    pub figures: BTreeMap<String, f64>,
-    #[serde(default)]
-    pub series: BTreeMap<String, Vec<(i64, f64)>>,
-}
-
-impl Readings {
-    fn figure(&self, measure: Measure, window: &str) -> Option<f64> {
-        self.figures
-            .get(&format!("{}:{window}", measure.key()))
-            .copied()
-    }
-
-    fn error_ratios(&self) -> slo::Ratios {
-        let r = |w| self.figure(Measure::ErrorRatio, w);
-        slo::Ratios {
-            m5: r("5m"),
-            m30: r("30m"),
-            h1: r("1h"),
-            h6: r("6h"),
-            d3: r("3d"),
-            d30: r("30d"),
-        }
-    }
-
-    /// Keeps `older`'s answers where this has none (Prometheus answered some queries only).
-    pub fn or_older(mut self, older: &Readings) -> Readings {
-        for (key, value) in &older.figures {
-            self.figures.entry(key.clone()).or_insert(*value);
-        }
-        for (key, value) in &older.series {
-            self.series
-                .entry(key.clone())
-                .or_insert_with(|| value.clone());
-        }
-        self
-    }
-}
 
 /// The figures of one window.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -319,10 +196,6 @@ pub fn percent(share: f64) -> String {
         format!("{p:.2}")
     };
     format!("{text} %")
-}
-
-fn millis(seconds: f64) -> String {
-    format!("{:.0} ms", seconds * 1000.0)
 }
 
 const WIDTH: f64 = 640.0;

@@ -58,6 +58,12 @@ pub struct Snapshot {
     /// The observer's memory of when it first saw steps running and done.
     #[serde(default)]
     pub observed: BTreeMap<String, BTreeMap<String, Observation>>,
+    /// What Prometheus last answered for each service's environments (by service, then
+    /// environment): the figures its state's objectives are judged by
+    /// ([`crate::slo::JUDGED`]). A service or environment not here was not measured
+    /// (no Prometheus, or it has not answered): its objectives are unknown, never met.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub measured: BTreeMap<String, BTreeMap<String, crate::slo::Readings>>,
     /// Base URL of the Infisical UI, for links to a service's secrets project.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub infisical_url: Option<String>,
@@ -166,6 +172,7 @@ impl Snapshot {
             cicd_read: BTreeMap::new(),
             history: Vec::new(),
             observed: BTreeMap::new(),
+            measured: BTreeMap::new(),
             infisical_url: None,
             github_host: None,
         }
@@ -267,6 +274,7 @@ impl Snapshot {
             cicd_read: only_entry(&self.cicd_read, service),
             history: self.history.clone(),
             observed: only_entry(&self.observed, service),
+            measured: only_entry(&self.measured, service),
             infisical_url: self.infisical_url.clone(),
             github_host: self.github_host.clone(),
         }

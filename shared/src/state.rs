@@ -13,7 +13,9 @@ use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::argo::{word, HealthStatus, RolloutPhase, SyncStatus};
+use crate::cicd::Targets;
 use crate::kube::{array_at, at, str_at, Object};
+use crate::slo::Readings;
 use crate::snapshot::Snapshot;
 use crate::workload::Pod;
 
@@ -52,6 +54,8 @@ pub enum Source {
     Pods,
     Autoscaler,
     Secrets,
+    /// The service level objectives, from Prometheus' figures.
+    Slo,
     #[serde(other)]
     Other,
 }
@@ -97,6 +101,9 @@ pub struct Arriving {
 #[serde(rename_all = "camelCase")]
 pub struct EnvState {
     pub environment: String,
+    /// The namespace the Application deploys to, when it names one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
     /// Argo CD `status.sync.status`.
     pub sync: SyncStatus,
     /// Argo CD `status.health.status`.
@@ -115,6 +122,11 @@ pub struct EnvState {
     /// What is expected to pass by itself (a timed pause, a sync in progress), in words.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub waits: Vec<String>,
+    /// When the judgement changes by time alone, if it will (a timed pause runs out, a
+    /// pod's start grace ends, an OOMKill is forgotten, a secret turns stale): the state
+    /// must be judged again then, whether or not anything else moves. Not on the wire.
+    #[serde(skip)]
+    pub until: Option<DateTime<Utc>>,
 }
 
 impl EnvState {
@@ -168,6 +180,9 @@ pub fn derive(snapshot: &Snapshot, service: &str) -> Vec<EnvState> {
     states
 }
 
+/// What an environment's secrets say: each one's trouble, and when the first turns stale.
+type Secrets = (Vec<String>, Option<DateTime<Utc>>);
+
 /// Every (app, state) the snapshot's labelled Applications deploy, in no particular order.
 pub fn of_all(snapshot: &Snapshot) -> Vec<(String, EnvState)> {
     let control_plane = snapshot.control_plane_cluster.as_str();
@@ -183,13 +198,26 @@ pub fn of_all(snapshot: &Snapshot) -> Vec<(String, EnvState)> {
             }
         }
     }
-    let mut secrets: BTreeMap<(&str, String), Vec<String>> = BTreeMap::new();
+    // Each environment's secrets: what is wrong with them, and when one turns stale.
+    let mut secrets: BTreeMap<(&str, String), Secrets> = BTreeMap::new();
     for (service, secret) in crate::config::secret_syncs(snapshot) {
-        if let (Some(env), Some(why)) = (
-            secret.environment.clone(),
-            crate::config::secret_attention(&secret),
+        let Some(env) = secret.environment.clone() else {
+            continue;
+        };
+        let (words, until) = secrets.entry((service, env)).or_default();
+        if let Some(why) = crate::config::secret_attention(&secret) {
+            words.push(why);
+        }
+        if let (false, Some(at), Some(every)) = (
+            secret.stale,
+            secret.last_refresh,
+            secret.refresh_interval_sec,
         ) {
-            secrets.entry((service, env)).or_default().push(why);
+            // Stale once older than twice its interval ([`crate::config`]).
+            *until = soonest(
+                *until,
+                (every > 0).then(|| at + Duration::seconds(every * 2 + 1)),
+            );
         }
     }
     let applications = snapshot
@@ -216,10 +244,12 @@ pub fn of_all(snapshot: &Snapshot) -> Vec<(String, EnvState)> {
         let here: &[&Object] = destination("namespace")
             .and_then(|ns| places.get(&(cluster, ns)))
             .map_or(&[], Vec::as_slice);
-        let secrets = secrets
+        let (secrets, stale_at) = secrets
             .remove(&(app, environment.to_owned()))
             .unwrap_or_default();
-        let state = env_state(app, environment, application, here, &secrets, snapshot.now);
+        let mut state = env_state(app, environment, application, here, &secrets, snapshot.now);
+        state.until = soonest(state.until, stale_at);
+        judge_objectives(snapshot, app, &mut state);
         out.push((app.to_owned(), state));
     }
     out
@@ -246,6 +276,7 @@ fn env_state(
     let mut waits = Vec::new();
     let mut state = EnvState {
         environment: environment.to_owned(),
+        namespace: str_at(&application.spec, &["destination", "namespace"]).map(str::to_owned),
         sync,
         health,
         running: None,
@@ -253,6 +284,7 @@ fn env_state(
         rollout: None,
         troubles: Vec::new(),
         waits: Vec::new(),
+        until: None,
     };
     match rollout {
         Some(rollout) => {
@@ -294,7 +326,7 @@ fn env_state(
             let aborted_image = canary_hash
                 .filter(|_| aborted)
                 .and_then(|hash| image(set(hash)));
-            rollout_troubles(
+            state.until = rollout_troubles(
                 rollout,
                 (phase, blue_green),
                 (arriving.as_ref(), aborted_image.as_deref()),
@@ -318,10 +350,10 @@ fn env_state(
     argo_troubles(&state, &mut troubles, &mut waits);
     let pods: Vec<Pod> = here
         .iter()
-        .filter(|o| o.kind == "Pod" && o.label(crate::argo::POD_HASH_LABEL).is_some())
+        .filter(|o| crate::workload::is_rollout_pod(o))
         .map(|o| crate::workload::pod(o))
         .collect();
-    pod_troubles(&pods, now, &mut troubles);
+    state.until = soonest(state.until, pod_troubles(&pods, now, &mut troubles));
     if let Some(hpa) = here
         .iter()
         .find(|o| o.kind == "HorizontalPodAutoscaler")
@@ -341,6 +373,95 @@ fn env_state(
     state.troubles = troubles;
     state.waits = waits;
     state
+}
+
+/// Judges `state`'s objectives by what Prometheus last answered for `app` there
+/// ([`Snapshot::measured`]) against the targets of its `cicd.yaml` (or Tower's defaults),
+/// in place of any earlier judgement. Not measured: no objective trouble is said (unknown,
+/// not met).
+pub fn judge_objectives(snapshot: &Snapshot, app: &str, state: &mut EnvState) {
+    state.troubles.retain(|t| t.source != Source::Slo);
+    let Some(readings) = snapshot
+        .measured
+        .get(app)
+        .and_then(|m| m.get(&state.environment))
+    else {
+        return;
+    };
+    let targets = snapshot.cicd_of(app).slo.unwrap_or_default();
+    state
+        .troubles
+        .extend(objective_troubles(readings, &targets));
+    state
+        .troubles
+        .sort_by_key(|t| std::cmp::Reverse(t.severity));
+}
+
+/// What the objectives say against `targets` (the SRE workbook's alerts, [`crate::slo`]): a
+/// page alert firing is failing; a ticket alert firing, the month's error budget spent, or
+/// a latency over the last hour above its objective needs attention.
+pub fn objective_troubles(readings: &Readings, targets: &Targets) -> Vec<Trouble> {
+    use crate::slo::{millis, Measure};
+    let mut troubles = Vec::new();
+    let mut trouble = |severity, words: String| {
+        troubles.push(Trouble {
+            source: Source::Slo,
+            severity,
+            words,
+        });
+    };
+    let ratios = readings.error_ratios();
+    // The loudest firing alert speaks for the burning (a page alert fires with its ticket).
+    let firing = crate::slo::alerts(&ratios, targets.availability)
+        .into_iter()
+        .filter(|a| a.firing == Some(true))
+        .min_by_key(|a| a.alert.severity != crate::slo::Severity::Page);
+    if let Some(a) = firing {
+        let burn = |b: Option<f64>| b.map_or_else(|| "?".to_owned(), |b| format!("{b:.1}"));
+        trouble(
+            match a.alert.severity {
+                crate::slo::Severity::Page => Severity::Failing,
+                crate::slo::Severity::Ticket => Severity::Attention,
+            },
+            format!(
+                "Error budget burning {}× over {} and {}× over {} ({} alert)",
+                burn(a.long_burn),
+                a.alert.long,
+                burn(a.short_burn),
+                a.alert.short,
+                a.alert.severity.word()
+            ),
+        );
+    }
+    if crate::slo::budget_left(ratios.d30, targets.availability).is_some_and(|left| left < 0.0) {
+        trouble(
+            Severity::Attention,
+            "Error budget for 30 days spent".to_owned(),
+        );
+    }
+    let over: Vec<String> = [
+        ("p95", Measure::LatencyP95, targets.latency_p95_ms),
+        ("p99", Measure::LatencyP99, targets.latency_p99_ms),
+    ]
+    .into_iter()
+    .filter_map(|(name, measure, target_ms)| {
+        let seconds = readings.figure(measure, "1h")?;
+        (seconds * 1000.0 > target_ms).then(|| {
+            format!(
+                "{name} {} (objective {})",
+                millis(seconds),
+                millis(target_ms / 1000.0)
+            )
+        })
+    })
+    .collect();
+    if !over.is_empty() {
+        trouble(
+            Severity::Attention,
+            format!("Latency over the last hour: {}", over.join(", ")),
+        );
+    }
+    troubles
 }
 
 /// What Argo CD's words add to what the Rollout said: its health when the Rollout does not
@@ -385,7 +506,8 @@ fn rollout_troubles(
     (arriving, aborted): (Option<&Arriving>, Option<&str>),
     now: DateTime<Utc>,
     (troubles, waits): (&mut Vec<Trouble>, &mut Vec<String>),
-) {
+) -> Option<DateTime<Utc>> {
+    let mut until = None;
     let at_weight = arriving
         .and_then(|a| a.weight)
         // No traffic on a canary (not started) is not a weight to show.
@@ -406,10 +528,13 @@ fn rollout_troubles(
             "Preview waiting for promotion".to_owned(),
         ),
         RolloutPhase::Paused => match timed_pause(rollout) {
-            Some((since, length)) if now < since + length => waits.push(format!(
-                "Canary paused{at_weight}, a timed pause of {}",
-                words_of(length)
-            )),
+            Some((since, length)) if now < since + length => {
+                until = Some(since + length);
+                waits.push(format!(
+                    "Canary paused{at_weight}, a timed pause of {}",
+                    words_of(length)
+                ));
+            }
             Some((_, length)) => trouble(
                 Severity::Attention,
                 format!(
@@ -441,6 +566,7 @@ fn rollout_troubles(
             trouble(Severity::Attention, "Rollout state unknown".to_owned());
         }
     }
+    until
 }
 
 /// When the canary's current step is a pause with a duration: when it began and how long
@@ -473,7 +599,14 @@ fn words_of(length: Duration) -> String {
 
 /// What the pods say: a container killed for its memory lately, one crash-looping or
 /// failing to pull its image, pods not ready past a start's grace.
-fn pod_troubles(pods: &[Pod], now: DateTime<Utc>, troubles: &mut Vec<Trouble>) {
+/// Returns when the pods' judgement changes by time alone (a grace ends, an OOMKill is
+/// forgotten).
+fn pod_troubles(
+    pods: &[Pod],
+    now: DateTime<Utc>,
+    troubles: &mut Vec<Trouble>,
+) -> Option<DateTime<Utc>> {
+    let mut until = None;
     let mut trouble = |severity, words: String| {
         troubles.push(Trouble {
             source: Source::Pods,
@@ -485,11 +618,15 @@ fn pod_troubles(pods: &[Pod], now: DateTime<Utc>, troubles: &mut Vec<Trouble>) {
         if let Some(waiting) = pod.waiting.as_deref().filter(|w| w.ends_with("BackOff")) {
             trouble(Severity::Failing, format!("pod {} in {waiting}", pod.name));
         }
-        if pod.last_termination.as_ref().is_some_and(|t| {
-            t.reason == "OOMKilled"
-                && t.at
-                    .is_some_and(|at| now - at < Duration::hours(OOM_REMEMBERED_HOURS))
-        }) {
+        let forgotten = pod
+            .last_termination
+            .as_ref()
+            .filter(|t| t.reason == "OOMKilled")
+            .and_then(|t| t.at)
+            .map(|at| at + Duration::hours(OOM_REMEMBERED_HOURS))
+            .filter(|forgotten| now < *forgotten);
+        if let Some(forgotten) = forgotten {
+            until = soonest(until, Some(forgotten));
             let times = match pod.restarts {
                 0 | 1 => String::new(),
                 n => format!(" ({n} restarts)"),
@@ -500,20 +637,39 @@ fn pod_troubles(pods: &[Pod], now: DateTime<Utc>, troubles: &mut Vec<Trouble>) {
             );
         }
     }
-    let not_ready = pods
-        .iter()
-        .filter(|p| {
-            let (ready, all) = p.ready.split_once('/').unwrap_or(("0", "0"));
-            ready != all
-                && p.waiting.as_deref().is_none_or(|w| !w.ends_with("BackOff"))
-                && p.created_at
-                    .is_some_and(|t| now - t > Duration::minutes(NOT_READY_GRACE_MINUTES))
-        })
-        .count();
+    let mut not_ready = 0;
+    for pod in pods {
+        let (ready, all) = pod.ready.split_once('/').unwrap_or(("0", "0"));
+        let starting = ready != all
+            && pod
+                .waiting
+                .as_deref()
+                .is_none_or(|w| !w.ends_with("BackOff"));
+        let graced = pod
+            .created_at
+            .map(|t| t + Duration::minutes(NOT_READY_GRACE_MINUTES));
+        match graced {
+            Some(graced) if starting && now > graced => not_ready += 1,
+            // Not ready past the grace: judged again just after it ends.
+            Some(graced) if starting => {
+                until = soonest(until, Some(graced + Duration::seconds(1)));
+            }
+            _ => {}
+        }
+    }
     match not_ready {
         0 => {}
         1 => trouble(Severity::Attention, "1 pod not ready".to_owned()),
         n => trouble(Severity::Attention, format!("{n} pods not ready")),
+    }
+    until
+}
+
+/// The sooner of two instants, either unknown.
+fn soonest(a: Option<DateTime<Utc>>, b: Option<DateTime<Utc>>) -> Option<DateTime<Utc>> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
     }
 }
 
@@ -618,6 +774,8 @@ mod tests {
             ["Canary paused at 25% traffic, a timed pause of 10m"]
         );
         assert_eq!(severity(&waiting), Some(Severity::Notice));
+        // Judged again when the pause runs out, whether or not anything moves.
+        assert_eq!(waiting.until, "2026-11-30T10:06:00Z".parse().ok());
         // The same pause 15 minutes on: the controller should have moved on.
         let stuck = prod(
             "Synced",
@@ -630,6 +788,7 @@ mod tests {
             Some("Canary paused at 25% traffic past its 10m pause")
         );
         assert_eq!(severity(&stuck), Some(Severity::Attention));
+        assert_eq!(stuck.until, None, "nothing more to wait for");
         // A pause without a duration waits for a person: amber.
         let manual = prod(
             "Synced",
@@ -722,10 +881,115 @@ mod tests {
         // Argo CD says Healthy all the same: Tower says what the pods say.
         assert_eq!(sick.health, HealthStatus::Healthy);
         assert_eq!(severity(&sick), Some(Severity::Failing));
+        // Judged again when the memory kill is forgotten, a day after it.
+        assert_eq!(sick.until, "2026-12-01T09:20:00Z".parse().ok());
         // A day on, the memory kill is old news; a calm app is calm.
         let calm = prod("Synced", "Healthy", healthy, vec![]);
         assert_eq!(calm.attention(), None);
         assert_eq!(calm.arriving, None);
+    }
+
+    /// Prometheus' figures (seconds for latencies), by key (`errorRatio:1h`).
+    fn readings(figures: &[(&str, f64)]) -> Readings {
+        Readings {
+            figures: figures.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect(),
+            series: BTreeMap::new(),
+        }
+    }
+
+    fn said(troubles: &[Trouble]) -> Vec<(Source, Severity, &str)> {
+        troubles
+            .iter()
+            .map(|t| (t.source, t.severity, t.words.as_str()))
+            .collect()
+    }
+
+    #[test]
+    fn objectives_breached_are_troubles_and_unknown_figures_are_none() {
+        let targets = Targets::default();
+        // media: p99 890 ms over the last hour against 500 ms, errors well in budget.
+        let slow = readings(&[
+            ("errorRatio:30d", 0.0004),
+            ("errorRatio:3d", 0.0004),
+            ("errorRatio:6h", 0.0002),
+            ("latencyP95:1h", 0.25),
+            ("latencyP99:1h", 0.89),
+        ]);
+        assert_eq!(
+            said(&objective_troubles(&slow, &targets)),
+            [(
+                Source::Slo,
+                Severity::Attention,
+                "Latency over the last hour: p99 890 ms (objective 500 ms)"
+            )]
+        );
+        // flight-api: 0.18 % errors over the month against a 0.1 % budget, and burning
+        // 1.8× over 3 days and 6 hours: the ticket alert fires, the budget is spent.
+        let spent = readings(&[
+            ("errorRatio:30d", 0.0018),
+            ("errorRatio:3d", 0.0018),
+            ("errorRatio:6h", 0.0018),
+            ("errorRatio:1h", 0.0018),
+            ("errorRatio:5m", 0.0015),
+        ]);
+        assert_eq!(
+            said(&objective_troubles(&spent, &targets)),
+            [
+                (
+                    Source::Slo,
+                    Severity::Attention,
+                    "Error budget burning 1.8× over 3d and 1.8× over 6h (ticket alert)"
+                ),
+                (
+                    Source::Slo,
+                    Severity::Attention,
+                    "Error budget for 30 days spent"
+                ),
+            ]
+        );
+        // Burning 20× over the hour and 5 minutes: the page alert speaks, failing.
+        let burning = readings(&[("errorRatio:1h", 0.02), ("errorRatio:5m", 0.03)]);
+        assert_eq!(
+            said(&objective_troubles(&burning, &targets)),
+            [(
+                Source::Slo,
+                Severity::Failing,
+                "Error budget burning 20.0× over 1h and 30.0× over 5m (page alert)"
+            )]
+        );
+        // Nothing answered: nothing said, neither met nor breached.
+        assert_eq!(objective_troubles(&Readings::default(), &targets), []);
+    }
+
+    #[test]
+    fn a_state_is_judged_by_its_own_environment_figures_once() {
+        let healthy = json!({"phase": "Healthy", "stableRS": "aaa", "currentPodHash": "aaa"});
+        let mut state = prod("Synced", "Healthy", healthy, vec![]);
+        assert_eq!(state.namespace.as_deref(), Some("app-pay-prod"));
+        let mut snapshot = Snapshot::empty(NOW.parse().unwrap());
+        // Figures for pay's staging only: prod's objectives are unknown, not breached.
+        snapshot.measured.insert(
+            "pay".to_owned(),
+            BTreeMap::from([("staging".to_owned(), readings(&[("latencyP99:1h", 0.9)]))]),
+        );
+        judge_objectives(&snapshot, "pay", &mut state);
+        assert_eq!(state.attention(), None);
+        snapshot
+            .measured
+            .get_mut("pay")
+            .unwrap()
+            .insert("prod".to_owned(), readings(&[("latencyP99:1h", 0.9)]));
+        // Judged twice (the deriver judges again when figures move): said once.
+        judge_objectives(&snapshot, "pay", &mut state);
+        judge_objectives(&snapshot, "pay", &mut state);
+        assert_eq!(
+            said(&state.troubles),
+            [(
+                Source::Slo,
+                Severity::Attention,
+                "Latency over the last hour: p99 900 ms (objective 500 ms)"
+            )]
+        );
     }
 
     #[test]

@@ -142,3 +142,9 @@ pub fn autoscaler(object: &Object) -> Autoscaler {
         desired: count(&object.status["desiredReplicas"]),
     }
 }
+
+/// Whether `object` is a pod of an Argo Rollout (Argo Rollouts labels each with its
+/// pod-template hash).
+pub fn is_rollout_pod(object: &Object) -> bool {
+    object.kind == "Pod" && object.label(crate::argo::POD_HASH_LABEL).is_some()
+}

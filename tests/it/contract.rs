@@ -325,6 +325,7 @@ fn samples() -> Vec<(&'static str, Value)> {
                     kind: "Go".to_owned(),
                     cells: vec![FleetCell {
                         environment: "dev".to_owned(),
+                        namespace: None,
                         sync: SyncStatus::Synced,
                         health: HealthStatus::Healthy,
                         running: Some("ghcr.io/acme/pay:1.0.0-abc1234".to_owned()),
@@ -346,6 +347,7 @@ fn samples() -> Vec<(&'static str, Value)> {
                             words: "Secret pay-secrets stale".to_owned(),
                         }],
                         waits: vec!["Canary paused, a timed pause of 10m".to_owned()],
+                        until: None,
                     }],
                     platform: vec!["Project pay-secrets failing: quota".to_owned()],
                 }],

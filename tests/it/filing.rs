@@ -11,26 +11,15 @@ use tower_shared::kube::Object;
 use tower_shared::provisioning::derive_provisioning;
 use tower_shared::snapshot::Snapshot;
 
-use crate::support::{root, simulated_worlds};
+use crate::support::{fixture_snapshots, simulated_worlds};
 
-/// Every fixture snapshot, trimmed as Tower keeps objects.
+/// The fixture snapshots the filing is checked on, trimmed as Tower keeps objects.
 fn fixtures() -> Vec<(String, Snapshot)> {
-    let mut snapshots = Vec::new();
-    for dir in [
+    fixture_snapshots(&[
         "fixtures/provisioning",
         "fixtures/cloud-deploys",
         "fixtures/deployments",
-    ] {
-        for entry in std::fs::read_dir(root().join(dir)).unwrap() {
-            let path = entry.unwrap().path();
-            if path.extension().is_some_and(|e| e == "json") {
-                let text = std::fs::read_to_string(&path).unwrap();
-                let snapshot = Snapshot::from_json(&text).unwrap().trimmed();
-                snapshots.push((path.display().to_string(), snapshot));
-            }
-        }
-    }
-    snapshots
+    ])
 }
 
 /// `snapshot`'s objects on each cluster in one order (a part keeps its own).
@@ -165,4 +154,32 @@ fn moves_keep_the_filing_what_a_fresh_one_would_be() {
         changed > 100 && deleted > 0,
         "{changed} changed, {deleted} deleted, {added} added"
     );
+}
+
+#[test]
+fn time_alone_judges_a_state_again() {
+    // Nothing moves, the clock does: at the soonest moment a state's judgement changes by
+    // time (a timed pause runs out, a pod's grace ends, a secret turns stale), the filing
+    // makes that service again and says what deriving the whole world then says.
+    let mut rejudged = 0;
+    let mut worlds = fixtures();
+    for (i, world) in simulated_worlds(&[0, 20, 60, 180]).into_iter().enumerate() {
+        worlds.push((format!("the simulated world, moment {i}"), world.trimmed()));
+    }
+    for (name, whole) in worlds {
+        let (mut filing, base) = Filing::of(whole.clone());
+        assert!(!filing.refresh(base.now), "{name}: nothing is due yet");
+        let Some(until) = filing.until() else {
+            continue;
+        };
+        assert!(until > base.now, "{name}: due after now");
+        let later = Snapshot {
+            now: until,
+            ..whole.clone()
+        };
+        assert!(filing.refresh(until), "{name}: judged again at {until}");
+        assert_same(&name, &filing, &Snapshot { now: until, ..base }, &later);
+        rejudged += 1;
+    }
+    assert!(rejudged >= 4, "{rejudged} worlds judged again");
 }

@@ -81,62 +81,7 @@ fn check(start: DateTime<Utc>) -> Result<(), String> {
             }
         }
 
-        // The fleet's cell, the matrix, the Deployments tab and the Runtime tab's pods agree
-        // on what is live (one state: shared::state).
-        let releases = tower_backend::tabs::releases_of(&part, service);
-        let deployments = tower_shared::deployments::derive_deployments(&part, service);
-        let places = tower_shared::runtime::places(&part, service);
-        for cell in &app.cells {
-            let stable = deployments
-                .environments
-                .iter()
-                .flatten()
-                .find(|e| e.name == cell.environment)
-                .and_then(|e| e.rollout.as_ref()?.stable.as_ref()?.image.as_deref())
-                .map(image::short);
-            if stable.is_some() && stable != cell.running_tag() {
-                return Err(format!(
-                    "{service} in {}: the fleet says {:?}, the Deployments tab {stable:?}",
-                    cell.environment,
-                    cell.running_tag()
-                ));
-            }
-            let running = cell.running.as_deref();
-            let stable_pods = places
-                .iter()
-                .filter(|p| p.environment == cell.environment)
-                .flat_map(|p| &p.pods)
-                .filter(|pod| {
-                    let (Some(pod), Some(running)) = (pod.image.as_deref(), running) else {
-                        return false;
-                    };
-                    image::without_digest(pod) == running
-                })
-                .count();
-            if running.is_some() && cell.rollout.is_some() && stable_pods == 0 {
-                return Err(format!(
-                    "{service} in {}: no pod on the Runtime tab runs {running:?}",
-                    cell.environment
-                ));
-            }
-            let live: Vec<&str> = releases
-                .releases
-                .iter()
-                .filter(|r| {
-                    r.cells
-                        .iter()
-                        .any(|c| c.environment == cell.environment && c.state == CellState::Live)
-                })
-                .map(|r| image::short(&r.image))
-                .collect();
-            if live.len() > 1 || cell.running_tag() != live.first().copied() {
-                return Err(format!(
-                    "{service} in {}: the fleet says {:?}, the matrix {live:?}",
-                    cell.environment,
-                    cell.running_tag()
-                ));
-            }
-        }
+        agree(&part, app)?;
         items.extend(activity::of_objects(&part, service));
     }
     items.extend(activity::of_pulls(
@@ -166,8 +111,96 @@ fn check(start: DateTime<Utc>) -> Result<(), String> {
     Ok(())
 }
 
+/// The fleet's cell, the matrix, the Deployments tab and the Runtime tab's pods agree on
+/// what is live in each of `app`'s environments (one state: `shared::state`); `part` is its
+/// service's part of the world.
+pub fn agree(part: &Snapshot, app: &tower_shared::fleet::FleetApp) -> Result<(), String> {
+    let service = app.name.as_str();
+    let releases = tower_backend::tabs::releases_of(part, service);
+    let deployments = tower_shared::deployments::derive_deployments(part, service);
+    let places = tower_shared::runtime::places(part, service);
+    for cell in &app.cells {
+        let stable = deployments
+            .environments
+            .iter()
+            .flatten()
+            .find(|e| e.name == cell.environment)
+            .and_then(|e| e.rollout.as_ref()?.stable.as_ref()?.image.as_deref())
+            .map(image::short);
+        if stable.is_some() && stable != cell.running_tag() {
+            return Err(format!(
+                "{service} in {}: the fleet says {:?}, the Deployments tab {stable:?}",
+                cell.environment,
+                cell.running_tag()
+            ));
+        }
+        let running = cell.running.as_deref();
+        let pods: Vec<_> = places
+            .iter()
+            .filter(|p| p.environment == cell.environment)
+            .flat_map(|p| &p.pods)
+            .collect();
+        let stable_pods = pods
+            .iter()
+            .filter(|pod| {
+                let (Some(pod), Some(running)) = (pod.image.as_deref(), running) else {
+                    return false;
+                };
+                image::without_digest(pod) == running
+            })
+            .count();
+        // (A capture without pods tells nothing of them.)
+        if running.is_some() && cell.rollout.is_some() && !pods.is_empty() && stable_pods == 0 {
+            return Err(format!(
+                "{service} in {}: no pod on the Runtime tab runs {running:?}",
+                cell.environment
+            ));
+        }
+        let live: Vec<&str> = releases
+            .releases
+            .iter()
+            .filter(|r| {
+                r.cells
+                    .iter()
+                    .any(|c| c.environment == cell.environment && c.state == CellState::Live)
+            })
+            .map(|r| image::short(&r.image))
+            .collect();
+        if live.len() > 1 || cell.running_tag() != live.first().copied() {
+            return Err(format!(
+                "{service} in {}: the fleet says {:?}, the matrix {live:?}",
+                cell.environment,
+                cell.running_tag()
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn at(text: &str) -> DateTime<Utc> {
     text.parse().unwrap()
+}
+
+/// Every fixture, as captured: each service's cells agree with its tabs.
+#[test]
+fn every_fixture_says_one_version_per_service_and_environment() {
+    let dirs: Vec<String> = std::fs::read_dir(crate::support::root().join("fixtures"))
+        .unwrap()
+        .map(|e| format!("fixtures/{}", e.unwrap().file_name().to_string_lossy()))
+        .collect();
+    let dirs: Vec<&str> = dirs.iter().map(String::as_str).collect();
+    let fixtures = crate::support::fixture_snapshots(&dirs);
+    assert!(fixtures.len() >= 50, "{} fixtures", fixtures.len());
+    let mut cells = 0;
+    for (name, snapshot) in &fixtures {
+        for app in tower_shared::fleet::derive_fleet(snapshot).apps {
+            cells += app.cells.len();
+            if let Err(broken) = agree(&snapshot.for_service(&app.name), &app) {
+                panic!("{name}: {broken}");
+            }
+        }
+    }
+    assert!(cells >= 20, "{cells} cells checked");
 }
 
 /// The suite's own start and the instants a run at the machine's clock once failed at.

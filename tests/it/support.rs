@@ -1196,6 +1196,26 @@ impl ReadJson for reqwest::RequestBuilder {
 
 /// The demo's world `minutes` in (each), as snapshots of every object its clusters serve:
 /// one world whose clock is moved by hand from one moment to the next.
+/// Every snapshot in `dirs` (under the repository's root), by path, trimmed as Tower keeps
+/// objects.
+pub fn fixture_snapshots(dirs: &[&str]) -> Vec<(String, tower_shared::snapshot::Snapshot)> {
+    let mut snapshots = Vec::new();
+    for dir in dirs {
+        for entry in std::fs::read_dir(root().join(dir)).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "json") {
+                let text = std::fs::read_to_string(&path).unwrap();
+                let snapshot = tower_shared::snapshot::Snapshot::from_json(&text)
+                    .unwrap_or_else(|e| panic!("{}: {e:?}", path.display()))
+                    .trimmed();
+                snapshots.push((path.display().to_string(), snapshot));
+            }
+        }
+    }
+    snapshots.sort_by(|a, b| a.0.cmp(&b.0));
+    snapshots
+}
+
 pub fn simulated_worlds(minutes: &[i64]) -> Vec<tower_shared::snapshot::Snapshot> {
     let start: chrono::DateTime<chrono::Utc> = "2026-11-30T08:00:00Z".parse().unwrap();
     let clock = hangar_sim::clock::Clock::new(start, 0.0);

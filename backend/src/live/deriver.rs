@@ -108,6 +108,7 @@ impl Live {
                 .collect()
         });
         snapshot.history = remote.history.clone();
+        snapshot.measured = remote.measured.clone();
         snapshot.observed = observed.clone();
         snapshot
     }
@@ -148,8 +149,14 @@ impl Live {
             if objects_moved {
                 filed = Arc::new(filing.filed());
             }
-            let mut fleet_apps = objects_moved.then(|| filing.fleet_apps());
             let base = Arc::new(self.build_base(self.now(), &observed));
+            // The cells are judged again when objects moved or Prometheus' figures did.
+            let measured_moved = self.derived().base.measured != base.measured;
+            let mut fleet_apps = (objects_moved || measured_moved).then(|| {
+                let mut apps = filing.fleet_apps();
+                tower_shared::fleet::judge_objectives(&mut apps, &base);
+                apps
+            });
             let mut object_activity = objects_moved.then(|| filing.activity(base.now));
             let tracked = filing.provisioning_snapshot(&base);
             let world = World::new(&tracked);
@@ -228,7 +235,13 @@ impl Live {
                             break;
                         }
                     }
-                    Err(RecvTimeoutError::Timeout) => {}
+                    // A state judged by time (a timed pause ran out, a secret turned
+                    // stale) is judged again.
+                    Err(RecvTimeoutError::Timeout) => {
+                        if filing.until().is_some_and(|until| until <= self.now()) {
+                            break;
+                        }
+                    }
                     Err(RecvTimeoutError::Disconnected) => return,
                 }
             }

@@ -9,6 +9,7 @@
 //! - [`deriver`] — the thread that rebuilds the snapshot when anything changes, re-derives
 //!   every second, records finished provisions, and then tells `/api/events` what changed;
 //! - [`pollers`] — the GitHub and catalog pollers, and what they last read;
+//! - [`objectives`] — Prometheus' figures for every environment's objectives;
 //! - [`logs`] — a pod's container log read from its cluster on request.
 //!
 //! Every change (an object, a PR, a catalog entity, a history row) is noted with
@@ -20,6 +21,7 @@ mod deriver;
 pub mod github;
 pub mod kube;
 pub mod logs;
+mod objectives;
 mod pollers;
 
 use std::collections::BTreeSet;
@@ -77,6 +79,8 @@ struct Inner {
     github_due: Notify,
     /// The step logs being streamed.
     logs: logs::Open,
+    /// Prometheus, when the config names one (the Runtime tab's and the objectives').
+    prometheus: Option<Arc<crate::prometheus::Prometheus>>,
 }
 
 /// The live source. Cheap to clone.
@@ -137,6 +141,10 @@ impl Live {
             },
         );
         let (poke, pokes) = std::sync::mpsc::channel();
+        let config_prometheus = config
+            .prometheus
+            .clone()
+            .map(|p| Arc::new(crate::prometheus::Prometheus::new(p)));
         let live = Self {
             inner: Arc::new(Inner {
                 config,
@@ -156,6 +164,7 @@ impl Live {
                 sights_moved: std::sync::atomic::AtomicBool::new(false),
                 github_due: Notify::new(),
                 logs: logs::Open::default(),
+                prometheus: config_prometheus,
             }),
         };
         live.reload_history(None).await;
@@ -165,6 +174,9 @@ impl Live {
         tokio::spawn(live.clone().share_sights(sights));
         if live.inner.github.is_some() {
             tokio::spawn(live.clone().poll_github());
+        }
+        if let Some(prometheus) = live.inner.prometheus.clone() {
+            tokio::spawn(live.clone().poll_objectives(prometheus));
         }
         let reader = live.inner.config.backstage.as_ref().and_then(|b| {
             let token = b.token.clone()?;
@@ -197,6 +209,11 @@ impl Live {
 
     pub fn config(&self) -> &Config {
         &self.inner.config
+    }
+
+    /// Prometheus, when the config names one.
+    pub fn prometheus(&self) -> Option<&Arc<crate::prometheus::Prometheus>> {
+        self.inner.prometheus.as_ref()
     }
 
     pub fn clusters(&self) -> &Clusters {
@@ -324,6 +341,7 @@ impl Live {
                 let current = derived.borrow_and_update().clone();
                 if current.generation >= wanted
                     && (self.inner.github.is_none() || current.github_answered)
+                    && self.objectives_judged()
                 {
                     return true;
                 }

@@ -42,6 +42,12 @@ pub(super) struct Remote {
     /// The services asked about and not found (yet): with `catalog`'s, every service the
     /// catalog has answered for. Any other is unknown to it, not absent.
     pub catalog_missing: BTreeSet<String>,
+    /// What Prometheus last answered for each service's environments (by service, then
+    /// environment): the figures their objectives are judged by ([`super::objectives`]).
+    pub measured: BTreeMap<String, BTreeMap<String, tower_shared::runtime::Readings>>,
+    /// The fleet's places (service, environment, namespace) Prometheus was last asked
+    /// about; `None` before it was.
+    pub judged: Option<Vec<(String, String, String)>>,
 }
 
 /// How often the pollers look for what is due (GitHub answers are reused for 45 s, so an

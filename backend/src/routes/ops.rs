@@ -73,6 +73,10 @@ async fn check_readiness(state: &AppState) -> Readiness {
         if live.github().is_some() && !live.derived().github_answered {
             waiting.push("GitHub has not answered yet".to_owned());
         }
+        if !live.objectives_judged() {
+            waiting
+                .push("Prometheus has not been asked about the fleet's objectives yet".to_owned());
+        }
         for cluster in live.clusters().status() {
             if !cluster.synced {
                 waiting.push(format!("cluster {} is not synced yet", cluster.name));
