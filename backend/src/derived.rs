@@ -28,6 +28,10 @@ pub struct Derived {
     pub provisioning: Arc<ProvisioningAnswer>,
     pub health: Health,
     pub fleet: Arc<Fleet>,
+    /// The fleet's apps as the objects give them, before provisioning is put on it.
+    pub fleet_apps: Arc<Vec<FleetApp>>,
+    /// What provisioning put on the fleet, by service.
+    pub provisioning_said: Vec<(Arc<str>, Option<tower_shared::fleet::Attention>)>,
     pub summary: Arc<Summary>,
     /// The newest of what the objects tell of the fleet's activity (kept while they stand).
     pub object_activity: Arc<Vec<Activity>>,
@@ -94,6 +98,14 @@ impl Derived {
             github_answered,
         } = inputs;
         let new_snapshot = previous.is_none_or(|p| !Arc::ptr_eq(&p.base, &base));
+        // What provisioning puts on the fleet (it moves with the clock: a service stalls).
+        let provisioning_said: Vec<_> = provisioning
+            .services
+            .iter()
+            .map(|s| (s.name.clone(), tower_shared::fleet::provisioning_said(s)))
+            .filter(|(_, said)| said.is_some())
+            .collect();
+        let mut fleet_apps_now = previous.map_or_else(Arc::default, |p| Arc::clone(&p.fleet_apps));
         let (fleet, fleet_view) = match (fleet_file, previous) {
             (Some(file), Some(p)) if Arc::ptr_eq(&file, &p.fleet) => {
                 (file, Arc::clone(&p.views.fleet))
@@ -102,11 +114,19 @@ impl Derived {
                 let view = Arc::new(View::ready(&*file));
                 (file, view)
             }
-            (None, Some(p)) if fleet_apps.is_none() => {
+            // Nothing moved, and provisioning says what it said: the fleet stands.
+            (None, Some(p)) if fleet_apps.is_none() && p.provisioning_said == provisioning_said => {
                 (Arc::clone(&p.fleet), Arc::clone(&p.views.fleet))
             }
             (None, previous) => {
-                let mut fleet = assemble(base.now, fleet_apps.unwrap_or_default());
+                let mut apps = match (fleet_apps, previous) {
+                    (Some(apps), _) => apps,
+                    (None, Some(p)) => p.fleet_apps.to_vec(),
+                    (None, None) => Vec::new(),
+                };
+                fleet_apps_now = Arc::new(apps.clone());
+                tower_shared::fleet::with_provisioning(&mut apps, &provisioning.services);
+                let mut fleet = assemble(base.now, apps);
                 match previous {
                     // Same apps and cells: keep the view, and when it last changed.
                     Some(p) if same_fleet(&p.fleet, &mut fleet) => {
@@ -174,6 +194,8 @@ impl Derived {
             provisioning: answer,
             health,
             fleet,
+            fleet_apps: fleet_apps_now,
+            provisioning_said,
             summary,
             object_activity,
             activity,

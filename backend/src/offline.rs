@@ -67,12 +67,18 @@ pub fn dora(snapshot: &Snapshot, service: Option<&str>, days: u32) -> anyhow::Re
 /// `tower fleet`: the fleet (or one app's row of it); an error when the snapshot deploys no
 /// such app.
 pub fn fleet(snapshot: &Snapshot, service: Option<&str>) -> anyhow::Result<()> {
-    let mut fleet = tower_shared::fleet::derive_fleet(snapshot);
+    use tower_shared::fleet;
+    let mut apps = fleet::fleet_apps(snapshot);
+    fleet::with_provisioning(
+        &mut apps,
+        &tower_shared::provisioning::derive_provisioning(snapshot).services,
+    );
+    let mut fleet = fleet::assemble(snapshot.now, apps);
     if let Some(name) = service {
         fleet.apps.retain(|a| a.name == name);
         anyhow::ensure!(
             !fleet.apps.is_empty(),
-            "the snapshot's Argo CD Applications deploy {name} nowhere"
+            "the snapshot knows no service {name}: no Argo CD Application deploys it, no deploy run, no provisioning"
         );
     }
     print_json(&fleet)
@@ -81,10 +87,13 @@ pub fn fleet(snapshot: &Snapshot, service: Option<&str>) -> anyhow::Result<()> {
 /// `tower state`: one service's state in each environment; an error when the snapshot
 /// deploys it nowhere.
 pub fn state(snapshot: &Snapshot, service: &str) -> anyhow::Result<()> {
-    let states = tower_shared::state::derive(snapshot, service);
+    let mut states = tower_shared::state::derive(snapshot, service);
+    if states.is_empty() {
+        states = tower_shared::state::of_cloud(snapshot, service);
+    }
     anyhow::ensure!(
         !states.is_empty(),
-        "the snapshot's Argo CD Applications deploy {service} nowhere"
+        "the snapshot's Argo CD Applications and deploy runs deploy {service} nowhere"
     );
     print_json(&tower_shared::state::ServiceState {
         service: service.to_owned(),

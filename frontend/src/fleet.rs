@@ -430,13 +430,41 @@ fn FleetMatrix(fleet: Fleet, now: ReadSignal<DateTime<Utc>>, filters: Filters) -
 /// header is row 1).
 #[component]
 fn FleetRow(app: FleetApp, environments: Vec<String>, index: usize) -> impl IntoView {
-    let cells = environments
-        .into_iter()
-        .map(|env| {
-            let cell = app.cells.iter().find(|c| c.environment == env).cloned();
-            view! { <FleetCellView service=app.name.clone() cell=cell /> }
-        })
-        .collect_view();
+    let provisioning_href = crate::nav::tab_href(crate::nav::Tab::Provisioning, &app.name, None);
+    // Not deployed anywhere yet and still provisioning: one cell across the environments,
+    // saying how far it is and linking to its Provisioning tab.
+    let cells = match &app.provisioning {
+        Some(said) if app.cells.is_empty() => {
+            let (class, icon) = severity_look(said.severity);
+            let span = environments.len().max(1);
+            view! {
+                <td class=format!("{class} provisioning") colspan=span title=said.reason.clone()>
+                    <a href=provisioning_href.clone()>
+                        <span class="status">{icon} " " {said.reason.clone()}</span>
+                    </a>
+                </td>
+            }
+            .into_any()
+        }
+        _ => environments
+            .into_iter()
+            .map(|env| {
+                let cell = app.cells.iter().find(|c| c.environment == env).cloned();
+                view! { <FleetCellView service=app.name.clone() cell=cell /> }
+            })
+            .collect_view()
+            .into_any(),
+    };
+    // Deployed somewhere and still provisioning: said beside its kind.
+    let provisioning = app
+        .provisioning
+        .as_ref()
+        .filter(|_| !app.cells.is_empty())
+        .map(|said| {
+            let (_, icon) = severity_look(said.severity);
+            let words = format!("{icon} {}", said.reason);
+            view! { " · " <a class="provisioning-note" href=provisioning_href.clone()>{words}</a> }
+        });
     // What the platform made for it, failing: amber beside its kind, linking to its Config.
     let platform = (!app.platform.is_empty()).then(|| {
         let href = crate::nav::tab_href(crate::nav::Tab::Config, &app.name, None);
@@ -450,7 +478,7 @@ fn FleetRow(app: FleetApp, environments: Vec<String>, index: usize) -> impl Into
                 <a class="app-name" href=crate::nav::tab_href(crate::nav::Tab::Deployments, &app.name, None)>
                     {app.name.clone()}
                 </a>
-                <span class="app-kind">{app.kind.clone()}{platform}</span>
+                <span class="app-kind">{app.kind.clone()}{platform}{provisioning}</span>
             </th>
             {cells}
         </tr>
@@ -480,26 +508,29 @@ fn FleetCellView(service: String, cell: Option<FleetCell>) -> impl IntoView {
             (None, Some(desired)) => format!(" (set {desired}%, actual unknown)"),
             (None, None) => String::new(),
         };
-        view! { <span class="arriving">{format!("→ {image}{weight}")}</span> }
+        view! { <span class="arriving">{format!(" → {image}{weight}")}</span> }
     });
     let href = crate::nav::environment_href(&service, &cell.environment);
+    // A cloud target's cell: deployed by its deploy runs, not synced by Argo CD.
+    let (calm, calm_title) = match cell.cloud {
+        Some(target) => (
+            "✔ Deployed".to_owned(),
+            format!("Deployed to {} by its last deploy run", target.title()),
+        ),
+        None => ("✔ Healthy".to_owned(), "Synced and healthy".to_owned()),
+    };
     match attention(&cell) {
         None => view! {
-            <td class="cell calm" title="Synced and healthy">
+            <td class="cell calm" title=calm_title>
                 <a href=href>
-                    <span class="status">"✔ Healthy"</span>
-                    <span class="tag">{tag}</span>
-                    {arriving}
+                    <span class="status">{calm}</span>
+                    <span class="tag">{tag}{arriving}</span>
                 </a>
             </td>
         }
         .into_any(),
         Some(a) => {
-            let (class, icon) = match a.severity {
-                Severity::Notice => ("cell notice", "◌"),
-                Severity::Attention => ("cell attention", "⚠"),
-                Severity::Failing => ("cell failing", "✖"),
-            };
+            let (class, icon) = severity_look(a.severity);
             // What only waits is said beside the trouble, as a notice (never amber).
             let waits = (a.severity > Severity::Notice && !cell.waits.is_empty())
                 .then(|| cell.waits.join("; "));
@@ -512,12 +543,20 @@ fn FleetCellView(service: String, cell: Option<FleetCell>) -> impl IntoView {
                 <td class=class title=title>
                     <a href=href>
                         <span class="status">{icon} " " {a.reason.clone()} {waits}</span>
-                        <span class="tag">{tag}</span>
-                        {arriving}
+                        <span class="tag">{tag}{arriving}</span>
                     </a>
                 </td>
             }
             .into_any()
         }
+    }
+}
+
+/// A severity's cell class and icon.
+fn severity_look(severity: Severity) -> (&'static str, &'static str) {
+    match severity {
+        Severity::Notice => ("cell notice", "◌"),
+        Severity::Attention => ("cell attention", "⚠"),
+        Severity::Failing => ("cell failing", "✖"),
     }
 }

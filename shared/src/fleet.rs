@@ -32,6 +32,10 @@ pub struct FleetApp {
     /// resource failing), in plain words ([`crate::config::composed_attention`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub platform: Vec<String>,
+    /// While the service is still provisioning: how far it is, in words, and how loudly
+    /// ([`provisioning_said`]); its Provisioning tab tells the rest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provisioning: Option<Attention>,
 }
 
 /// One app in one environment: its [`crate::state::EnvState`], the one truth every page
@@ -49,10 +53,12 @@ pub fn attention(cell: &FleetCell) -> Option<Attention> {
 /// The loudest attention among an app's cells, if any.
 pub fn app_attention(app: &FleetApp) -> Option<Severity> {
     let platform = (!app.platform.is_empty()).then_some(Severity::Attention);
+    let provisioning = app.provisioning.as_ref().map(|p| p.severity);
     app.cells
         .iter()
         .filter_map(|c| attention(c).map(|a| a.severity))
         .chain(platform)
+        .chain(provisioning)
         .max()
 }
 
@@ -110,6 +116,23 @@ pub fn fleet_apps(snapshot: &crate::snapshot::Snapshot) -> Vec<FleetApp> {
     for (app, state) in crate::state::of_all(snapshot) {
         cells.entry(app).or_default().push(state);
     }
+    // A service on a cloud target: its deploy runs' environments (a row even before its
+    // first deploy).
+    let cloud: Vec<&str> = snapshot
+        .clusters
+        .get(control_plane)
+        .into_iter()
+        .flatten()
+        .filter(|o| {
+            hangar::is_xr(o)
+                && crate::cloud::object_target(o).is_some()
+                && !cells.contains_key(o.name())
+        })
+        .map(|o| o.name())
+        .collect();
+    for name in cloud {
+        cells.insert(name.to_owned(), crate::state::of_cloud(snapshot, name));
+    }
     cells
         .into_iter()
         .map(|(name, cells)| FleetApp {
@@ -119,10 +142,79 @@ pub fn fleet_apps(snapshot: &crate::snapshot::Snapshot) -> Vec<FleetApp> {
                 .unwrap_or("unknown")
                 .to_owned(),
             platform: platform.remove(name.as_str()).unwrap_or_default(),
+            provisioning: None,
             name,
             cells,
         })
         .collect()
+}
+
+/// What a service still provisioning says on the fleet, from its progress
+/// ([`crate::provisioning`]): failed at a step (failing), stalled (attention), a request
+/// waiting or a step under way (a notice); `None` once it is finished.
+pub fn provisioning_said(progress: &crate::provisioning::ServiceProgress) -> Option<Attention> {
+    use crate::provisioning::{Group, StepStatus};
+    let failed = progress
+        .steps
+        .iter()
+        .find(|s| s.status == StepStatus::Failed);
+    let at = progress
+        .steps
+        .iter()
+        .position(|s| s.status != StepStatus::Done);
+    let step = |i: usize| {
+        format!(
+            "{} (step {} of {})",
+            progress.steps[i].title,
+            i + 1,
+            progress.steps.len()
+        )
+    };
+    let (severity, reason) = match (progress.group, failed, at) {
+        (Group::Finished, ..) => return None,
+        (_, Some(failed), _) => (
+            Severity::Failing,
+            format!("Provisioning failed: {}", failed.title),
+        ),
+        (Group::Stalled, _, Some(i)) => (
+            Severity::Attention,
+            format!("Provisioning stalled at {}", step(i)),
+        ),
+        (Group::Stalled, _, None) => (Severity::Attention, "Provisioning stalled".to_owned()),
+        (Group::Pending, ..) => (
+            Severity::Notice,
+            "Requested: its request pull request is not merged yet".to_owned(),
+        ),
+        (Group::InFlight, _, Some(i)) => (Severity::Notice, format!("Provisioning: {}", step(i))),
+        (Group::InFlight, _, None) => (Severity::Notice, "Provisioning".to_owned()),
+    };
+    Some(Attention { severity, reason })
+}
+
+/// Puts every service still provisioning on the fleet ([`provisioning_said`]): beside its
+/// row when it has one, else as a row of its own — so the fleet lists every service Tower
+/// knows, those not deployed yet included.
+pub fn with_provisioning(
+    apps: &mut Vec<FleetApp>,
+    services: &[crate::provisioning::ServiceProgress],
+) {
+    for progress in services {
+        let Some(said) = provisioning_said(progress) else {
+            continue;
+        };
+        match apps.iter_mut().find(|a| *a.name == *progress.name) {
+            Some(app) => app.provisioning = Some(said),
+            None => apps.push(FleetApp {
+                name: progress.name.to_string(),
+                kind: progress
+                    .kind
+                    .map_or_else(|| "unknown".to_owned(), |k| k.as_str().to_owned()),
+                cells: Vec::new(),
+                platform: Vec::new(),
+                provisioning: Some(said),
+            }),
+        }
+    }
 }
 
 /// Judges every cell's objectives by what Prometheus answered
@@ -168,6 +260,7 @@ mod tests {
         FleetCell {
             environment: "prod".to_owned(),
             namespace: None,
+            cloud: None,
             sync: SyncStatus::Synced,
             health: HealthStatus::Healthy,
             running: None,
@@ -193,6 +286,7 @@ mod tests {
             kind: "Go".to_owned(),
             cells: vec![c],
             platform: Vec::new(),
+            provisioning: None,
         };
         let mut apps = vec![
             app("calm-a", cell(&[], &[])),

@@ -56,6 +56,8 @@ pub enum Source {
     Secrets,
     /// The service level objectives, from Prometheus' figures.
     Slo,
+    /// A cloud target's deploy runs (AWS ECS, Lambda, Azure Container Apps).
+    Deploy,
     #[serde(other)]
     Other,
 }
@@ -104,6 +106,10 @@ pub struct EnvState {
     /// The namespace the Application deploys to, when it names one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
+    /// The cloud target its deploy runs deploy it to, when no Argo CD Application does
+    /// (then `sync` and `health` are `Unknown`: Argo CD does not know it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cloud: Option<crate::cloud::CloudTarget>,
     /// Argo CD `status.sync.status`.
     pub sync: SyncStatus,
     /// Argo CD `status.health.status`.
@@ -277,6 +283,7 @@ fn env_state(
     let mut state = EnvState {
         environment: environment.to_owned(),
         namespace: str_at(&application.spec, &["destination", "namespace"]).map(str::to_owned),
+        cloud: None,
         sync,
         health,
         running: None,
@@ -373,6 +380,95 @@ fn env_state(
     state.troubles = troubles;
     state.waits = waits;
     state
+}
+
+/// `service`'s state in each environment its deploy runs deploy it to, when it runs on a
+/// cloud target and no Argo CD Application deploys it ([`crate::cloud`]): what its last
+/// successful deploy there put (running), a deploy under way (arriving, a wait), a failed
+/// deploy no newer success has fixed (failing). Environments in promotion order.
+pub fn of_cloud(snapshot: &Snapshot, service: &str) -> Vec<EnvState> {
+    use crate::tekton::RunStatus;
+    let deploys = crate::cloud::derive_cloud_deploys(snapshot, service);
+    let Some(target) = deploys.target else {
+        return Vec::new();
+    };
+    let mut environments: Vec<String> = deploys
+        .history
+        .iter()
+        .filter_map(|r| r.environment.clone())
+        .collect();
+    crate::hangar::sort_environments(&mut environments);
+    environments.dedup();
+    let image = |run: &crate::cloud::DeployRun| {
+        run.image
+            .as_deref()
+            .map(|i| crate::image::without_digest(i).to_owned())
+    };
+    environments
+        .into_iter()
+        .map(|environment| {
+            // Newest first, as the history is.
+            let runs: Vec<&crate::cloud::DeployRun> = deploys
+                .history
+                .iter()
+                .filter(|r| r.environment.as_deref() == Some(environment.as_str()))
+                .collect();
+            let tag = |run: &crate::cloud::DeployRun| {
+                image(run).map_or_else(
+                    || "an image not known".to_owned(),
+                    |i| crate::image::short(&i).to_owned(),
+                )
+            };
+            let running = runs
+                .iter()
+                .find(|r| r.status == RunStatus::Succeeded)
+                .and_then(|r| image(r));
+            let under_way = runs.iter().find(|r| r.status == RunStatus::Running);
+            let unfixed = runs
+                .iter()
+                .take_while(|r| r.status != RunStatus::Succeeded)
+                .find(|r| r.status == RunStatus::Failed);
+            let troubles = unfixed
+                .map(|run| Trouble {
+                    source: Source::Deploy,
+                    severity: Severity::Failing,
+                    words: format!(
+                        "Deploy of {} to {} failed{}",
+                        tag(run),
+                        target.title(),
+                        run.failed_task
+                            .as_deref()
+                            .map(|t| format!(" at {t}"))
+                            .unwrap_or_default()
+                    ),
+                })
+                .into_iter()
+                .collect();
+            let waits = under_way
+                .map(|run| format!("Deploying {} to {}", tag(run), target.title()))
+                .into_iter()
+                .collect();
+            EnvState {
+                environment,
+                namespace: None,
+                cloud: Some(target),
+                sync: SyncStatus::Unknown,
+                health: HealthStatus::Unknown,
+                running,
+                arriving: under_way.map(|run| Arriving {
+                    image: image(run),
+                    weight: None,
+                    desired_weight: None,
+                    step: None,
+                    steps: 0,
+                }),
+                rollout: None,
+                troubles,
+                waits,
+                until: None,
+            }
+        })
+        .collect()
 }
 
 /// Judges `state`'s objectives by what Prometheus last answered for `app` there

@@ -326,6 +326,7 @@ fn samples() -> Vec<(&'static str, Value)> {
                     cells: vec![FleetCell {
                         environment: "dev".to_owned(),
                         namespace: None,
+                        cloud: None,
                         sync: SyncStatus::Synced,
                         health: HealthStatus::Healthy,
                         running: Some("ghcr.io/acme/pay:1.0.0-abc1234".to_owned()),
@@ -350,6 +351,7 @@ fn samples() -> Vec<(&'static str, Value)> {
                         until: None,
                     }],
                     platform: vec!["Project pay-secrets failing: quota".to_owned()],
+                    provisioning: None,
                 }],
             }),
         ),
