@@ -455,6 +455,12 @@ fn FleetRow(app: FleetApp, environments: Vec<String>, index: usize) -> impl Into
             .collect_view()
             .into_any(),
     };
+    // Its name opens the app; one not deployed anywhere yet opens its provisioning.
+    let name_href = if app.cells.is_empty() && app.provisioning.is_some() {
+        provisioning_href.clone()
+    } else {
+        crate::nav::tab_href(crate::nav::Tab::Deployments, &app.name, None)
+    };
     // Deployed somewhere and still provisioning: said beside its kind.
     let provisioning = app
         .provisioning
@@ -475,7 +481,7 @@ fn FleetRow(app: FleetApp, environments: Vec<String>, index: usize) -> impl Into
     view! {
         <tr aria-rowindex=index + 2>
             <th scope="row" class="app">
-                <a class="app-name" href=crate::nav::tab_href(crate::nav::Tab::Deployments, &app.name, None)>
+                <a class="app-name" href=name_href>
                     {app.name.clone()}
                 </a>
                 <span class="app-kind">{app.kind.clone()}{platform}{provisioning}</span>

@@ -750,3 +750,53 @@ fn what_the_backend_read_of_cicd_yaml_stands_for_the_text() {
     }
     assert!(checked >= 8, "only {checked} fixtures hold a cicd.yaml");
 }
+
+/// An InfraService's `<name>-dev` Application lives in the tenants' Argo CD instance
+/// (`argocd-apps`), which Tower does not watch: Tower reads it through Argo CD's API, with
+/// its real clients against the simulated platform, and the provision finishes live.
+#[tokio::test]
+async fn an_infra_service_finishes_live_from_the_tenants_argo_cd() {
+    use hangar_sim::stories::infra::InfraStory;
+    use std::time::Duration;
+    use tower_shared::api::ProvisioningAnswer;
+
+    let start = crate::support::test_start();
+    let story: Box<dyn hangar_sim::stories::Story> = Box::new(InfraStory {
+        name: "cache".to_owned(),
+        created: start - chrono::Duration::minutes(10),
+        environment_added: Some(600),
+    });
+    let tower = crate::support::Live::start_stories(0.0, vec![story])
+        .await
+        .unwrap();
+    let first_environment = |answer: &ProvisioningAnswer| {
+        let cache = answer.services.iter().find(|s| &*s.name == "cache")?;
+        let step = cache
+            .steps
+            .iter()
+            .find(|s| s.id == StepId::FirstEnvironment)?;
+        Some((cache.group, step.status))
+    };
+    // Ten minutes in: its environment file has just been added, no Application yet.
+    let (_, body) = tower.get("/api/provisioning").await.unwrap();
+    let answer: ProvisioningAnswer = serde_json::from_value(body).unwrap();
+    assert_eq!(
+        first_environment(&answer),
+        Some((Group::InFlight, StepStatus::Running))
+    );
+    // Five minutes on, Argo CD's ApplicationSet made cache-dev and it is healthy.
+    tower.advance_world(300);
+    crate::support::eventually(Duration::from_secs(30), "cache finished", || async {
+        let (_, body) = tower.get("/api/provisioning").await.ok()?;
+        let answer: ProvisioningAnswer = serde_json::from_value(body).ok()?;
+        (first_environment(&answer) == Some((Group::Finished, StepStatus::Done))).then_some(())
+    })
+    .await
+    .unwrap();
+    // Not from a watch: Tower watches Applications in the platform's `argocd` only.
+    let watched = tower_shared::hangar::WATCHED_KINDS
+        .iter()
+        .find(|w| w.kind == "Application")
+        .unwrap();
+    assert_eq!(watched.namespace, Some("argocd"));
+}

@@ -690,7 +690,34 @@ impl Live {
         Self::start_full(speed, None, &[], tools).await
     }
 
+    /// Tower on `stories` alone from the pinned start, with world time at `speed`.
+    pub async fn start_stories(
+        speed: f64,
+        stories: Vec<Box<dyn hangar_sim::stories::Story>>,
+    ) -> anyhow::Result<Self> {
+        let world = tower_backend::demo::World::Custom {
+            start: test_start(),
+            stories,
+            clusters: Vec::new(),
+        };
+        Self::start_world(world, speed, None, &[], Vec::new()).await
+    }
+
     async fn start_full(
+        speed: f64,
+        database_url: Option<String>,
+        denied: &[(&str, hangar_sim::kube_api::Forbidden)],
+        tools: Vec<tower_backend::config::ToolToken>,
+    ) -> anyhow::Result<Self> {
+        let world = tower_backend::demo::World::Stories {
+            start: test_start(),
+            seed: 1,
+        };
+        Self::start_world(world, speed, database_url, denied, tools).await
+    }
+
+    async fn start_world(
+        world: tower_backend::demo::World,
         speed: f64,
         database_url: Option<String>,
         denied: &[(&str, hangar_sim::kube_api::Forbidden)],
@@ -700,10 +727,6 @@ impl Live {
         let dir = tempfile::tempdir()?;
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
-        let world = demo::World::Stories {
-            start: test_start(),
-            seed: 1,
-        };
         let world = demo::start_world(world, speed, dir.path(), None, addr).await?;
         for (cluster, rule) in denied {
             world

@@ -136,6 +136,7 @@ impl Live {
             &self.inner.config.control_plane_cluster,
         );
         let mut filed = Arc::new(filing.filed());
+        let mut tenant_filed = super::tenant_apps::Filed::new();
         loop {
             let generation = *self.inner.clusters.generation().borrow();
             let github_answered = self.remote().github_answered;
@@ -145,6 +146,13 @@ impl Live {
             for moved in self.inner.clusters.take_moves() {
                 filing.moved(&moved.cluster, moved.old.as_ref(), moved.new.as_ref());
             }
+            let tenant_apps = self.remote().tenant_apps.clone();
+            super::tenant_apps::file(
+                &mut filing,
+                &self.inner.config.control_plane_cluster,
+                &tenant_apps,
+                &mut tenant_filed,
+            );
             let objects_moved = filing.refresh(self.now());
             if objects_moved {
                 filed = Arc::new(filing.filed());

@@ -10,6 +10,7 @@
 //!   every second, records finished provisions, and then tells `/api/events` what changed;
 //! - [`pollers`] — the GitHub and catalog pollers, and what they last read;
 //! - [`objectives`] — Prometheus' figures for every environment's objectives;
+//! - [`tenant_apps`] — the InfraServices' `<name>-dev` Applications, from the tenants' Argo CD;
 //! - [`logs`] — a pod's container log read from its cluster on request.
 //!
 //! Every change (an object, a PR, a catalog entity, a history row) is noted with
@@ -23,6 +24,7 @@ pub mod kube;
 pub mod logs;
 mod objectives;
 mod pollers;
+mod tenant_apps;
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -177,6 +179,9 @@ impl Live {
         }
         if let Some(prometheus) = live.inner.prometheus.clone() {
             tokio::spawn(live.clone().poll_objectives(prometheus));
+        }
+        if let Some(argocd) = live.inner.config.argocd.clone() {
+            tokio::spawn(live.clone().poll_tenant_apps(argocd));
         }
         let reader = live.inner.config.backstage.as_ref().and_then(|b| {
             let token = b.token.clone()?;

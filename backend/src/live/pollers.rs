@@ -48,6 +48,8 @@ pub(super) struct Remote {
     /// The fleet's places (service, environment, namespace) Prometheus was last asked
     /// about; `None` before it was.
     pub judged: Option<Vec<(String, String, String)>>,
+    /// What the tenants' Argo CD instance answered ([`super::tenant_apps`]).
+    pub tenant_apps: super::tenant_apps::TenantApps,
 }
 
 /// How often the pollers look for what is due (GitHub answers are reused for 45 s, so an

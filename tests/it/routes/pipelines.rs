@@ -47,7 +47,13 @@ async fn pipelines_are_paged_by_cursor_and_each_run_has_its_graph() {
     let tower = frozen().await;
     let (_, fleet) = tower.get("/api/fleet").await.unwrap();
     let mut busy = None;
-    for app in fleet["apps"].as_array().unwrap() {
+    // (A service still only requested has no runs and no tabs yet: not known.)
+    for app in fleet["apps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| !a["cells"].as_array().unwrap().is_empty())
+    {
         let name = app["name"].as_str().unwrap();
         let (status, page) = tower
             .get(&format!("/api/pipelines?service={name}"))
