@@ -1,7 +1,8 @@
 //! The objectives' poller: what Prometheus answers for every environment the fleet shows,
-//! asked for the figures a state's objectives are judged by ([`tower_shared::runtime::JUDGED`])
-//! whenever the fleet's places change and every [`JUDGE_EVERY`] besides (Tower's clock moves
-//! on; a burn rate or a latency changes without any object changing). A service whose
+//! asked for the figures a state's objectives are judged by ([`tower_shared::slo::JUDGED`])
+//! whenever the fleet's places change, and every [`JUDGE_EVERY`] besides once Tower's clock
+//! has moved a minute or more (a burn rate or a latency changes without any object
+//! changing; a world standing still is not asked the same again). A service whose
 //! figures changed is noted, so the deriver judges it again. When Prometheus does not
 //! answer, the last figures stand.
 
@@ -15,8 +16,10 @@ use tower_shared::runtime::Readings;
 use super::Live;
 use crate::prometheus::Prometheus;
 
-/// How often (real time) every environment's figures are asked again.
+/// How often (real time) every environment's figures are asked again, at most.
 pub const JUDGE_EVERY: Duration = Duration::from_secs(30);
+/// How far Tower's clock must have moved since they were last asked.
+const MOVED_ENOUGH: chrono::TimeDelta = chrono::TimeDelta::minutes(1);
 
 /// Each fleet cell's (service, environment, namespace), sorted (the fleet's own order moves
 /// with its troubles, the objectives' among them).
@@ -25,15 +28,18 @@ type Places = Vec<(String, String, String)>;
 impl Live {
     pub(super) async fn poll_objectives(self, prometheus: Arc<Prometheus>) {
         let mut derived = self.inner.derived.subscribe();
-        let mut asked: Option<(Places, Instant)> = None;
+        let mut asked: Option<(Places, Instant, chrono::DateTime<chrono::Utc>)> = None;
         loop {
             let places = places(&self.derived().fleet);
-            let due = asked
-                .as_ref()
-                .is_none_or(|(before, at)| *before != places || at.elapsed() >= JUDGE_EVERY);
+            let now = self.now();
+            // Again when the places change, or when time has moved on (in Tower's clock: a
+            // world standing still is not asked the same again).
+            let due = asked.as_ref().is_none_or(|(before, at, world)| {
+                *before != places || (at.elapsed() >= JUDGE_EVERY && now - *world >= MOVED_ENOUGH)
+            });
             if due {
                 self.judge(&prometheus, &places).await;
-                asked = Some((places, Instant::now()));
+                asked = Some((places, Instant::now(), now));
             }
             // A new derivation comes every second at least; it may bring new places.
             if derived.changed().await.is_err() {
