@@ -232,20 +232,16 @@ pub fn derive_from_runs(
         .iter()
         .filter(|r| r.target.is_none_or(|t| t == target))
         .find_map(|r| r.place.clone());
-    let last_success = history
-        .iter()
-        .find(|r| r.status == RunStatus::Succeeded)
-        .cloned();
-    let in_progress = history
-        .iter()
-        .find(|r| r.status == RunStatus::Running)
-        .cloned();
-    // History is newest first, so any failure before the first success is unfixed.
-    let latest_failure = history
-        .iter()
-        .take_while(|r| r.status != RunStatus::Succeeded)
-        .find(|r| r.status == RunStatus::Failed)
-        .cloned();
+    let Standing {
+        last_success,
+        in_progress,
+        latest_failure,
+    } = standing(&history);
+    let (last_success, in_progress, latest_failure) = (
+        last_success.cloned(),
+        in_progress.cloned(),
+        latest_failure.cloned(),
+    );
     let (resource, region, cluster) =
         place.map_or((None, None, None), |p| (p.resource, p.region, p.cluster));
     CloudDeploys {
@@ -264,6 +260,30 @@ pub fn derive_from_runs(
         in_progress,
         latest_failure,
         history,
+    }
+}
+
+/// Where a service's deploys stand, from its deploy runs newest first.
+#[derive(Debug)]
+pub struct Standing<'a> {
+    pub last_success: Option<&'a DeployRun>,
+    pub in_progress: Option<&'a DeployRun>,
+    /// The newest failure that no newer success has fixed.
+    pub latest_failure: Option<&'a DeployRun>,
+}
+
+/// Where the deploys of `runs` (newest first) stand.
+pub fn standing<'a>(runs: impl IntoIterator<Item = &'a DeployRun> + Clone) -> Standing<'a> {
+    let find = |status| runs.clone().into_iter().find(|r| r.status == status);
+    Standing {
+        last_success: find(RunStatus::Succeeded),
+        in_progress: find(RunStatus::Running),
+        // Newest first, so any failure before the first success is unfixed.
+        latest_failure: runs
+            .clone()
+            .into_iter()
+            .take_while(|r| r.status != RunStatus::Succeeded)
+            .find(|r| r.status == RunStatus::Failed),
     }
 }
 

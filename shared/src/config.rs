@@ -217,10 +217,7 @@ fn secret_sync(object: &Object, cluster: &str, now: DateTime<Utc>) -> Option<Sec
             }
             _ => return None,
         };
-    let stale = match (last_refresh, interval) {
-        (Some(at), Some(every)) if every > 0 => now - at > Duration::seconds(every * 2),
-        _ => false,
-    };
+    let stale = stale_from(last_refresh, interval).is_some_and(|from| now > from);
     Some(SecretSync {
         kind: object.kind.clone(),
         name: object.name().to_owned(),
@@ -237,6 +234,18 @@ fn secret_sync(object: &Object, cluster: &str, now: DateTime<Utc>) -> Option<Sec
         refresh_interval_sec: interval,
         stale,
     })
+}
+
+/// When a sync last refreshed at `last_refresh` every `interval` seconds counts as stale
+/// (once past twice its interval); `None` when either is unknown or it never refreshes.
+pub fn stale_from(
+    last_refresh: Option<DateTime<Utc>>,
+    interval: Option<i64>,
+) -> Option<DateTime<Utc>> {
+    match (last_refresh, interval) {
+        (Some(at), Some(every)) if every > 0 => Some(at + Duration::seconds(every * 2)),
+        _ => None,
+    }
 }
 
 /// The error a resource shows while it fails: Synced's message (the provider's error),

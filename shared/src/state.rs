@@ -214,16 +214,10 @@ pub fn of_all(snapshot: &Snapshot) -> Vec<(String, EnvState)> {
         if let Some(why) = crate::config::secret_attention(&secret) {
             words.push(why);
         }
-        if let (false, Some(at), Some(every)) = (
-            secret.stale,
-            secret.last_refresh,
-            secret.refresh_interval_sec,
-        ) {
-            // Stale once older than twice its interval ([`crate::config`]).
-            *until = soonest(
-                *until,
-                (every > 0).then(|| at + Duration::seconds(every * 2 + 1)),
-            );
+        if !secret.stale {
+            // Stale just after it passes twice its interval.
+            let from = crate::config::stale_from(secret.last_refresh, secret.refresh_interval_sec);
+            *until = soonest(*until, from.map(|from| from + Duration::seconds(1)));
         }
     }
     let applications = snapshot
@@ -387,7 +381,6 @@ fn env_state(
 /// successful deploy there put (running), a deploy under way (arriving, a wait), a failed
 /// deploy no newer success has fixed (failing). Environments in promotion order.
 pub fn of_cloud(snapshot: &Snapshot, service: &str) -> Vec<EnvState> {
-    use crate::tekton::RunStatus;
     let deploys = crate::cloud::derive_cloud_deploys(snapshot, service);
     let Some(target) = deploys.target else {
         return Vec::new();
@@ -419,15 +412,12 @@ pub fn of_cloud(snapshot: &Snapshot, service: &str) -> Vec<EnvState> {
                     |i| crate::image::short(&i).to_owned(),
                 )
             };
-            let running = runs
-                .iter()
-                .find(|r| r.status == RunStatus::Succeeded)
-                .and_then(|r| image(r));
-            let under_way = runs.iter().find(|r| r.status == RunStatus::Running);
-            let unfixed = runs
-                .iter()
-                .take_while(|r| r.status != RunStatus::Succeeded)
-                .find(|r| r.status == RunStatus::Failed);
+            let crate::cloud::Standing {
+                last_success,
+                in_progress: under_way,
+                latest_failure: unfixed,
+            } = crate::cloud::standing(runs.iter().copied());
+            let running = last_success.and_then(image);
             let troubles = unfixed
                 .map(|run| Trouble {
                     source: Source::Deploy,
