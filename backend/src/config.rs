@@ -8,7 +8,7 @@
 //! clusters:
 //!   - name: dev
 //!     context: dev                          # absent: the in-cluster service account
-//!     tenantsRepo: acme/hangar-tenants
+//!     tenantsRepo: acme/hangar-tenants      # requests; the XRs' source-info names it first
 //!   - name: prod
 //!     context: prod
 //! github:

@@ -81,6 +81,8 @@ struct Part {
 pub struct Filed {
     clusters: Arc<[String]>,
     parts: FxHashMap<Arc<str>, Arc<Part>>,
+    /// The tenants repos the XRs name ([`hangar::source_info_repo`]), each once, sorted.
+    tenants_repos: Arc<[String]>,
 }
 
 impl Filed {
@@ -88,6 +90,11 @@ impl Filed {
     /// ([`Snapshot::knows`]).
     pub fn knows(&self, service: &str) -> bool {
         self.parts.get(service).is_some_and(|p| p.own > 0)
+    }
+
+    /// The tenants repos (`owner/name`) the services' XRs name in their source-info.
+    pub fn tenants_repos(&self) -> &[String] {
+        &self.tenants_repos
     }
 
     /// The objects of `services`' parts on each cluster, parsed, each once (an object may
@@ -179,6 +186,8 @@ struct Made {
     /// When its states' judgement changes by time alone ([`tower_shared::state::EnvState::until`]):
     /// it is made again then, whether or not its objects move.
     until: Option<DateTime<Utc>>,
+    /// The tenants repo its XR names ([`hangar::source_info_repo`]).
+    tenants_repo: Option<String>,
 }
 
 /// The filing a deriver keeps: objects by service, and what each known service's part
@@ -201,6 +210,7 @@ impl Filing {
             filed: Filed {
                 clusters: clusters.into(),
                 parts: FxHashMap::default(),
+                tenants_repos: Arc::default(),
             },
             control_plane: control_plane.to_owned(),
             made: FxHashMap::default(),
@@ -308,11 +318,15 @@ impl Filing {
 
     fn make(&self, service: &str, now: DateTime<Utc>) -> Made {
         let objects = self.filed.objects([service]);
-        let xr_created = objects
-            .get(self.control_plane.as_str())
-            .into_iter()
-            .flatten()
-            .filter(|o| hangar::is_xr(o) && o.name() == service)
+        let xrs = || {
+            objects
+                .get(self.control_plane.as_str())
+                .into_iter()
+                .flatten()
+                .filter(|o| hangar::is_xr(o) && o.name() == service)
+        };
+        let tenants_repo = xrs().find_map(|o| hangar::source_info_repo(o));
+        let xr_created = xrs()
             .map(|o| o.metadata.creation_timestamp)
             // Several XRs of one name: the one provisioning would track longest.
             .max_by_key(|created| created.map_or((1, None), |c| (0, Some(c))));
@@ -337,6 +351,7 @@ impl Filing {
             apps,
             xr_created,
             activity: activity::of_objects(&snapshot, service),
+            tenants_repo,
         }
     }
 
@@ -391,7 +406,15 @@ impl Filing {
 
     /// The filing as it stands, to publish with a derivation.
     pub fn filed(&self) -> Filed {
-        self.filed.clone()
+        let named: BTreeSet<&String> = self
+            .made
+            .values()
+            .filter_map(|m| m.tenants_repo.as_ref())
+            .collect();
+        Filed {
+            tenants_repos: named.into_iter().cloned().collect(),
+            ..self.filed.clone()
+        }
     }
 
     /// How many objects are filed.

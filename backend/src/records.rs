@@ -241,7 +241,11 @@ pub enum Written {
 /// Proposes `record`'s file unless `main` has it already.
 pub async fn propose(writer: &Writer, repo: &str, record: &Record) -> Result<Written, WriteError> {
     let path = hangar::record_path(&record.release);
-    if writer.read_file(repo, "main", &path).await?.is_some() {
+    if writer
+        .read_file(repo, hangar::DEFAULT_BRANCH, &path)
+        .await?
+        .is_some()
+    {
         return Ok(Written::Merged);
     }
     let text = file_text(record);
@@ -263,7 +267,7 @@ pub async fn propose(writer: &Writer, repo: &str, record: &Record) -> Result<Wri
             content: &text,
             message: &title,
         },
-        base: "main",
+        base: hangar::DEFAULT_BRANCH,
         title: &title,
         body: &body,
         labels: &[hangar::RECORD_LABEL],

@@ -294,6 +294,14 @@ fn is_deploy_run<'a>(run: &PipelineRun<'a>, mut tasks: impl Iterator<Item = Task
         || tasks.any(|t| t.pipeline_task().is_some_and(named_task))
 }
 
+/// The image a deploy run deploys: its `resolve-image-ref` task's `image-ref` result.
+pub fn deployed_image<'a>(tasks: &[TaskRun<'a>]) -> Option<&'a str> {
+    tasks
+        .iter()
+        .find(|t| t.pipeline_task() == Some(RESOLVE_IMAGE_TASK))
+        .and_then(|t| t.result("image-ref"))
+}
+
 fn deploy_run(run: &PipelineRun<'_>, tasks: &[TaskRun<'_>]) -> DeployRun {
     let task = |name: &str| tasks.iter().find(|t| t.pipeline_task() == Some(name));
     let resolve = task(RESOLVE_TARGET_TASK);
@@ -314,9 +322,7 @@ fn deploy_run(run: &PipelineRun<'_>, tasks: &[TaskRun<'_>]) -> DeployRun {
         (Some(target), Some(json)) => read_place(target, json),
         _ => None,
     };
-    let image = task(RESOLVE_IMAGE_TASK)
-        .and_then(|t| t.result("image-ref"))
-        .map(str::to_owned);
+    let image = deployed_image(tasks).map(str::to_owned);
     let status = run.status();
     let (failed_task, message) = if status == RunStatus::Failed {
         let failed: Vec<&TaskRun<'_>> = tasks

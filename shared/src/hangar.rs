@@ -35,6 +35,8 @@ pub const COMPOSITE_LABEL: &str = "crossplane.io/composite";
 pub const DEPLOY_TARGET_KEY: &str = "hangar.io/deploy-target";
 /// The Tekton pipeline that builds an application (`tekton.dev/pipeline=build`).
 pub const BUILD_PIPELINE: &str = "build";
+/// The branch Hangar's repos build and deploy from (what the scaffold creates).
+pub const DEFAULT_BRANCH: &str = "main";
 /// Where `cicd.yaml` lives in the GitOps repo when no scaffold file says otherwise.
 pub const DEFAULT_CICD_PATH: &str = "glidepath/cicd.yaml";
 /// Merged request PRs stay pending this long while the XR does not exist.
@@ -445,6 +447,41 @@ pub fn request_pr<'p>(
         })
 }
 
+/// The annotation on an XR naming the file it was requested in: JSON
+/// `{"repo": "owner/name", "path": "tenants/<cluster>/<name>.yaml"}`.
+pub const SOURCE_INFO_KEY: &str = "terasky.backstage.io/source-info";
+
+/// The tenants repository (`owner/name`) an XR names in its [`SOURCE_INFO_KEY`]
+/// annotation; `None` when it names none, or not as `owner/name`.
+pub fn source_info_repo(xr: &Object) -> Option<String> {
+    let info: serde_json::Value = serde_json::from_str(xr.annotation(SOURCE_INFO_KEY)?).ok()?;
+    let repo = info.get("repo")?.as_str()?.trim();
+    let (owner, name) = repo.split_once('/')?;
+    (!owner.is_empty() && !name.is_empty() && !name.contains('/')).then(|| repo.to_owned())
+}
+
+/// The tenants repositories where requests are read, as `owner/name` (lower case: GitHub's
+/// names are case-insensitive): those the XRs `named` ([`source_info_repo`]) first, then
+/// `configured` (each cluster's `tenantsRepo`), the only ones known before the first XR
+/// exists. Without duplicates, in that order.
+pub fn tenants_repos(
+    named: impl IntoIterator<Item = impl AsRef<str>>,
+    configured: impl IntoIterator<Item = impl AsRef<str>>,
+) -> Vec<String> {
+    let named: std::collections::BTreeSet<String> = named
+        .into_iter()
+        .map(|r| r.as_ref().to_ascii_lowercase())
+        .collect();
+    let mut repos: Vec<String> = named.into_iter().collect();
+    for repo in configured {
+        let repo = repo.as_ref().to_ascii_lowercase();
+        if !repos.contains(&repo) {
+            repos.push(repo);
+        }
+    }
+    repos
+}
+
 /// Where a service's `cicd.yaml` lives, as `(owner/repo, path)`: the repo and file its
 /// scaffold `RepositoryFile` writes (among the control plane's `objects`), else
 /// [`DEFAULT_CICD_PATH`] in its GitOps repo.
@@ -773,6 +810,53 @@ mod tests {
             Some(3)
         );
         assert_eq!(request_pr(&prs, "ledger", None), None);
+    }
+
+    #[test]
+    fn the_tenants_repos_are_the_xrs_source_info_first_then_the_configured() {
+        let xr = |name: &str, info: Option<&str>| {
+            let mut value = json!({
+                "apiVersion": "catalog.hangar.io/v1alpha1", "kind": "NodeJS",
+                "metadata": {"name": name, "annotations": {}}
+            });
+            if let Some(info) = info {
+                value["metadata"]["annotations"][SOURCE_INFO_KEY] = json!(info);
+            }
+            object(value)
+        };
+        let objects = [
+            xr(
+                "shop",
+                Some(r#"{"repo":"acme/Platform-Tenants","path":"tenants/dev/shop.yaml"}"#),
+            ),
+            xr(
+                "pay",
+                Some(r#"{"repo":"acme/platform-tenants","path":"tenants/dev/pay.yaml"}"#),
+            ),
+            xr("old", None),
+            xr("odd", Some("not json")),
+            xr("bare", Some(r#"{"repo":"platform-tenants"}"#)),
+            // Not an XR: its annotation names nothing Tower reads requests from.
+            object(
+                json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x",
+                "annotations": {SOURCE_INFO_KEY: r#"{"repo":"acme/elsewhere"}"#}}}),
+            ),
+        ];
+        let named: Vec<String> = objects
+            .iter()
+            .filter(|o| is_xr(o))
+            .filter_map(source_info_repo)
+            .collect();
+        assert_eq!(named, ["acme/Platform-Tenants", "acme/platform-tenants"]);
+        assert_eq!(
+            tenants_repos(named, ["acme/hangar-tenants", "acme/platform-tenants"]),
+            ["acme/platform-tenants", "acme/hangar-tenants"]
+        );
+        // Before the first XR, the configured one alone.
+        assert_eq!(
+            tenants_repos(Vec::<String>::new(), ["acme/hangar-tenants"]),
+            ["acme/hangar-tenants"]
+        );
     }
 
     #[test]

@@ -25,11 +25,18 @@ const PAC: &str = "pipelinesascode.tekton.dev/";
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Outcome {
-    /// Waiting to start (`PipelineRunPending`, a task whose turn has not come).
+    /// Waiting to start (`PipelineRunPending`; a TaskRun whose pod cannot be placed yet,
+    /// `ExceededNodeResources` / `ExceededResourceQuota`; a task whose turn has not come).
     Pending,
     Running,
+    /// Ending, waiting for tasks still running: failed (`PipelineRunStopping`), stopped or
+    /// cancelled while its `finally` tasks run (`StoppedRunningFinally`,
+    /// `CancelledRunningFinally`, `PipelineRunTimeoutRunningFinally`).
+    Stopping,
     Succeeded,
     Failed,
+    /// A task that failed but whose pipeline goes on (`onError: continue`): `FailureIgnored`.
+    FailureIgnored,
     Cancelled,
     TimedOut,
     /// A task Tekton skipped (`status.skippedTasks`, with its reason).
@@ -42,9 +49,10 @@ pub enum Outcome {
 
 impl Outcome {
     /// Every outcome a run (not a task) can have, for the page's filter.
-    pub const OF_RUNS: [Self; 6] = [
+    pub const OF_RUNS: [Self; 7] = [
         Self::Pending,
         Self::Running,
+        Self::Stopping,
         Self::Succeeded,
         Self::Failed,
         Self::Cancelled,
@@ -56,8 +64,10 @@ impl Outcome {
         match self {
             Self::Pending => "pending",
             Self::Running => "running",
+            Self::Stopping => "stopping",
             Self::Succeeded => "succeeded",
             Self::Failed => "failed",
+            Self::FailureIgnored => "failure-ignored",
             Self::Cancelled => "cancelled",
             Self::TimedOut => "timed-out",
             Self::Skipped => "skipped",
@@ -69,18 +79,29 @@ impl Outcome {
     pub fn parse(word: &str) -> Option<Self> {
         Self::OF_RUNS
             .into_iter()
-            .chain([Self::Skipped, Self::NotRun, Self::Unknown])
+            .chain([
+                Self::FailureIgnored,
+                Self::Skipped,
+                Self::NotRun,
+                Self::Unknown,
+            ])
             .find(|o| o.as_str() == word)
     }
 
     /// Whether it has ended.
     pub fn is_final(self) -> bool {
-        !matches!(self, Self::Pending | Self::Running)
+        !matches!(self, Self::Pending | Self::Running | Self::Stopping)
+    }
+
+    /// Whether it failed (timed out included; a failure ignored is not).
+    pub fn is_failure(self) -> bool {
+        matches!(self, Self::Failed | Self::TimedOut)
     }
 }
 
-/// A run's or TaskRun's outcome from its `Succeeded` condition and reason
-/// (`docs/pipelineruns.md`, `taskrun_types.go`).
+/// A run's or TaskRun's outcome from its `Succeeded` condition and reason, as Tekton
+/// defines them (`docs/pipelineruns.md` "Monitoring execution status", `taskrun_types.go`,
+/// `pipelinerun_types.go`) and `tkn` words them (`pkg/formatted`).
 pub fn outcome(object: &Object) -> Outcome {
     let Some(condition) = object.condition("Succeeded") else {
         return if at(&object.status, &["startTime"]).is_some() {
@@ -99,10 +120,19 @@ pub fn outcome(object: &Object) -> Outcome {
             | "StoppedRunFinally"
             | "CancelledRunFinally" => Outcome::Cancelled,
             "PipelineRunTimeout" | "TaskRunTimeout" => Outcome::TimedOut,
+            "FailureIgnored" => Outcome::FailureIgnored,
             _ => Outcome::Failed,
         },
         ConditionStatus::Unknown => match reason {
-            "PipelineRunPending" | "TaskRunPending" | "Pending" => Outcome::Pending,
+            "PipelineRunPending"
+            | "TaskRunPending"
+            | "Pending"
+            | "ExceededNodeResources"
+            | "ExceededResourceQuota" => Outcome::Pending,
+            "PipelineRunStopping"
+            | "StoppedRunningFinally"
+            | "CancelledRunningFinally"
+            | "PipelineRunTimeoutRunningFinally" => Outcome::Stopping,
             _ => Outcome::Running,
         },
     }
@@ -133,17 +163,22 @@ pub struct RunSummary {
     /// The `Succeeded` condition's reason and message, as Tekton wrote them.
     pub reason: Option<String>,
     pub message: Option<String>,
+    /// `status.startTime`: `None` while it has not started (pending), as `tkn` shows.
     pub started_at: Option<DateTime<Utc>>,
     pub completed_at: Option<DateTime<Utc>>,
+    /// When it was made (`metadata.creationTimestamp`): where a run not yet started sorts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<DateTime<Utc>>,
     /// The commit it ran for: Pipelines-as-Code's `sha`, else a `revision`/`git-revision`
-    /// param that is a full commit id.
+    /// param that is a full commit id, else the commit its image's tag ends with (a prefix).
     pub commit: Option<String>,
     /// The commit's page on GitHub (github.com or the snapshot's `githubHost` only).
     pub commit_url: Option<String>,
     /// The commit's title, as Pipelines-as-Code recorded it (`sha-title`).
     pub commit_title: Option<String>,
     /// The image it produced (`*IMAGE_URL`/`IMAGES` results of the run or its TaskRuns),
-    /// with its digest when one was published.
+    /// with its digest when one was published; for a cloud deploy run, the one it deploys
+    /// ([`crate::cloud::deployed_image`]).
     pub image: Option<String>,
     pub trigger: Trigger,
     /// Who caused it (Pipelines-as-Code's `sender`).
@@ -172,6 +207,9 @@ pub struct TaskNode {
     pub skipped_reason: Option<String>,
     pub started_at: Option<DateTime<Utc>>,
     pub completed_at: Option<DateTime<Utc>>,
+    /// How many times it ran: 1, plus one per retry Tekton recorded (`status.retriesStatus`).
+    /// A retried task is one node, its outcome the last attempt's.
+    pub attempts: u32,
     /// Where to draw it: column (0 = runs first) and row within the column.
     pub column: u32,
     pub row: u32,
@@ -288,9 +326,44 @@ pub fn derive(snapshot: &Snapshot, service: &str) -> Pipelines {
     }
 }
 
-/// The list's order: newest start first (unknown last), then name.
+/// Whether `run` built the default branch ([`hangar::DEFAULT_BRANCH`]): Pipelines-as-Code
+/// says it ran for a push to it; or, a run carrying no Pipelines-as-Code keys, it is of
+/// Hangar's [`hangar::BUILD_PIPELINE`], which builds the default branch.
+pub fn builds_default_branch(run: &RunSummary) -> bool {
+    match &run.trigger {
+        Trigger::Push { branch } => branch.as_deref() == Some(hangar::DEFAULT_BRANCH),
+        Trigger::Unknown => run.pipeline.as_deref() == Some(hangar::BUILD_PIPELINE),
+        Trigger::PullRequest { .. } | Trigger::Other { .. } => false,
+    }
+}
+
+/// The newest ended build of the default branch among `objects` (a service's CI/CD
+/// namespace), when it failed or timed out: the branch does not build, so nothing new can
+/// reach the first environment. `None` when the newest ended build succeeded or was
+/// cancelled by a person, or there is none.
+pub fn failed_default_build<'o>(
+    objects: impl IntoIterator<Item = &'o Object>,
+) -> Option<RunSummary> {
+    objects
+        .into_iter()
+        .filter_map(PipelineRun::new)
+        .map(|run| summary(run, &[], None))
+        .filter(|run| run.outcome.is_final() && builds_default_branch(run))
+        .min_by(newest_first)
+        .filter(|run| matches!(run.outcome, Outcome::Failed | Outcome::TimedOut))
+}
+
+impl RunSummary {
+    /// The moment it sorts by: its start, else (not started yet) when it was made.
+    pub fn sorted_at(&self) -> Option<DateTime<Utc>> {
+        self.started_at.or(self.created_at)
+    }
+}
+
+/// The list's order: newest first by start (a run not started by when it was made; unknown
+/// last), then name.
 pub fn newest_first(a: &RunSummary, b: &RunSummary) -> std::cmp::Ordering {
-    newer_first((a.started_at, &a.name), (b.started_at, &b.name))
+    newer_first((a.sorted_at(), &a.name), (b.sorted_at(), &b.name))
 }
 
 /// [`newest_first`] on a run's start and name.
@@ -316,13 +389,31 @@ fn is_commit(text: &str) -> bool {
 fn summary(run: PipelineRun<'_>, tasks: &[TaskRun<'_>], enterprise: Option<&str>) -> RunSummary {
     let object = run.object;
     let condition = object.condition("Succeeded");
-    let commit = pac(object, "sha").map(str::to_owned).or_else(|| {
-        ["revision", "git-revision"]
-            .into_iter()
-            .find_map(|p| crate::tekton::named_string(array_at(&object.spec, &["params"]), p))
-            .filter(|v| is_commit(v))
-            .map(str::to_owned)
-    });
+    let image = built_images(object)
+        .into_iter()
+        .chain(tasks.iter().flat_map(|t| built_images(t.object)))
+        .next()
+        .map(|(url, digest)| match digest {
+            Some(d) if !url.contains('@') => format!("{url}@{d}"),
+            _ => url.to_owned(),
+        })
+        .or_else(|| crate::cloud::deployed_image(tasks).map(str::to_owned));
+    let commit = pac(object, "sha")
+        .map(str::to_owned)
+        .or_else(|| {
+            ["revision", "git-revision"]
+                .into_iter()
+                .find_map(|p| crate::tekton::named_string(array_at(&object.spec, &["params"]), p))
+                .filter(|v| is_commit(v))
+                .map(str::to_owned)
+        })
+        // Else the commit its image's tag names, as the Deployments tab reads it.
+        .or_else(|| {
+            image
+                .as_deref()
+                .and_then(crate::image::commit)
+                .map(str::to_owned)
+        });
     let commit_url = commit.as_deref().and_then(|sha| {
         pac(object, "sha-url")
             .and_then(|u| links::github(u, enterprise))
@@ -332,14 +423,6 @@ fn summary(run: PipelineRun<'_>, tasks: &[TaskRun<'_>], enterprise: Option<&str>
             })
             .map(links::Checked::into_string)
     });
-    let image = built_images(object)
-        .into_iter()
-        .chain(tasks.iter().flat_map(|t| built_images(t.object)))
-        .next()
-        .map(|(url, digest)| match digest {
-            Some(d) if !url.contains('@') => format!("{url}@{d}"),
-            _ => url.to_owned(),
-        });
     let trigger = match pac(object, "event-type") {
         Some("pull_request" | "retest-comment" | "ok-to-test-comment" | "pull_request_closed") => {
             match pac(object, "pull-request").and_then(|n| n.parse().ok()) {
@@ -366,8 +449,9 @@ fn summary(run: PipelineRun<'_>, tasks: &[TaskRun<'_>], enterprise: Option<&str>
         outcome: outcome(object),
         reason: condition.and_then(|c| c.reason).map(str::to_owned),
         message: condition.and_then(|c| c.message).map(str::to_owned),
-        started_at: run.started_at(),
+        started_at: at(&object.status, &["startTime"]).and_then(time),
         completed_at: run.completed_at(),
+        created_at: object.metadata.creation_timestamp,
         commit,
         commit_url,
         commit_title: pac(object, "sha-title").map(str::to_owned),
@@ -499,6 +583,11 @@ fn graph(run: PipelineRun<'_>, tasks: &[TaskRun<'_>], enterprise: Option<&str>) 
             skipped_reason,
             started_at: task.and_then(TaskRun::started_at),
             completed_at: task.and_then(TaskRun::completed_at),
+            attempts: task.map_or(1, |t| {
+                u32::try_from(array_at(&t.object.status, &["retriesStatus"]).len())
+                    .unwrap_or(u32::MAX)
+                    .saturating_add(1)
+            }),
             column,
             row: *row,
             steps: task.map(|t| steps(t.object)).unwrap_or_default(),
@@ -563,16 +652,24 @@ fn steps(task: &Object) -> Vec<StepNode> {
             let exit_code = terminated
                 .and_then(|t| t.get("exitCode"))
                 .and_then(Value::as_i64);
-            let reason = str_at(step, &["terminationReason"])
-                .or_else(|| terminated.and_then(|t| str_at(t, &["reason"])));
-            let outcome = match (terminated, running, exit_code, reason) {
-                (Some(_), _, _, Some("Skipped")) => Outcome::Skipped,
-                (Some(_), _, _, Some("TimeoutExceeded")) => Outcome::TimedOut,
-                (Some(_), _, _, Some("Cancelled")) => Outcome::Cancelled,
-                (Some(_), _, Some(0), _) => Outcome::Succeeded,
-                (Some(_), _, _, _) => Outcome::Failed,
-                (None, Some(_), _, _) => Outcome::Running,
-                (None, None, _, _) => Outcome::Pending,
+            // Tekton's `terminationReason`, and the container's own.
+            let reasons = [
+                str_at(step, &["terminationReason"]),
+                terminated.and_then(|t| str_at(t, &["reason"])),
+            ];
+            let said = |words: &[&str]| reasons.iter().flatten().any(|r| words.contains(r));
+            // A step its TaskRun ended (cancelled, or out of time) is terminated with exit
+            // code 1 and the TaskRun's reason: it did not fail by itself.
+            let outcome = match (terminated, running, exit_code) {
+                (Some(_), _, _) if said(&["Skipped"]) => Outcome::Skipped,
+                (Some(_), _, _) if said(&["TimeoutExceeded", "TaskRunTimeout"]) => {
+                    Outcome::TimedOut
+                }
+                (Some(_), _, _) if said(&["Cancelled", "TaskRunCancelled"]) => Outcome::Cancelled,
+                (Some(_), _, Some(0)) => Outcome::Succeeded,
+                (Some(_), _, _) => Outcome::Failed,
+                (None, Some(_), _) => Outcome::Running,
+                (None, None, _) => Outcome::Pending,
             };
             let started = terminated
                 .or(running)
@@ -616,7 +713,7 @@ impl Filter {
     }
 }
 
-/// Where a page of runs ends: the last run's start and name. The next page starts after
+/// Where a page of runs ends: the last run's moment ([`RunSummary::sorted_at`]) and name. The next page starts after
 /// it in [`newest_first`] order, so runs added meanwhile do not shift it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Cursor {
@@ -647,14 +744,14 @@ impl Cursor {
 
     fn of(run: &RunSummary) -> Self {
         Self {
-            started_at: run.started_at,
+            started_at: run.sorted_at(),
             name: run.name.clone(),
         }
     }
 
     /// Whether `run` comes after this cursor in [`newest_first`] order.
     fn precedes(&self, run: &RunSummary) -> bool {
-        newer_first((self.started_at, &self.name), (run.started_at, &run.name))
+        newer_first((self.started_at, &self.name), (run.sorted_at(), &run.name))
             == std::cmp::Ordering::Less
     }
 }
@@ -677,4 +774,118 @@ pub fn page<'a>(
         _ => None,
     };
     (page, next)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    /// A run or TaskRun whose `Succeeded` condition is `status` for `reason`.
+    fn with_condition(kind: &str, status: &str, reason: &str) -> Object {
+        Object::from_value(json!({
+            "apiVersion": "tekton.dev/v1", "kind": kind,
+            "metadata": {"name": "r", "namespace": "app-shop-cicd"},
+            "status": {"startTime": "2026-11-30T10:00:00Z", "conditions": [
+                {"type": "Succeeded", "status": status, "reason": reason}]}
+        }))
+        .unwrap()
+    }
+
+    /// Every reason Tekton documents for runs and TaskRun (docs/pipelineruns.md
+    /// "Monitoring execution status", `taskrun_types.go`) to the outcome `tkn` shows.
+    #[test]
+    fn each_documented_reason_is_its_outcome() {
+        // kind, the condition's status and reason, the outcome (its word).
+        let table = "
+            PipelineRun Unknown Started                          running
+            PipelineRun Unknown Running                          running
+            PipelineRun Unknown PipelineRunPending               pending
+            PipelineRun Unknown PipelineRunStopping              stopping
+            PipelineRun Unknown CancelledRunningFinally          stopping
+            PipelineRun Unknown StoppedRunningFinally            stopping
+            PipelineRun Unknown PipelineRunTimeoutRunningFinally stopping
+            PipelineRun True    Succeeded                        succeeded
+            PipelineRun True    Completed                        succeeded
+            PipelineRun False   Failed                           failed
+            PipelineRun False   Cancelled                        cancelled
+            PipelineRun False   StoppedRunFinally                cancelled
+            PipelineRun False   CancelledRunFinally              cancelled
+            PipelineRun False   PipelineRunTimeout               timed-out
+            PipelineRun False   PipelineValidationFailed         failed
+            TaskRun     Unknown Pending                          pending
+            TaskRun     Unknown TaskRunPending                   pending
+            TaskRun     Unknown ExceededNodeResources            pending
+            TaskRun     Unknown ExceededResourceQuota            pending
+            TaskRun     Unknown ToBeRetried                      running
+            TaskRun     False   TaskRunCancelled                 cancelled
+            TaskRun     False   TaskRunTimeout                   timed-out
+            TaskRun     False   FailureIgnored                   failure-ignored
+            TaskRun     False   TaskRunImagePullFailed           failed
+            TaskRun     False   StepOOM                          failed";
+        for line in table.lines().filter(|l| !l.trim().is_empty()) {
+            let [kind, status, reason, expected] = line.split_whitespace().collect::<Vec<_>>()[..]
+            else {
+                panic!("{line:?}");
+            };
+            assert_eq!(
+                Some(outcome(&with_condition(kind, status, reason))),
+                Outcome::parse(expected),
+                "{kind} {status} {reason}"
+            );
+        }
+        for o in Outcome::OF_RUNS {
+            assert_eq!(Outcome::parse(o.as_str()), Some(o));
+        }
+        assert!(!Outcome::Stopping.is_final() && Outcome::FailureIgnored.is_final());
+    }
+
+    /// A step its TaskRun ended is cancelled or timed out (Tekton terminates it with exit code
+    /// 1 and the TaskRun's reason); one that exited non-zero by itself failed.
+    #[test]
+    fn a_step_ended_by_its_task_run_is_not_a_failure() {
+        let step = |terminated: serde_json::Value, termination: Option<&str>| {
+            let mut step = json!({"name": "build", "terminated": terminated});
+            if let Some(reason) = termination {
+                step["terminationReason"] = json!(reason);
+            }
+            let task = Object::from_value(json!({
+                "apiVersion": "tekton.dev/v1", "kind": "TaskRun",
+                "metadata": {"name": "t"}, "status": {"steps": [step]}
+            }))
+            .unwrap();
+            let read = steps(&task);
+            (read[0].outcome, read[0].exit_code)
+        };
+        let ended = |reason: &str| json!({"exitCode": 1, "reason": reason});
+        assert_eq!(
+            step(ended("TaskRunCancelled"), None),
+            (Outcome::Cancelled, Some(1))
+        );
+        assert_eq!(
+            step(ended("TaskRunTimeout"), None),
+            (Outcome::TimedOut, Some(1))
+        );
+        assert_eq!(
+            step(ended("Error"), Some("TaskRunCancelled")),
+            (Outcome::Cancelled, Some(1))
+        );
+        assert_eq!(
+            step(ended("Error"), Some("TimeoutExceeded")),
+            (Outcome::TimedOut, Some(1))
+        );
+        assert_eq!(step(ended("Error"), None), (Outcome::Failed, Some(1)));
+        assert_eq!(
+            step(json!({"exitCode": 254, "reason": "Error"}), None),
+            (Outcome::Failed, Some(254))
+        );
+        assert_eq!(
+            step(
+                json!({"exitCode": 0, "reason": "Completed"}),
+                Some("Skipped")
+            ),
+            (Outcome::Skipped, Some(0))
+        );
+    }
 }

@@ -58,6 +58,10 @@ pub enum Source {
     Slo,
     /// A cloud target's deploy runs (AWS ECS, Lambda, Azure Container Apps).
     Deploy,
+    /// The builds of the default branch (Tekton), said on the first environment.
+    Build,
+    /// The resources Crossplane composed for the service in that environment.
+    Composed,
     #[serde(other)]
     Other,
 }
@@ -252,7 +256,125 @@ pub fn of_all(snapshot: &Snapshot) -> Vec<(String, EnvState)> {
         judge_objectives(snapshot, app, &mut state);
         out.push((app.to_owned(), state));
     }
+    // The resources composed for an environment (labelled with it, or in its namespace).
+    for object in snapshot.clusters.values().flatten() {
+        // Secrets and Argo CD's objects are judged above, by their own rules.
+        let Some(service) = object
+            .label(crate::hangar::COMPOSITE_LABEL)
+            .filter(|_| !matches!(object.group(), "external-secrets.io" | "argoproj.io"))
+        else {
+            continue;
+        };
+        let environment = object.label(crate::hangar::ENVIRONMENT_LABEL).or_else(|| {
+            match crate::hangar::namespace_owner(object.namespace()?)? {
+                (owner, crate::hangar::NamespaceRole::Environment(env)) if owner == service => {
+                    Some(env)
+                }
+                _ => None,
+            }
+        });
+        let Some(environment) = environment else {
+            continue;
+        };
+        let Some(said) = composed(object) else {
+            continue;
+        };
+        if let Some((_, state)) = out
+            .iter_mut()
+            .find(|(app, s)| app == service && s.environment == environment)
+        {
+            match said {
+                Ok(trouble) => {
+                    state.troubles.push(trouble);
+                    state
+                        .troubles
+                        .sort_by_key(|t| std::cmp::Reverse(t.severity));
+                }
+                Err(wait) => state.waits.push(wait),
+            }
+        }
+    }
+    // A default branch that does not build is said where its builds would arrive first.
+    for ((cluster, namespace), objects) in &places {
+        if *cluster != control_plane {
+            continue;
+        }
+        let Some((service, crate::hangar::NamespaceRole::Cicd)) =
+            crate::hangar::namespace_owner(namespace)
+        else {
+            continue;
+        };
+        let Some(run) = crate::pipelines::failed_default_build(objects.iter().copied()) else {
+            continue;
+        };
+        if let Some((_, first)) =
+            out.iter_mut()
+                .filter(|(app, _)| app == service)
+                .min_by(|(_, a), (_, b)| {
+                    let rank = |s: &EnvState| crate::hangar::promotion_rank(&s.environment);
+                    (rank(a), &a.environment).cmp(&(rank(b), &b.environment))
+                })
+        {
+            first.troubles.push(build_trouble(&run));
+            first
+                .troubles
+                .sort_by_key(|t| std::cmp::Reverse(t.severity));
+        }
+    }
     out
+}
+
+/// What a composed resource says when it is not ready or not synced (Crossplane's `Ready`
+/// and `Synced`): a trouble with Crossplane's reason and message, or, while it is being
+/// created, a wait (`Err`). `None` when it is ready and synced, or says nothing.
+fn composed(object: &Object) -> Option<Result<Trouble, String>> {
+    use crate::kube::ConditionStatus::False;
+    let named = format!("{} {}", object.kind, object.name());
+    let because = |c: crate::kube::Condition<'_>| {
+        let reason = c.reason.unwrap_or("no reason given");
+        match c.message {
+            Some(message) => format!("{reason}: {message}"),
+            None => reason.to_owned(),
+        }
+    };
+    let trouble = |words: String| {
+        Some(Ok(Trouble {
+            source: Source::Composed,
+            severity: Severity::Attention,
+            words,
+        }))
+    };
+    if let Some(synced) = object.condition("Synced").filter(|c| c.status == False) {
+        return trouble(format!("{named} is not synced ({})", because(synced)));
+    }
+    let ready = object.condition("Ready").filter(|c| c.status == False)?;
+    if ready.reason == Some("Creating") {
+        return Some(Err(format!("{named} is being created")));
+    }
+    trouble(format!("{named} is not ready ({})", because(ready)))
+}
+
+/// The words for a failed build of the default branch: the run, and Tekton's message.
+fn build_trouble(run: &crate::pipelines::RunSummary) -> Trouble {
+    let how = if run.outcome == crate::pipelines::Outcome::TimedOut {
+        "timed out"
+    } else {
+        "failed"
+    };
+    let mut words = format!(
+        "the newest build of {} {how} ({})",
+        crate::hangar::DEFAULT_BRANCH,
+        run.name
+    );
+    if let Some(message) = run.message.as_deref().filter(|m| !m.is_empty()) {
+        words.push_str(": ");
+        words.push_str(message);
+    }
+    Trouble {
+        source: Source::Build,
+        severity: Severity::Attention,
+        words,
+    }
 }
 
 /// The state of `app` in `environment` from its Application and the objects of the
@@ -843,6 +965,165 @@ mod tests {
 
     fn severity(state: &EnvState) -> Option<Severity> {
         state.attention().map(|a| a.severity)
+    }
+
+    /// A failed build of `main` is said on the first environment alone; a newer success, a
+    /// cancelled build or a failed pull-request run is not a trouble.
+    #[test]
+    fn a_failed_build_of_main_is_amber_on_the_first_environment() {
+        let app = |env: &str| {
+            json!({"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
+                   "metadata": {"name": format!("pay-{env}"), "namespace": "argocd",
+                                "labels": {"hangar.io/app": "pay", "hangar.io/environment": env}},
+                   "spec": {"destination": {"name": "dev", "namespace": format!("app-pay-{env}")}},
+                   "status": {"sync": {"status": "Synced"}, "health": {"status": "Healthy"}}})
+        };
+        // A run started `minute` minutes past nine; `event`: Pipelines-as-Code's, or none.
+        let run = |name: &str, minute: u32, event: Option<&str>, reason: &str| {
+            let mut labels = json!({"tekton.dev/pipeline": "build"});
+            if let Some(event) = event {
+                labels["pipelinesascode.tekton.dev/event-type"] = json!(event);
+                labels["pipelinesascode.tekton.dev/branch"] = json!("main");
+            }
+            let ok = if reason == "Succeeded" {
+                "True"
+            } else {
+                "False"
+            };
+            json!({"apiVersion": "tekton.dev/v1", "kind": "PipelineRun",
+                   "metadata": {"name": name, "namespace": "app-pay-cicd", "labels": labels},
+                   "status": {"startTime": format!("2026-11-30T09:{minute:02}:00Z"),
+                              "completionTime": format!("2026-11-30T09:{:02}:00Z", minute + 5),
+                              "conditions": [{"type": "Succeeded", "status": ok, "reason": reason,
+                                              "message": "Tasks Completed: 4 (Failed: 1, Cancelled 0), Skipped: 0"}]}})
+        };
+        let states = |runs: Vec<Value>| {
+            let mut dev = vec![app("prod"), app("dev"), app("staging")];
+            dev.extend(runs);
+            let snapshot = Snapshot::from_json(
+                &json!({"now": NOW, "controlPlaneCluster": "dev", "clusters": {"dev": dev}})
+                    .to_string(),
+            )
+            .unwrap();
+            derive(&snapshot, "pay")
+        };
+        let failed = states(vec![
+            run("pay-build-1", 10, Some("push"), "Succeeded"),
+            run("pay-build-2", 20, Some("push"), "Failed"),
+            run("pay-pr-3", 30, Some("pull_request"), "Succeeded"),
+        ]);
+        let envs: Vec<&str> = failed.iter().map(|s| s.environment.as_str()).collect();
+        assert_eq!(envs, ["dev", "staging", "prod"]);
+        assert_eq!(
+            failed[0].troubles,
+            [Trouble {
+                source: Source::Build,
+                severity: Severity::Attention,
+                words: "the newest build of main failed (pay-build-2): Tasks Completed: 4 \
+                        (Failed: 1, Cancelled 0), Skipped: 0"
+                    .to_owned(),
+            }]
+        );
+        assert!(failed[1..].iter().all(|s| s.troubles.is_empty()));
+        // Unlabelled runs of the build pipeline are the default branch's; timed out is said.
+        let timed_out = states(vec![run("pay-build-4", 10, None, "PipelineRunTimeout")]);
+        assert!(timed_out[0].troubles[0]
+            .words
+            .starts_with("the newest build of main timed out"));
+        for calm in [
+            vec![
+                run("pay-build-2", 10, Some("push"), "Failed"),
+                run("pay-build-3", 20, Some("push"), "Succeeded"),
+            ],
+            vec![run("pay-build-5", 10, Some("push"), "PipelineRunCancelled")],
+            vec![run("pay-pr-6", 10, Some("pull_request"), "Failed")],
+        ] {
+            assert!(states(calm).iter().all(|s| s.troubles.is_empty()));
+        }
+    }
+
+    /// A resource composed for prod (in its namespace, or labelled with it) that is not
+    /// synced or not ready is amber there, with Crossplane's words; one being created is a
+    /// wait; one of another service or of no environment is not prod's.
+    #[test]
+    fn a_composed_resource_of_an_environment_not_ready_is_amber_there() {
+        let resource = |name: &str, namespace: &str, labels: Value, conditions: Value| {
+            json!({"apiVersion": "database.example.org/v1alpha1", "kind": "Database",
+                   "metadata": {"name": name, "namespace": namespace, "labels": labels},
+                   "status": {"conditions": conditions}})
+        };
+        let composed = |env: Option<&str>| {
+            let mut labels = json!({"crossplane.io/composite": "pay"});
+            if let Some(env) = env {
+                labels["hangar.io/environment"] = json!(env);
+            }
+            labels
+        };
+        let state = prod(
+            "Synced",
+            "Healthy",
+            json!({"phase": "Healthy", "stableRS": "aaa", "currentPodHash": "aaa"}),
+            vec![
+                resource(
+                    "pay-db",
+                    "app-pay-prod",
+                    composed(None),
+                    json!([
+                    {"type": "Synced", "status": "True", "reason": "ReconcileSuccess"},
+                    {"type": "Ready", "status": "False", "reason": "Unavailable",
+                     "message": "instance is stopped"}]),
+                ),
+                resource(
+                    "pay-cache",
+                    "app-pay-prod",
+                    composed(None),
+                    json!([
+                    {"type": "Ready", "status": "False", "reason": "Creating"}]),
+                ),
+                resource(
+                    "pay-queue",
+                    "crossplane-system",
+                    composed(Some("prod")),
+                    json!([
+                    {"type": "Synced", "status": "False", "reason": "ReconcileError",
+                     "message": "cannot apply: quota exceeded"}]),
+                ),
+                resource(
+                    "pay-ok",
+                    "app-pay-prod",
+                    composed(None),
+                    json!([
+                    {"type": "Synced", "status": "True"}, {"type": "Ready", "status": "True"}]),
+                ),
+                resource(
+                    "shop-db",
+                    "app-pay-prod",
+                    json!({"crossplane.io/composite": "shop"}),
+                    json!([{"type": "Ready", "status": "False", "reason": "Unavailable"}]),
+                ),
+                resource(
+                    "pay-bucket",
+                    "crossplane-system",
+                    composed(None),
+                    json!([{"type": "Ready", "status": "False", "reason": "Unavailable"}]),
+                ),
+            ],
+        );
+        let composed: Vec<&str> = state
+            .troubles
+            .iter()
+            .filter(|t| t.source == Source::Composed)
+            .map(|t| t.words.as_str())
+            .collect();
+        assert_eq!(
+            composed,
+            [
+                "Database pay-db is not ready (Unavailable: instance is stopped)",
+                "Database pay-queue is not synced (ReconcileError: cannot apply: quota exceeded)",
+            ]
+        );
+        assert_eq!(state.waits, ["Database pay-cache is being created"]);
+        assert_eq!(severity(&state), Some(Severity::Attention));
     }
 
     #[test]

@@ -16,6 +16,10 @@ const FIXTURES: &[(&str, &str)] = &[
     ("cancelled", "shop-build-9"),
     ("running", "shop-build-10"),
     ("skipped-when", "shop-build-11"),
+    ("stopping", "shop-build-12"),
+    ("pending", "shop-build-13"),
+    ("timed-out", "shop-build-14"),
+    ("retried", "shop-build-15"),
 ];
 
 fn snapshot(fixture: &str) -> Snapshot {
@@ -47,6 +51,75 @@ fn every_fixture_matches_its_snapshot() {
     for (fixture, _) in FIXTURES {
         insta::assert_json_snapshot!(format!("pipelines-{fixture}"), pipelines(fixture));
     }
+}
+
+/// Each kind of run Tekton reports, as its reasons say and `tkn` shows them: a run failed
+/// and waiting for its running task is stopping; a pending one has no start; a run out of
+/// time ends its running task's step as timed out, not failed; a retried task is one node
+/// with its attempts; a failure `onError: continue` let pass is said as ignored; a TaskRun
+/// whose pod cannot be placed is pending.
+#[test]
+fn runs_of_every_kind_read_as_tekton_says_them() {
+    let stopping = graph("stopping");
+    assert_eq!(stopping.run.outcome, Outcome::Stopping);
+    assert!(!stopping.run.outcome.is_final());
+    assert_eq!(task(&stopping, "unit-tests").outcome, Outcome::Failed);
+    assert_eq!(task(&stopping, "unit-tests").steps[0].exit_code, Some(2));
+    assert_eq!(task(&stopping, "lint").outcome, Outcome::Running);
+
+    let pending = graph("pending");
+    assert_eq!(pending.run.outcome, Outcome::Pending);
+    assert_eq!(pending.run.started_at, None, "not started: no start time");
+    assert!(pending.run.created_at.is_some());
+    assert!(pending.tasks.iter().all(|t| t.outcome == Outcome::Pending));
+    // Not started, it still sorts by when it was made: newest first among the others.
+    let mut runs: Vec<RunSummary> = FIXTURES
+        .iter()
+        .flat_map(|(f, _)| pipelines(f).runs)
+        .collect();
+    runs.sort_by(tower_shared::pipelines::newest_first);
+    let at = runs.iter().position(|r| r.name == "shop-build-13").unwrap();
+    assert!(runs[..at]
+        .iter()
+        .all(|r| r.sorted_at() >= pending.run.created_at));
+
+    let timed_out = graph("timed-out");
+    assert_eq!(timed_out.run.outcome, Outcome::TimedOut);
+    let tests = task(&timed_out, "unit-tests");
+    assert_eq!(tests.outcome, Outcome::TimedOut);
+    assert_eq!(
+        tests.steps[0].outcome,
+        Outcome::TimedOut,
+        "ended by its TaskRun"
+    );
+    assert_eq!(tests.steps[0].exit_code, Some(1));
+
+    let retried = graph("retried");
+    assert_eq!(retried.run.outcome, Outcome::Running);
+    let tests = task(&retried, "unit-tests");
+    assert_eq!((tests.outcome, tests.attempts), (Outcome::Succeeded, 3));
+    assert_eq!(
+        retried
+            .tasks
+            .iter()
+            .filter(|t| t.name == "unit-tests")
+            .count(),
+        1,
+        "a retried task is one node"
+    );
+    assert_eq!(task(&retried, "lint").outcome, Outcome::FailureIgnored);
+    assert!(!Outcome::FailureIgnored.is_failure());
+    let image = task(&retried, "build-image");
+    assert_eq!(image.outcome, Outcome::Pending, "ExceededNodeResources");
+    assert_eq!(image.reason.as_deref(), Some("ExceededNodeResources"));
+    assert_eq!(task(&retried, "fetch-source").attempts, 1);
+
+    // The cancelled run's running step was ended by its TaskRun: cancelled, not failed.
+    let cancelled = graph("cancelled");
+    assert_eq!(
+        task(&cancelled, "build-image").steps[0].outcome,
+        Outcome::Cancelled
+    );
 }
 
 #[test]
@@ -352,6 +425,38 @@ fn tower_pipelines_prints_runs_or_one_graph_and_names_bad_input() {
     let printed: tower_shared::api::PipelineRunAnswer =
         serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(printed.graph, graph("failed"));
+
+    // Each kind of run, as the CLI prints it.
+    for (fixture, name, word) in [
+        ("stopping", "shop-build-12", "stopping"),
+        ("pending", "shop-build-13", "pending"),
+        ("timed-out", "shop-build-14", "timed-out"),
+        ("retried", "shop-build-15", "running"),
+    ] {
+        let out = std::process::Command::new(crate::support::tower_bin())
+            .args([
+                "pipelines",
+                "--service",
+                "shop",
+                "--run",
+                name,
+                "--snapshot",
+            ])
+            .arg(root().join(format!("fixtures/pipelines/{fixture}.json")))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let printed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(printed["run"]["outcome"], word, "{fixture}");
+        assert_eq!(
+            printed["tasks"],
+            serde_json::to_value(&graph(fixture).tasks).unwrap()
+        );
+    }
 
     let out = run(&["--run", "shop-build-99"]);
     assert!(!out.status.success());

@@ -33,7 +33,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use tokio::sync::{broadcast, watch, Notify};
 use tower_shared::api::{Change, ChangeSource, ClusterFreshness, GitHubState, Health};
-use tower_shared::hangar::ServiceKind;
+use tower_shared::hangar::{self, ServiceKind};
 use tower_shared::provisioning::Provisioning;
 use tower_shared::snapshot::Snapshot;
 
@@ -214,6 +214,26 @@ impl Live {
 
     pub fn config(&self) -> &Config {
         &self.inner.config
+    }
+
+    /// The tenants repositories where service requests are read: those the XRs name
+    /// (`terasky.backstage.io/source-info`) first, then each cluster's `tenantsRepo`
+    /// ([`hangar::tenants_repos`]); only the GitHub owner's, as Tower reads no other.
+    pub fn tenants_repos(&self) -> Vec<String> {
+        let derived = self.derived();
+        let owner = self.inner.github.as_ref().map(GitHub::owner);
+        hangar::tenants_repos(
+            derived.filed.tenants_repos(),
+            self.inner.config.tenants_repos(),
+        )
+        .into_iter()
+        .filter(|repo| {
+            owner.is_none_or(|owner| {
+                repo.split_once('/')
+                    .is_some_and(|(o, _)| o.eq_ignore_ascii_case(owner))
+            })
+        })
+        .collect()
     }
 
     /// Prometheus, when the config names one.

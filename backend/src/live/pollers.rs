@@ -140,7 +140,7 @@ impl Live {
                 }
             }
             let derived = self.derived();
-            let tenants = self.inner.config.tenants_repos();
+            let tenants = self.tenants_repos();
             let mut repos: BTreeSet<String> = tenants.iter().cloned().collect();
             repos.extend(std::mem::take(&mut self.remote().due_repos));
             let mut cicd_wanted = Vec::new();

@@ -176,7 +176,9 @@ pub async fn file(
     if gitops != file.repo {
         pulls.extend(open_config_pulls(&state, &gitops).await?);
     }
-    let branch = pull.as_ref().map_or("main", |p| p.branch.as_str());
+    let branch = pull
+        .as_ref()
+        .map_or(hangar::DEFAULT_BRANCH, |p| p.branch.as_str());
     let read = writer
         .read_file(&file.repo, branch, &file.path)
         .await
@@ -321,7 +323,7 @@ pub async fn save(
                     content: &text,
                     message: &message,
                 },
-                base: "main",
+                base: hangar::DEFAULT_BRANCH,
                 title: &title,
                 body: &body,
                 labels: &[hangar::CONFIG_LABEL],

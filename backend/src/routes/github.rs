@@ -38,7 +38,7 @@ fn readable_repo(state: &AppState, query: &Query) -> Result<String, ApiError> {
     let tenants = state
         .live
         .as_ref()
-        .map(|live| live.config().tenants_repos())
+        .map(crate::live::Live::tenants_repos)
         .unwrap_or_default();
     let is_tenants = tenants.iter().any(|t| t.eq_ignore_ascii_case(&repo));
     if is_tenants || hangar::is_known_repo(&name, |s| state.source.derived().knows(s)) {

@@ -358,7 +358,7 @@ pub async fn notes(
     let path = hangar::record_path(release);
     let upstream = super::upstream::upstream;
     let Some((sha, text)) = writer
-        .read_file(&repo, "main", &path)
+        .read_file(&repo, hangar::DEFAULT_BRANCH, &path)
         .await
         .map_err(upstream)?
     else {
@@ -408,7 +408,7 @@ pub async fn notes(
             content: &content,
             message: &title,
         },
-        base: "main",
+        base: hangar::DEFAULT_BRANCH,
         title: &title,
         body: &pr_body,
         labels: &[hangar::RECORD_LABEL],

@@ -112,7 +112,7 @@ async fn plan(
     let repo = format!("{}/{}", github.owner(), hangar::gitops_repo(service, None));
     let path = hangar::env_file(environment);
     let Some((seen, text)) = writer
-        .read_file(&repo, "main", &path)
+        .read_file(&repo, hangar::DEFAULT_BRANCH, &path)
         .await
         .map_err(upstream)?
     else {
@@ -158,7 +158,7 @@ async fn plan(
         message: format!("{path} in {repo} has no top-level `image:` for Tower to change"),
     })?;
     let branch = match how {
-        Promotion::Commit => "main".to_owned(),
+        Promotion::Commit => hangar::DEFAULT_BRANCH.to_owned(),
         Promotion::PullRequest => hangar::promotion_branch(environment, &release.image),
     };
     Ok(Plan {
@@ -399,7 +399,7 @@ pub async fn promote(
             let body = proposal_body(&state, service, &plan, environment);
             let proposal = Proposal {
                 file: change,
-                base: "main",
+                base: hangar::DEFAULT_BRANCH,
                 title: &message,
                 body: &body,
                 labels: &[hangar::PROMOTION_LABEL],

@@ -9,7 +9,7 @@ use tower_shared::api::PipelineRunsAnswer;
 use tower_shared::pipelines::{
     EdgeKind, Outcome, RunGraph, RunSummary, StepNode, TaskNode, Trigger,
 };
-use tower_shared::time::age;
+use tower_shared::time::{age, compact_duration};
 
 use crate::api::{self, ApiError};
 use crate::logs::LogTarget;
@@ -24,6 +24,8 @@ pub fn outcome_label(outcome: Outcome) -> (&'static str, &'static str) {
     match outcome {
         Outcome::Succeeded => ("status-ok", "✔ succeeded"),
         Outcome::Failed => ("status-failed", "✖ failed"),
+        Outcome::Stopping => ("status-failed", "✖ stopping"),
+        Outcome::FailureIgnored => ("status-attention", "⚠ failed, ignored"),
         Outcome::TimedOut => ("status-failed", "✖ timed out"),
         Outcome::Cancelled => ("status-attention", "⚠ cancelled"),
         Outcome::Running => ("status-running", "◌ running"),
@@ -160,7 +162,7 @@ fn RunList(service: String, now: ReadSignal<DateTime<Utc>>) -> impl IntoView {
                 .iter()
                 .map(|r| {
                     let (class, word) = outcome_label(r.outcome);
-                    let (started, ended) = (r.started_at, r.completed_at);
+                    let (started, ended, r_outcome) = (r.started_at, r.completed_at, r.outcome);
                     let href = tab_href(Tab::Pipelines, &service.get_value(), Some(&r.name));
                     view! {
                         <tr>
@@ -171,7 +173,11 @@ fn RunList(service: String, now: ReadSignal<DateTime<Utc>>) -> impl IntoView {
                             <td>{short_image(r.image.as_deref())}</td>
                             <td>{trigger_text(&r.trigger)}</td>
                             <td title=started.map(|t| t.to_rfc3339()).unwrap_or_default()>
-                                {move || started.map_or_else(|| "unknown".to_owned(), |t| age(t, now.get()))}
+                                {move || match (started, r_outcome) {
+                                    (Some(t), _) => age(t, now.get()),
+                                    (None, Outcome::Pending) => "not yet".to_owned(),
+                                    (None, _) => "unknown".to_owned(),
+                                }}
                             </td>
                             <td>{move || took(started, ended, now.get())}</td>
                         </tr>
@@ -311,7 +317,7 @@ fn graph_sentence_parts(graph: &RunGraph) -> SentenceParts {
     let failed = graph
         .tasks
         .iter()
-        .find(|t| matches!(t.outcome, Outcome::Failed | Outcome::TimedOut))
+        .find(|t| t.outcome.is_failure())
         .map(|t| (label(t), t.message.clone()));
     SentenceParts {
         name: graph.run.name.clone(),
@@ -347,6 +353,16 @@ fn run_sentence(p: &SentenceParts, now: DateTime<Utc>) -> String {
             "{} is running: {} of {} tasks done, {took}{of}.",
             p.name, p.done, p.total
         ),
+        (Outcome::Stopping, failed) => format!(
+            "{} is stopping{}: it waits for the tasks still running ({} of {} done){of}.",
+            p.name,
+            failed
+                .as_ref()
+                .map_or_else(String::new, |(task, _)| format!(" after {task} failed")),
+            p.done,
+            p.total
+        ),
+        (Outcome::Pending, _) => format!("{} has not started yet{of}.", p.name),
         (outcome, _) => format!(
             "{} {}{of}; it took {took}.",
             p.name,
@@ -405,47 +421,52 @@ fn dag(graph: &RunGraph, service: &str, chosen: Option<&str>) -> impl IntoView {
         .map(|t| {
             let (x, y) = node_xy(t);
             let (class, word) = outcome_label(t.outcome);
-            let selected = if chosen == Some(t.name.as_str()) { " selected" } else { "" };
-            let finally = if t.finally { " · finally" } else { "" };
-            view! {
-                <g class=format!("node {class}{selected}") data-task=t.name.clone()>
-                    <rect x=x y=y width=NODE_W height=NODE_H rx="6"></rect>
-                    <text x=x + 8.0 y=y + 18.0 class="node-name">{label(t)}</text>
-                    <text x=x + 8.0 y=y + 36.0 class="node-status">{format!("{word}{finally}")}</text>
-                </g>
+            let selected = if chosen == Some(t.name.as_str()) {
+                " selected"
+            } else {
+                ""
+            };
+            let mut said = word.to_owned();
+            if t.attempts > 1 {
+                said.push_str(&format!(" · {} attempts", t.attempts));
             }
-        })
-        .collect_view();
-    // The same facts as text, each task linking to its steps.
-    let links = graph
-        .tasks
-        .iter()
-        .map(|t| {
+            if t.finally {
+                said.push_str(" · finally");
+            }
+            // Each node is the link to its task, named in words for a screen reader.
             let after: Vec<&str> = graph
                 .edges
                 .iter()
                 .filter(|e| e.to == t.name)
                 .map(|e| e.from.as_str())
                 .collect();
-            let (class, word) = outcome_label(t.outcome);
-            let href = format!(
-                "{}&task={}",
-                tab_href(Tab::Pipelines, service, Some(&run)),
-                String::from(js_sys::encode_uri_component(&t.name))
+            let words = format!(
+                "{}: {}{}",
+                label(t),
+                said.trim_start_matches(|c: char| !c.is_alphabetic()),
+                if after.is_empty() {
+                    String::new()
+                } else {
+                    format!(", after {}", after.join(", "))
+                }
             );
+            let href = task_href(service, &run, &t.name);
             let current = (chosen == Some(t.name.as_str())).then_some("true");
             view! {
-                <li>
-                    <a href=href aria-current=current>{label(t)}</a>
-                    " " <span class=class>{word}</span>
-                    {(!after.is_empty()).then(|| format!(", after {}", after.join(", ")))}
-                </li>
+                <g class=format!("node {class}{selected}") data-task=t.name.clone()>
+                    // Inside the `g`, the view macro makes this SVG's own `a`.
+                    <a href=href aria-label=words aria-current=current>
+                        <rect x=x y=y width=NODE_W height=NODE_H rx="6"></rect>
+                        <text x=x + 8.0 y=y + 18.0 class="node-name">{label(t)}</text>
+                        <text x=x + 8.0 y=y + 36.0 class="node-status">{said}</text>
+                    </a>
+                </g>
             }
         })
         .collect_view();
     view! {
         <figure class="dag">
-            <svg viewBox=format!("0 0 {width} {height}") role="img" aria-label=format!("Tasks of {}", graph.run.name)
+            <svg viewBox=format!("0 0 {width} {height}") role="group" aria-label=format!("Tasks of {}: each links to its steps", graph.run.name)
                 style=format!("max-width: {width}px")>
                 <defs>
                     <marker id="arrow" viewBox="0 0 8 8" refX="8" refY="4" markerWidth="8" markerHeight="8" orient="auto">
@@ -455,38 +476,57 @@ fn dag(graph: &RunGraph, service: &str, chosen: Option<&str>) -> impl IntoView {
                 {edges}
                 {nodes}
             </svg>
-            <figcaption><ul class="task-links">{links}</ul></figcaption>
         </figure>
     }
 }
 
-/// The tasks on one time axis (from the run's start to its end, or now), durations ticking.
+/// The run's page with `task` chosen.
+fn task_href(service: &str, run: &str, task: &str) -> String {
+    format!(
+        "{}&task={}",
+        tab_href(Tab::Pipelines, service, Some(run)),
+        String::from(js_sys::encode_uri_component(task))
+    )
+}
+
+/// The same tasks as a Gantt chart on one time axis, from the run's start to its end (or
+/// now, marked, while it runs): a bar per task that ran, its duration ticking, and the axis
+/// in time since the start.
 fn timeline(graph: &RunGraph, now: ReadSignal<DateTime<Utc>>) -> impl IntoView {
-    const W: f64 = 600.0;
+    const W: f64 = 640.0;
     const ROW: f64 = 22.0;
-    const LABEL: f64 = 170.0;
+    const LABEL: f64 = 190.0;
+    const AXIS: f64 = 26.0;
     let start = graph.run.started_at;
     let end = graph.run.completed_at;
     let tasks: Vec<TaskNode> = graph.tasks.clone();
-    let height = ROW * tasks.len() as f64 + 4.0;
+    let rows = ROW * tasks.len() as f64;
+    let height = rows + AXIS + 4.0;
     let bars = move || {
         let now = now.get();
         let Some(start) = start else {
-            return view! { <text x="0" y="14">"The run's start is unknown."</text> }.into_any();
+            return view! { <text x="0" y="14">"The run has not started: no task has run yet."</text> }
+                .into_any();
         };
-        let span = (end.unwrap_or(now) - start).num_milliseconds().max(1) as f64;
+        let last = end.unwrap_or(now);
+        let span = (last - start).num_milliseconds().max(1) as f64;
         let x = |t: DateTime<Utc>| {
-            LABEL + (W - LABEL) * ((t - start).num_milliseconds().max(0) as f64 / span).min(1.0)
+            LABEL
+                + (W - 8.0 - LABEL) * ((t - start).num_milliseconds().max(0) as f64 / span).min(1.0)
         };
-        tasks
+        let bars = tasks
             .iter()
             .enumerate()
             .map(|(i, t)| {
                 let y = 2.0 + ROW * i as f64;
-                let (class, _) = outcome_label(t.outcome);
+                let (class, word) = outcome_label(t.outcome);
                 let bar = t.started_at.map(|s| {
                     let (x1, x2) = (x(s), x(t.completed_at.unwrap_or(now)));
-                    view! { <rect class=format!("bar {class}") x=x1 y=y + 4.0 width=(x2 - x1).max(2.0) height=ROW - 8.0></rect> }
+                    view! {
+                        <rect class=format!("bar {class}") x=x1 y=y + 4.0 width=(x2 - x1).max(2.0) height=ROW - 8.0>
+                            <title>{format!("{}: {word}, {}", label(t), took(t.started_at, t.completed_at, now))}</title>
+                        </rect>
+                    }
                 });
                 view! {
                     <g>
@@ -495,12 +535,37 @@ fn timeline(graph: &RunGraph, now: ReadSignal<DateTime<Utc>>) -> impl IntoView {
                     </g>
                 }
             })
-            .collect_view()
-            .into_any()
+            .collect_view();
+        // Five ticks across the span, each the time since the start.
+        let seconds = (last - start).num_seconds().max(0);
+        let ticks = (0..=4)
+            .map(|k| {
+                let at = LABEL + (W - 8.0 - LABEL) * f64::from(k) / 4.0;
+                let since = seconds * i64::from(k) / 4;
+                let anchor = match k { 0 => "start", 4 => "end", _ => "middle" };
+                view! {
+                    <line class="tick" x1=at x2=at y1=rows + 2.0 y2=rows + 7.0></line>
+                    <text class="tick-label" x=at y=rows + 19.0 text-anchor=anchor>{format!("+{}", compact_duration(since))}</text>
+                }
+            })
+            .collect_view();
+        let now_line = end.is_none().then(|| {
+            let at = x(now);
+            view! {
+                <line class="now" x1=at x2=at y1="0" y2=rows + 2.0></line>
+            }
+        });
+        view! {
+            {bars}
+            <line class="axis" x1=LABEL x2=W - 8.0 y1=rows + 2.0 y2=rows + 2.0></line>
+            {ticks}
+            {now_line}
+        }
+        .into_any()
     };
     view! {
         <figure class="timeline">
-            <svg viewBox=format!("0 0 {W} {height}") role="img" aria-label="When each task ran"
+            <svg viewBox=format!("0 0 {W} {height}") role="img" aria-label="When each task ran, in time since the run started"
                 style=format!("max-width: {W}px")>{bars}</svg>
         </figure>
     }
@@ -550,6 +615,7 @@ fn task_detail(
             <dl>
                 <dt>"TaskRun"</dt><dd>{task.task_run.clone().unwrap_or_else(|| "none".to_owned())}</dd>
                 <dt>"Pod"</dt><dd>{task.pod.clone().unwrap_or_else(|| "unknown".to_owned())}</dd>
+                {(task.attempts > 1).then(|| view! { <dt>"Attempts"</dt><dd>{format!("{} (retried {} times; this is the last)", task.attempts, task.attempts - 1)}</dd> })}
                 {task.skipped_reason.clone().map(|r| view! { <dt>"Skipped because"</dt><dd>{r}</dd> })}
                 {task.message.clone().map(|m| view! { <dt>"Message"</dt><dd>{m}</dd> })}
             </dl>

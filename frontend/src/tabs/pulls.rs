@@ -57,7 +57,9 @@ fn where_now(pr: &PullView) -> String {
                 Outcome::Pending | Outcome::Running => {
                     format!("building: run {} makes its image", build.run)
                 }
-                Outcome::Failed => format!("its build {} failed: no image", build.run),
+                Outcome::Failed | Outcome::Stopping => {
+                    format!("its build {} failed: no image", build.run)
+                }
                 Outcome::TimedOut => format!("its build {} timed out: no image", build.run),
                 Outcome::Cancelled => {
                     format!("its build {} was cancelled: no image", build.run)

@@ -380,6 +380,16 @@ fn evidence_panel(service: &str, role: &'static str, e: Evidence) -> impl IntoVi
         .sbom
         .clone()
         .map_or_else(|| "no SBOM published".to_owned(), |s| s.uri);
+    // Without the build, what it would carry is unknown — never "none".
+    let found = e.build.is_some();
+    let or_unknown = |shown: AnyView| {
+        if found {
+            shown
+        } else {
+            view! { <span class="unknown" title="no build of this image was found">"unknown"</span> }
+                .into_any()
+        }
+    };
     view! {
         <section class=class aria-label=format!("{role} image evidence")>
             <h4>{format!("{role} image evidence ")}<span class="verdict">{badge}</span></h4>
@@ -387,10 +397,10 @@ fn evidence_panel(service: &str, role: &'static str, e: Evidence) -> impl IntoVi
             <dl>
                 <dt>"Image"</dt><dd class="image">{e.image.clone()}</dd>
                 <dt>"Build"</dt><dd>{build}</dd>
-                <dt>"Provenance"</dt><dd class="provenance">{provenance}</dd>
-                <dt>"Signature"</dt><dd>{signature}</dd>
-                <dt>"Transparency log"</dt><dd class="transparency">{transparency}</dd>
-                <dt>"SBOM"</dt><dd class="sbom">{sbom}</dd>
+                <dt>"Provenance"</dt><dd class="provenance">{or_unknown(provenance)}</dd>
+                <dt>"Signature"</dt><dd class="signature">{or_unknown(signature.into_any())}</dd>
+                <dt>"Transparency log"</dt><dd class="transparency">{or_unknown(transparency)}</dd>
+                <dt>"SBOM"</dt><dd class="sbom">{or_unknown(sbom.into_any())}</dd>
             </dl>
         </section>
     }

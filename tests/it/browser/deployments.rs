@@ -348,6 +348,29 @@ async fn the_deployments_tab_follows_a_canary_live_and_explains_an_aborted_one()
                 anyhow::ensure!(said.contains(plainly), "{plainly:?} not said in {said:?}");
             }
             browser.check_page("deployments-evidence-unsigned").await?;
+
+            // storefront's prod runs a release whose build the Tekton pruner removed: what
+            // that build would carry is unknown, never said to be missing.
+            c.goto(&tower.url("/tower?view=deployments&service=storefront&env=prod"))
+                .await?;
+            let evidence = c
+                .wait()
+                .at_most(Duration::from_secs(20))
+                .for_element(Locator::Css(
+                    "article[data-env='prod'] section.evidence.unknown[aria-label='Stable image evidence']",
+                ))
+                .await
+                .context("no evidence panel without a build")?;
+            let said = evidence.text().await?;
+            anyhow::ensure!(said.contains("? No build found"), "{said:?}");
+            for piece in [".provenance", ".signature", ".transparency", ".sbom"] {
+                let shown = evidence.find(Locator::Css(piece)).await?.text().await?;
+                anyhow::ensure!(shown == "unknown", "{piece} says {shown:?}");
+            }
+            for absent in ["no SBOM published", "no signature", "no provenance recorded"] {
+                anyhow::ensure!(!said.contains(absent), "{absent:?} said without a build: {said:?}");
+            }
+            browser.check_page("deployments-evidence-unknown").await?;
             Ok(())
         })
         .await

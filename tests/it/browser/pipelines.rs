@@ -70,8 +70,8 @@ async fn the_pipelines_tab_draws_a_failed_run_and_pages_through_three_hundred_ru
                     && headline.contains("exited with code 1"),
                 "{headline:?}"
             );
-            // The node links to the task: its steps, the failed one with its exit code.
-            c.find(Locator::Css(".dag .task-links a[href$='&task=unit-tests']"))
+            // The node is the link to the task: its steps, the failed one with its exit code.
+            c.find(Locator::Css(".dag g.node a[href$='&task=unit-tests']"))
                 .await?
                 .click()
                 .await?;
@@ -96,6 +96,27 @@ async fn the_pipelines_tab_draws_a_failed_run_and_pages_through_three_hundred_ru
             anyhow::ensure!(
                 c.find_all(Locator::Css(".timeline rect.bar")).await?.len() == 3,
                 "one bar per task that ran"
+            );
+            // The Gantt's axis: time since the run started, from +0s to the run's length.
+            let ticks: Vec<String> = {
+                let mut out = Vec::new();
+                for tick in c
+                    .find_all(Locator::Css(".timeline text.tick-label"))
+                    .await?
+                {
+                    out.push(tick.text().await?);
+                }
+                out
+            };
+            anyhow::ensure!(
+                ticks.len() == 5 && ticks[0] == "+0s" && ticks[4] != "+0s",
+                "the axis: {ticks:?}"
+            );
+            anyhow::ensure!(
+                c.find_all(Locator::Css(".dag .task-links"))
+                    .await?
+                    .is_empty(),
+                "the tasks are drawn once as a graph, not listed again"
             );
             // The failed step's log opens by itself: all of it, only the lines in view drawn,
             // kept at its end, where the failure is — in red.

@@ -328,3 +328,33 @@ async fn every_fleet_apps_repos_are_read_in_turn() {
     .await
     .unwrap();
 }
+
+/// The tenants repo is the one the XRs name in `terasky.backstage.io/source-info`: a Tower
+/// whose config names none still lists the requests not yet applied (no XR of their own)
+/// and answers for that repo.
+#[tokio::test]
+async fn requests_are_read_in_the_tenants_repo_the_xrs_name() {
+    let tower = frozen().await;
+    let mut config = tower.world.config.clone();
+    for cluster in &mut config.clusters {
+        cluster.tenants_repo = None;
+    }
+    assert!(config.tenants_repos().is_empty());
+    let unconfigured = tower_backend::live::connect(config, tower.world.clock())
+        .await
+        .unwrap();
+    assert!(unconfigured.wait_ready(Duration::from_secs(30)).await);
+    assert_eq!(unconfigured.tenants_repos(), ["acme/hangar-tenants"]);
+    // ledger's request is open and it has no XR: only the tenants repo says it exists.
+    eventually(Duration::from_secs(30), "ledger's request read", || async {
+        let derived = unconfigured.derived();
+        derived
+            .provisioning
+            .services
+            .iter()
+            .any(|s| &*s.name == "ledger")
+            .then_some(())
+    })
+    .await
+    .unwrap();
+}

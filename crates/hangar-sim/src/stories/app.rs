@@ -220,6 +220,41 @@ impl AppStory {
         }
     }
 
+    /// The commit its first build builds: for a cloud target, one whose prefix its first
+    /// deploy's tag names.
+    fn first_commit(&self) -> String {
+        let made =
+            |key: &str| crate::store::uid_of(&format!("{}/{key}", self.name)).replace('-', "");
+        let long = made("first-build") + &made("first-build/more");
+        let prefix = match &self.deployment {
+            Deployment::Cloud { deploys, .. } => deploys
+                .first()
+                .and_then(|d| d.tag.rsplit('-').next())
+                .unwrap_or_default()
+                .to_owned(),
+            Deployment::Rollout => String::new(),
+        };
+        format!("{prefix}{}", &long[..40 - prefix.len().min(40)])
+    }
+
+    /// The image its first build publishes: the cloud target's image at its first deploy's
+    /// tag, or `ghcr.io/acme/<name>:1.0.0-<commit>` for the Rollout it deploys to dev.
+    fn first_image(&self) -> String {
+        match &self.deployment {
+            Deployment::Cloud { image, deploys, .. } => match deploys.first() {
+                Some(first) => format!("{image}:{}", first.tag),
+                None => image.clone(),
+            },
+            Deployment::Rollout => {
+                format!(
+                    "ghcr.io/acme/{}:1.0.0-{}",
+                    self.name,
+                    &self.first_commit()[..7]
+                )
+            }
+        }
+    }
+
     fn at(&self, seconds: i64) -> DateTime<Utc> {
         self.created + Duration::seconds(seconds)
     }
@@ -566,17 +601,19 @@ impl Story for AppStory {
                 } else {
                     (RunState::Running, None)
                 };
-                out.push(objects::task_run(
-                    run,
-                    task,
-                    self.at(start),
-                    state,
-                    end,
-                    None,
-                ));
+                let mut task_run = objects::task_run(run, task, self.at(start), state, end, None);
+                // The image it publishes, as Tekton's build tasks report it.
+                if *task == "build-image" && i < done {
+                    let digest = crate::store::uid_of(&self.first_image()).replace('-', "");
+                    task_run["status"]["results"] = json!([
+                        {"name": "IMAGE_URL", "type": "string", "value": self.first_image()},
+                        {"name": "IMAGE_DIGEST", "type": "string",
+                         "value": format!("sha256:{digest}{digest}")}]);
+                }
+                out.push(task_run);
             }
             let finished = done == BUILD_TASKS.len();
-            out.push(objects::pipeline_run(
+            let mut pipeline_run = objects::pipeline_run(
                 run,
                 self.at(t.build_start),
                 &BUILD_TASKS,
@@ -587,36 +624,54 @@ impl Story for AppStory {
                     RunState::Running
                 },
                 finished.then(|| self.at(self.build_end())),
-            ));
+            );
+            // It builds the commit the source onboarding PR's merge made.
+            pipeline_run["spec"]["params"][0]["value"] = json!(self.first_commit());
+            out.push(pipeline_run);
         }
         // Cloud targets: the deploy stage's runs.
         self.cloud_runs(elapsed, &cicd_ns, &mut out);
         // The deploy-to-dev stage creates the Rollout, which turns healthy.
         let rollout = matches!(self.deployment, Deployment::Rollout);
         if rollout && seen(t.rollout_created) && seen(self.build_end()) {
-            out.push(objects::namespace(&format!("app-{name}-dev")));
+            let namespace = format!("app-{name}-dev");
+            out.push(objects::namespace(&namespace));
             let healthy = seen(t.rollout_healthy);
-            out.push(if healthy {
-                objects::rollout(
-                    name,
-                    "dev",
-                    "Healthy",
-                    2,
-                    2,
-                    self.at(t.rollout_healthy),
-                    None,
-                )
+            let image = self.first_image();
+            let (phase, available, since, message) = if healthy {
+                ("Healthy", 2, self.at(t.rollout_healthy), None)
             } else {
-                objects::rollout(
-                    name,
-                    "dev",
+                (
                     "Progressing",
-                    2,
                     1,
                     self.at(t.rollout_created),
                     Some("more replicas need to be updated"),
                 )
-            });
+            };
+            out.push(objects::rollout(
+                name, "dev", &image, phase, 2, available, since, message,
+            ));
+            out.extend(objects::rollout_replicas(
+                name,
+                "dev",
+                &image,
+                (2, available),
+                self.at(t.rollout_created),
+            ));
+            // The Application the GitOps repo's dev environment makes, as Argo CD reports it.
+            let mut app = objects::application(
+                &format!("{name}-dev"),
+                "argocd",
+                "Synced",
+                phase,
+                since,
+                &format!("https://github.com/acme/gitops-{name}.git"),
+            );
+            app["metadata"]["labels"] =
+                json!({"hangar.io/app": name, "hangar.io/environment": "dev"});
+            app["spec"]["destination"] = json!({"name": "dev", "namespace": namespace});
+            app["status"]["summary"] = json!({"images": [image]});
+            out.push(app);
         }
         // Every TaskRun runs in a pod.
         let pods: Vec<Value> = out

@@ -212,12 +212,15 @@ pub fn task_run(
     let name = format!("{run}-{task}");
     let default_failure = format!("\"step-{task}\" exited with code 1: Error");
     let failed = message.unwrap_or(&default_failure);
+    // Tekton's failure message names the step and its exit code (`pkg/pod/status.go`): the
+    // step's own status says the same.
+    let (step, exit_code) = failed_step(failed).unwrap_or((task, 1));
     let mut status = json!({
         "conditions": [succeeded_condition(state, completed.unwrap_or(started), ["Not all Steps in the Task have finished executing",
             "All Steps have completed executing", failed,
             "TaskRun cancelled as the PipelineRun it belongs to has been cancelled."])],
         "podName": format!("{name}-pod"), "startTime": ts(started),
-        "steps": [{"name": task, "container": format!("step-{task}")}],
+        "steps": [{"name": step, "container": format!("step-{step}")}],
     });
     if state == RunState::Running {
         // Its one step runs from the start, as Tekton reports a running container.
@@ -225,11 +228,16 @@ pub fn task_run(
     }
     if let (Some(done_at), false) = (completed, state == RunState::Running) {
         status["completionTime"] = json!(ts(done_at));
-        status["steps"][0]["terminated"] = json!({"exitCode": i32::from(state != RunState::Succeeded),
-            "reason": match state { RunState::Succeeded => "Completed", RunState::Cancelled => "Cancelled", _ => "Error" },
+        // A cancelled TaskRun's running step is terminated by Tekton: exit code 1, its reason.
+        let (exit, reason) = match state {
+            RunState::Succeeded => (0, "Completed"),
+            RunState::Cancelled => (1, "TaskRunCancelled"),
+            _ => (exit_code, "Error"),
+        };
+        status["steps"][0]["terminated"] = json!({"exitCode": exit, "reason": reason,
             "startedAt": ts(started), "finishedAt": ts(done_at)});
         if state == RunState::Cancelled {
-            status["steps"][0]["terminationReason"] = json!("Cancelled");
+            status["steps"][0]["terminationReason"] = json!("TaskRunCancelled");
         }
     }
     json!({"apiVersion": "tekton.dev/v1", "kind": "TaskRun",
@@ -240,6 +248,17 @@ pub fn task_run(
         "status": status})
 }
 
+/// The step and exit code a Tekton failure message names: `"step-<s>" exited with code <n>…`.
+fn failed_step(message: &str) -> Option<(&str, i64)> {
+    let rest = message.strip_prefix("\"step-")?;
+    let (step, rest) = rest.split_once('"')?;
+    let code = rest.strip_prefix(" exited with code ")?;
+    let digits = code
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(code.len());
+    Some((step, code[..digits].parse().ok()?))
+}
+
 /// The pod a TaskRun runs in (`<taskrun>-pod`, one `step-<task>` container; a
 /// `unit-tests` one logs as a test runner).
 pub fn task_pod(task_run: &Value) -> Value {
@@ -248,7 +267,9 @@ pub fn task_pod(task_run: &Value) -> Value {
     let task = meta["labels"]["tekton.dev/pipelineTask"]
         .as_str()
         .unwrap_or("run");
-    let container = format!("step-{task}");
+    let container = status["steps"][0]["container"]
+        .as_str()
+        .map_or_else(|| format!("step-{task}"), str::to_owned);
     let terminated = &status["steps"][0]["terminated"];
     let (phase, state) = if terminated.is_object() {
         let failed = terminated["exitCode"].as_i64().unwrap_or(0) != 0;
@@ -292,10 +313,16 @@ pub fn task_pod(task_run: &Value) -> Value {
 /// values, pipeline params): Tower must never hold or show it.
 pub const SECRET_MARK: &str = "sim-secret-4f1c";
 
-/// An Argo Rollout with a canary strategy.
+/// The pod template hash of [`rollout`]'s one ReplicaSet.
+pub const ROLLOUT_HASH: &str = "6d4f8b7c9";
+
+/// An Argo Rollout with a canary strategy, running `image` from one ReplicaSet
+/// ([`ROLLOUT_HASH`], made by [`rollout_replicas`]).
+#[allow(clippy::too_many_arguments)]
 pub fn rollout(
     app: &str,
     env: &str,
+    image: &str,
     phase: &str,
     desired: i64,
     available: i64,
@@ -304,7 +331,8 @@ pub fn rollout(
 ) -> Value {
     let healthy = phase == "Healthy";
     let mut status = json!({"phase": phase, "replicas": desired, "updatedReplicas": available,
-        "readyReplicas": available, "observedGeneration": "1", "stableRS": "6d4f8b7c9",
+        "readyReplicas": available, "observedGeneration": "1", "stableRS": ROLLOUT_HASH,
+        "currentPodHash": ROLLOUT_HASH,
         "conditions": [
             {"type": "Available", "status": if available >= desired { "True" } else { "False" }, "reason": "AvailableReason",
              "message": "Rollout has minimum availability", "lastTransitionTime": ts(at), "lastUpdateTime": ts(at)},
@@ -322,11 +350,53 @@ pub fn rollout(
         "metadata": {"name": app, "namespace": format!("app-{app}-{env}"), "generation": 1},
         "spec": {"replicas": desired, "selector": {"matchLabels": {"app": app}},
                  "template": {"metadata": {"labels": {"app": app}}, "spec": {"containers": [{
-                     "name": app, "image": format!("ghcr.io/acme/{app}:1.0.0"),
+                     "name": app, "image": image,
                      "args": ["--listen=:8080"],
                      "env": [{"name": "DATABASE_URL", "value": format!("postgres://{app}:{SECRET_MARK}@db/{app}")}]}]}},
                  "strategy": {"canary": {"steps": [{"setWeight": 20}, {"pause": {"duration": "1m"}}, {"setWeight": 60}, {"pause": {}}]}}},
         "status": status})
+}
+
+/// The ReplicaSet of [`rollout`] and its pods: `desired` of them, `available` ready, made
+/// at `at`.
+pub fn rollout_replicas(
+    app: &str,
+    env: &str,
+    image: &str,
+    (desired, available): (i64, i64),
+    at: DateTime<Utc>,
+) -> Vec<Value> {
+    let namespace = format!("app-{app}-{env}");
+    let labels = json!({"app": app, "rollouts-pod-template-hash": ROLLOUT_HASH});
+    let mut out = vec![json!({"apiVersion": "apps/v1", "kind": "ReplicaSet",
+        "metadata": {"name": format!("{app}-{ROLLOUT_HASH}"), "namespace": namespace,
+            "creationTimestamp": ts(at), "labels": labels,
+            "annotations": {"rollout.argoproj.io/revision": "1"},
+            "ownerReferences": [{"apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout",
+                                 "name": app, "controller": true}]},
+        "spec": {"replicas": desired, "selector": {"matchLabels": labels},
+            "template": {"metadata": {"labels": labels},
+                         "spec": {"containers": [{"name": app, "image": image}]}}},
+        "status": {"replicas": desired, "readyReplicas": available,
+                   "availableReplicas": available, "observedGeneration": 1}})];
+    for i in 0..desired {
+        let ready = i < available;
+        let uid = crate::store::uid_of(&format!("{namespace}/{ROLLOUT_HASH}/{i}"));
+        let state = if ready {
+            json!({"running": {"startedAt": ts(at)}})
+        } else {
+            json!({"waiting": {"reason": "ContainerCreating"}})
+        };
+        out.push(json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": format!("{app}-{ROLLOUT_HASH}-{}", &uid[uid.len() - 5..]),
+                "namespace": namespace, "creationTimestamp": ts(at),
+                "labels": {"app.kubernetes.io/name": app, "rollouts-pod-template-hash": ROLLOUT_HASH}},
+            "spec": {"containers": [{"name": app, "image": image}], "nodeName": "dev-node-1"},
+            "status": {"phase": if ready { "Running" } else { "Pending" }, "startTime": ts(at),
+                "containerStatuses": [{"name": app, "ready": ready, "restartCount": 0,
+                                       "image": image, "state": state}]}}));
+    }
+    out
 }
 
 /// An Argo CD Application as the API serves it.
