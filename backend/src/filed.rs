@@ -76,6 +76,9 @@ struct Part {
     own: u32,
 }
 
+/// A service with an XR, and when the XR was made (`None`: not known).
+type XrCreated = (Arc<str>, Option<DateTime<Utc>>);
+
 /// The objects filed by service at one derivation: cheap to clone (parts are shared).
 #[derive(Clone, Debug, Default)]
 pub struct Filed {
@@ -83,6 +86,8 @@ pub struct Filed {
     parts: FxHashMap<Arc<str>, Arc<Part>>,
     /// The tenants repos the XRs name ([`hangar::source_info_repo`]), each once, sorted.
     tenants_repos: Arc<[String]>,
+    /// Each service with an XR, and the XR's creation (`None`: not known).
+    xrs: Arc<[XrCreated]>,
 }
 
 impl Filed {
@@ -95,6 +100,15 @@ impl Filed {
     /// The tenants repos (`owner/name`) the services' XRs name in their source-info.
     pub fn tenants_repos(&self) -> &[String] {
         &self.tenants_repos
+    }
+
+    /// The services whose XR provisioning still tracks at `now`
+    /// ([`provisioning::is_tracked`]): those it may show, whatever it shows of them yet.
+    pub fn tracked(&self, now: DateTime<Utc>) -> impl Iterator<Item = &Arc<str>> {
+        self.xrs
+            .iter()
+            .filter(move |(_, created)| provisioning::is_tracked(*created, now))
+            .map(|(service, _)| service)
     }
 
     /// The objects of `services`' parts on each cluster, parsed, each once (an object may
@@ -211,6 +225,7 @@ impl Filing {
                 clusters: clusters.into(),
                 parts: FxHashMap::default(),
                 tenants_repos: Arc::default(),
+                xrs: Arc::default(),
             },
             control_plane: control_plane.to_owned(),
             made: FxHashMap::default(),
@@ -411,8 +426,15 @@ impl Filing {
             .values()
             .filter_map(|m| m.tenants_repo.as_ref())
             .collect();
+        let mut xrs: Vec<XrCreated> = self
+            .made
+            .iter()
+            .filter_map(|(service, m)| Some((Arc::clone(service), m.xr_created?)))
+            .collect();
+        xrs.sort();
         Filed {
             tenants_repos: named.into_iter().cloned().collect(),
+            xrs: xrs.into(),
             ..self.filed.clone()
         }
     }

@@ -326,13 +326,14 @@ pub fn derive(snapshot: &Snapshot, service: &str) -> Pipelines {
     }
 }
 
-/// Whether `run` built the default branch ([`hangar::DEFAULT_BRANCH`]): Pipelines-as-Code
-/// says it ran for a push to it; or, a run carrying no Pipelines-as-Code keys, it is of
-/// Hangar's [`hangar::BUILD_PIPELINE`], which builds the default branch.
-pub fn builds_default_branch(run: &RunSummary) -> bool {
-    match &run.trigger {
+/// Whether a run of `pipeline` started by `trigger` built the default branch
+/// ([`hangar::DEFAULT_BRANCH`]): Pipelines-as-Code says it ran for a push to it; or, a run
+/// carrying no Pipelines-as-Code keys, it is of Hangar's [`hangar::BUILD_PIPELINE`], which
+/// builds the default branch.
+pub fn builds_default_branch(pipeline: Option<&str>, trigger: &Trigger) -> bool {
+    match trigger {
         Trigger::Push { branch } => branch.as_deref() == Some(hangar::DEFAULT_BRANCH),
-        Trigger::Unknown => run.pipeline.as_deref() == Some(hangar::BUILD_PIPELINE),
+        Trigger::Unknown => pipeline == Some(hangar::BUILD_PIPELINE),
         Trigger::PullRequest { .. } | Trigger::Other { .. } => false,
     }
 }
@@ -340,17 +341,21 @@ pub fn builds_default_branch(run: &RunSummary) -> bool {
 /// The newest ended build of the default branch among `objects` (a service's CI/CD
 /// namespace), when it failed or timed out: the branch does not build, so nothing new can
 /// reach the first environment. `None` when the newest ended build succeeded or was
-/// cancelled by a person, or there is none.
+/// cancelled by a person, or there is none. Only that run is summarised.
 pub fn failed_default_build<'o>(
     objects: impl IntoIterator<Item = &'o Object>,
 ) -> Option<RunSummary> {
     objects
         .into_iter()
         .filter_map(PipelineRun::new)
-        .map(|run| summary(run, &[], None))
-        .filter(|run| run.outcome.is_final() && builds_default_branch(run))
-        .min_by(newest_first)
-        .filter(|run| matches!(run.outcome, Outcome::Failed | Outcome::TimedOut))
+        .filter(|run| builds_default_branch(run.pipeline(), &trigger(run.object)))
+        .map(|run| (run, outcome(run.object)))
+        .filter(|(_, outcome)| outcome.is_final())
+        .min_by(|(a, _), (b, _)| {
+            newer_first((a.started_at(), a.name()), (b.started_at(), b.name()))
+        })
+        .filter(|(_, outcome)| outcome.is_failure())
+        .map(|(run, _)| summary(run, &[], None))
 }
 
 impl RunSummary {
@@ -384,6 +389,30 @@ fn pac<'a>(object: &'a Object, key: &str) -> Option<&'a str> {
 
 fn is_commit(text: &str) -> bool {
     text.len() == 40 && text.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// What started a run, as Pipelines-as-Code's keys on it say.
+fn trigger(object: &Object) -> Trigger {
+    match pac(object, "event-type") {
+        Some("pull_request" | "retest-comment" | "ok-to-test-comment" | "pull_request_closed") => {
+            match pac(object, "pull-request").and_then(|n| n.parse().ok()) {
+                Some(number) => Trigger::PullRequest {
+                    number,
+                    branch: pac(object, "source-branch").map(str::to_owned),
+                },
+                None => Trigger::Other {
+                    event: "pull_request".to_owned(),
+                },
+            }
+        }
+        Some("push") => Trigger::Push {
+            branch: pac(object, "branch").map(|b| b.trim_start_matches("refs/heads/").to_owned()),
+        },
+        Some(event) => Trigger::Other {
+            event: event.to_owned(),
+        },
+        None => Trigger::Unknown,
+    }
 }
 
 fn summary(run: PipelineRun<'_>, tasks: &[TaskRun<'_>], enterprise: Option<&str>) -> RunSummary {
@@ -423,26 +452,7 @@ fn summary(run: PipelineRun<'_>, tasks: &[TaskRun<'_>], enterprise: Option<&str>
             })
             .map(links::Checked::into_string)
     });
-    let trigger = match pac(object, "event-type") {
-        Some("pull_request" | "retest-comment" | "ok-to-test-comment" | "pull_request_closed") => {
-            match pac(object, "pull-request").and_then(|n| n.parse().ok()) {
-                Some(number) => Trigger::PullRequest {
-                    number,
-                    branch: pac(object, "source-branch").map(str::to_owned),
-                },
-                None => Trigger::Other {
-                    event: "pull_request".to_owned(),
-                },
-            }
-        }
-        Some("push") => Trigger::Push {
-            branch: pac(object, "branch").map(|b| b.trim_start_matches("refs/heads/").to_owned()),
-        },
-        Some(event) => Trigger::Other {
-            event: event.to_owned(),
-        },
-        None => Trigger::Unknown,
-    };
+    let trigger = trigger(object);
     RunSummary {
         name: run.name().to_owned(),
         pipeline: run.pipeline().map(str::to_owned),

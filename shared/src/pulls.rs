@@ -356,30 +356,34 @@ fn stitch(
     }
 }
 
-/// The environments whose Rollout runs `image`, stable or as the canary.
+/// The environments where `image` runs, as their state says ([`crate::state`], the fleet
+/// cell's): what runs there (all the traffic but a canary's share), or arriving as the canary
+/// at its actual weight.
 fn landed(image: &str, deployments: &Deployments) -> Vec<Landed> {
     let image = without_digest(image);
-    let runs = |set: Option<&crate::deployments::ReplicaSetView>| {
-        set.and_then(|s| s.image.as_deref())
-            .is_some_and(|i| without_digest(i) == image)
-    };
+    let is = |other: Option<&str>| other.is_some_and(|i| without_digest(i) == image);
     deployments
         .environments
         .iter()
         .flatten()
         .filter_map(|env| {
-            let rollout = env.rollout.as_ref()?;
-            if runs(rollout.canary.as_ref()) {
+            let state = env.state.as_ref()?;
+            let arriving = state.arriving.as_ref();
+            let blue_green = state.rollout.as_ref().is_some_and(|r| r.blue_green);
+            if let Some(canary) = arriving.filter(|a| is(a.image.as_deref())) {
                 Some(Landed {
                     environment: env.name.clone(),
                     canary: true,
-                    weight: rollout.canary_weight,
+                    weight: if blue_green { Some(0) } else { canary.weight },
                 })
-            } else if runs(rollout.stable.as_ref()) {
+            } else if is(state.running.as_deref()) {
                 Some(Landed {
                     environment: env.name.clone(),
                     canary: false,
-                    weight: rollout.stable_weight,
+                    weight: match arriving {
+                        Some(canary) if !blue_green => canary.weight.map(|w| 100 - w.min(100)),
+                        _ => Some(100),
+                    },
                 })
             } else {
                 None

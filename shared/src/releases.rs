@@ -468,12 +468,30 @@ impl<'a> Running<'a> {
 
 /// Why a release live in `env` may not go on to the next environment, or `None` when it
 /// may: Kargo's and GitOps Promoter's gate — Argo CD says the Application is Healthy and
-/// Synced, and its Rollout (if it has one) is Healthy.
+/// Synced, and its Rollout (if it has one) is Healthy. Read from the environment's state (the
+/// fleet cell's); an Application the state does not know (unlabelled) from the tab's own
+/// reading of it and its `rollout`.
 fn unready(env: &crate::deployments::Environment, rollout: Option<&RolloutView>) -> Option<String> {
+    use crate::argo::{HealthStatus, SyncStatus};
     let mut why = Vec::new();
-    match &env.argo {
-        None => why.push("no Argo CD Application deploys it".to_owned()),
-        Some(argo) => {
+    match (&env.state, &env.argo) {
+        (Some(state), _) => {
+            if state.health != HealthStatus::Healthy {
+                why.push(format!("Argo CD says {:?}", state.health));
+            }
+            if state.sync != SyncStatus::Synced {
+                why.push(format!("Argo CD says {:?}", state.sync));
+            }
+            if let Some(r) = state
+                .rollout
+                .as_ref()
+                .filter(|r| r.phase != RolloutPhase::Healthy)
+            {
+                why.push(format!("its Rollout is {:?}", r.phase));
+            }
+        }
+        (None, None) => why.push("no Argo CD Application deploys it".to_owned()),
+        (None, Some(argo)) => {
             let said = |word: &Option<String>| word.as_deref().unwrap_or("Unknown").to_owned();
             if argo.health.as_deref() != Some("Healthy") {
                 why.push(format!("Argo CD says {}", said(&argo.health)));
@@ -481,10 +499,10 @@ fn unready(env: &crate::deployments::Environment, rollout: Option<&RolloutView>)
             if argo.sync.as_deref() != Some("Synced") {
                 why.push(format!("Argo CD says {}", said(&argo.sync)));
             }
+            if let Some(rollout) = rollout.filter(|r| r.phase != RolloutPhase::Healthy) {
+                why.push(format!("its Rollout is {:?}", rollout.phase));
+            }
         }
-    }
-    if let Some(rollout) = rollout.filter(|r| r.phase != RolloutPhase::Healthy) {
-        why.push(format!("its Rollout is {:?}", rollout.phase));
     }
     (!why.is_empty()).then(|| format!("waits for {}: {}", env.name, why.join(", ")))
 }

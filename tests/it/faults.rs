@@ -397,7 +397,7 @@ async fn a_kubernetes_api_down_for_minutes_costs_no_errors_and_recovers_within_a
     .await;
     let recovered = recovered.unwrap();
     eprintln!("fresh and caught up {recovered:?} after the API returned");
-    // One watcher backoff period is at most 3 s, as is the `/version` probe's; then the
+    // One watcher backoff period is at most 2 s (`RETRY_AT_MOST`), the `/version` probe's 3 s; then the
     // watchers list again.
     assert!(
         recovered <= Duration::from_secs(5),

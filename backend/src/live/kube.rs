@@ -34,6 +34,9 @@ use crate::filed::Stored;
 
 /// How often each cluster's `/version` is asked.
 pub const PROBE_EVERY: Duration = Duration::from_secs(3);
+
+/// The longest a watcher waits between retries while its cluster is away.
+pub const RETRY_AT_MOST: Duration = Duration::from_secs(2);
 /// How long the probe waits for an answer before the cluster counts as stale.
 pub const PROBE_DEADLINE: Duration = Duration::from_secs(5);
 /// How long a watcher refused for lack of a grant (403) waits before asking again.
@@ -183,8 +186,9 @@ impl Shared {
     }
 }
 
-/// Delays between a watcher's retries: 250 ms doubling to 3 s, so a cluster that comes
-/// back is read again within seconds.
+/// Delays between a watcher's retries: 250 ms doubling to [`RETRY_AT_MOST`], so a cluster
+/// that comes back is read again within seconds — by the time the probe (every
+/// [`PROBE_EVERY`]) says it answers, its lists are under way.
 #[derive(Debug)]
 struct Retry(Duration);
 
@@ -192,7 +196,7 @@ impl Iterator for Retry {
     type Item = Duration;
     fn next(&mut self) -> Option<Duration> {
         let delay = self.0;
-        self.0 = (self.0 * 2).min(Duration::from_secs(3));
+        self.0 = (self.0 * 2).min(RETRY_AT_MOST);
         Some(delay)
     }
 }

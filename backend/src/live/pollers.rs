@@ -291,12 +291,18 @@ impl Live {
         loop {
             ticker.tick().await;
             let derived = self.derived();
-            let wanted: Vec<Arc<str>> = derived
+            // The services provisioning shows, and those it may show but cannot yet say
+            // whether they finished: a replica started just after one finished shows it
+            // only once the catalog has answered for it.
+            let wanted: BTreeSet<Arc<str>> = derived
                 .provisioning
                 .services
                 .iter()
-                .filter(|s| s.kind.is_some() && !self.remote().catalog.contains_key(&*s.name))
-                .map(|s| Arc::clone(&s.name))
+                .filter(|s| s.kind.is_some())
+                .map(|s| &s.name)
+                .chain(derived.filed.tracked(derived.now))
+                .filter(|name| !self.remote().catalog.contains_key(&***name))
+                .cloned()
                 .collect();
             // The catalog counts as answering only after a full pass: a partial list would
             // say "not in the catalog" for services nobody asked about.

@@ -118,6 +118,13 @@ async fn the_pipelines_tab_draws_a_failed_run_and_pages_through_three_hundred_ru
                     .is_empty(),
                 "the tasks are drawn once as a graph, not listed again"
             );
+            // The run's one drawing: its graph and its Gantt on a time axis.
+            c.execute(
+                "document.querySelector('section.focused-run').scrollIntoView();",
+                vec![],
+            )
+            .await?;
+            browser.check_page("pipelines-failed-run-gantt").await?;
             // The failed step's log opens by itself: all of it, only the lines in view drawn,
             // kept at its end, where the failure is — in red.
             status_says(c, "Step unit-tests wrote 100,002 lines.".to_owned()).await?;
