@@ -47,15 +47,19 @@ pub fn FleetOverview() -> impl IntoView {
             <h2 id="fleet-title">"Fleet"</h2>
             // The clusters' freshness comes with the summary every page shares.
             <crate::ui::SharedHealthNotice />
-            // Its code (DORA's answer type) is a chunk of its own, off the first load.
-            {crate::tabs::lazily("Loading the fleet's figures…".to_owned(), headline(filters.attention, now))}
-            // Below the fold: their code comes after the matrix's, as a chunk of its own.
-            {crate::tabs::lazily("Loading the activity…".to_owned(), panels(now))}
+            // Its code (DORA's answer type) is a chunk of its own, off the first load; until
+            // it comes, the strip stands with its figures unknown (nothing moves when they come).
+            {crate::tabs::lazily_as(
+                || strip("…".into_any(), "…".into_any(), "…".into_any()).into_any(),
+                headline(filters.attention, now),
+            )}
             {move || match fleet() {
-                None => view! { <p class="state loading">"Loading the fleet…"</p> }.into_any(),
+                None => view! { <p class="state loading matrix-hold">"Loading the fleet…"</p> }.into_any(),
                 Some(Ok(fleet)) => view! { <FleetMatrix fleet=fleet now=now filters=filters /> }.into_any(),
                 Some(Err(err)) => crate::ui::error_alert(&err),
             }}
+            // Below the matrix: their code comes after the matrix's, as a chunk of its own.
+            {crate::tabs::lazily("Loading the activity…".to_owned(), panels(now))}
         </section>
     }
 }
@@ -173,14 +177,24 @@ fn headline(
             )
         })
     };
-    Ok(view! {
+    Ok(strip(
+        (move || figure(attention.get().map(|n| n.to_string()))).into_any(),
+        (move || figure(deploys())).into_any(),
+        (move || figure(rate())).into_any(),
+    )
+    .into_any())
+}
+
+/// The strip's three boxes around their figures (also drawn, figures unknown, while its
+/// code loads).
+fn strip(attention: AnyView, deploys: AnyView, rate: AnyView) -> impl IntoView {
+    view! {
         <dl class="headline-strip" aria-label="The fleet at a glance">
-            <div><dt>"Apps needing attention"</dt><dd>{move || figure(attention.get().map(|n| n.to_string()))}</dd></div>
-            <div><dt>"Deploys to prod, last 24 h"</dt><dd>{move || figure(deploys())}</dd></div>
-            <div><dt>"Change failure rate, 7 days"</dt><dd>{move || figure(rate())}</dd></div>
+            <div><dt>"Apps needing attention"</dt><dd>{attention}</dd></div>
+            <div><dt>"Deploys to prod, last 24 h"</dt><dd>{deploys}</dd></div>
+            <div><dt>"Change failure rate, 7 days"</dt><dd>{rate}</dd></div>
         </dl>
     }
-    .into_any())
 }
 
 /// The fleet's or one app's DORA figures over a window its reader picks (a day, a week —

@@ -135,6 +135,18 @@ pub(crate) fn lazily(
     loading: String,
     opened: impl std::future::Future<Output = Result<AnyView, Unloaded>> + 'static,
 ) -> AnyView {
+    lazily_as(
+        move || view! { <p class="state loading" role="status">{loading.clone()}</p> }.into_any(),
+        opened,
+    )
+}
+
+/// [`lazily`], showing `placeholder` until the part has come (e.g. the part's own layout
+/// with its figures still unknown, so nothing moves when it arrives).
+pub(crate) fn lazily_as(
+    placeholder: impl Fn() -> AnyView + Send + Sync + 'static,
+    opened: impl std::future::Future<Output = Result<AnyView, Unloaded>> + 'static,
+) -> AnyView {
     let part = RwSignal::new_local(None::<AnyView>);
     leptos::task::spawn_local(leptos::reactive::computed::ScopedFuture::new_untracked(
         async move {
@@ -155,9 +167,7 @@ pub(crate) fn lazily(
         part.track();
         part.try_update_untracked(Option::take)
             .flatten()
-            .unwrap_or_else(|| {
-                view! { <p class="state loading" role="status">{loading.clone()}</p> }.into_any()
-            })
+            .unwrap_or_else(&placeholder)
     })
     .into_any()
 }
