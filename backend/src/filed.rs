@@ -328,7 +328,28 @@ impl Filing {
             let made = self.make(service, now);
             self.made.insert(Arc::clone(service), made);
         }
+        if !dirty.is_empty() {
+            self.file_xrs();
+        }
         !dirty.is_empty()
+    }
+
+    /// Puts what the services' XRs say — the tenants repos they name, when each was made —
+    /// on the filing, once its services were made again.
+    fn file_xrs(&mut self) {
+        let named: BTreeSet<&String> = self
+            .made
+            .values()
+            .filter_map(|m| m.tenants_repo.as_ref())
+            .collect();
+        self.filed.tenants_repos = named.into_iter().cloned().collect();
+        let mut xrs: Vec<XrCreated> = self
+            .made
+            .iter()
+            .filter_map(|(service, m)| Some((Arc::clone(service), m.xr_created?)))
+            .collect();
+        xrs.sort();
+        self.filed.xrs = xrs.into();
     }
 
     fn make(&self, service: &str, now: DateTime<Utc>) -> Made {
@@ -421,22 +442,7 @@ impl Filing {
 
     /// The filing as it stands, to publish with a derivation.
     pub fn filed(&self) -> Filed {
-        let named: BTreeSet<&String> = self
-            .made
-            .values()
-            .filter_map(|m| m.tenants_repo.as_ref())
-            .collect();
-        let mut xrs: Vec<XrCreated> = self
-            .made
-            .iter()
-            .filter_map(|(service, m)| Some((Arc::clone(service), m.xr_created?)))
-            .collect();
-        xrs.sort();
-        Filed {
-            tenants_repos: named.into_iter().cloned().collect(),
-            xrs: xrs.into(),
-            ..self.filed.clone()
-        }
+        self.filed.clone()
     }
 
     /// How many objects are filed.

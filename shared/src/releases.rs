@@ -472,37 +472,37 @@ impl<'a> Running<'a> {
 /// fleet cell's); an Application the state does not know (unlabelled) from the tab's own
 /// reading of it and its `rollout`.
 fn unready(env: &crate::deployments::Environment, rollout: Option<&RolloutView>) -> Option<String> {
-    use crate::argo::{HealthStatus, SyncStatus};
-    let mut why = Vec::new();
-    match (&env.state, &env.argo) {
-        (Some(state), _) => {
-            if state.health != HealthStatus::Healthy {
-                why.push(format!("Argo CD says {:?}", state.health));
-            }
-            if state.sync != SyncStatus::Synced {
-                why.push(format!("Argo CD says {:?}", state.sync));
-            }
-            if let Some(r) = state
-                .rollout
-                .as_ref()
-                .filter(|r| r.phase != RolloutPhase::Healthy)
-            {
-                why.push(format!("its Rollout is {:?}", r.phase));
-            }
-        }
-        (None, None) => why.push("no Argo CD Application deploys it".to_owned()),
+    // Argo CD's health and sync words and the Rollout's phase, from either reading.
+    let (health, sync, phase) = match (&env.state, &env.argo) {
+        (Some(state), _) => (
+            format!("{:?}", state.health),
+            format!("{:?}", state.sync),
+            state.rollout.as_ref().map(|r| r.phase),
+        ),
         (None, Some(argo)) => {
-            let said = |word: &Option<String>| word.as_deref().unwrap_or("Unknown").to_owned();
-            if argo.health.as_deref() != Some("Healthy") {
-                why.push(format!("Argo CD says {}", said(&argo.health)));
-            }
-            if argo.sync.as_deref() != Some("Synced") {
-                why.push(format!("Argo CD says {}", said(&argo.sync)));
-            }
-            if let Some(rollout) = rollout.filter(|r| r.phase != RolloutPhase::Healthy) {
-                why.push(format!("its Rollout is {:?}", rollout.phase));
-            }
+            let said = |word: &Option<String>| word.clone().unwrap_or_else(|| "Unknown".to_owned());
+            (
+                said(&argo.health),
+                said(&argo.sync),
+                rollout.map(|r| r.phase),
+            )
         }
+        (None, None) => {
+            return Some(format!(
+                "waits for {}: no Argo CD Application deploys it",
+                env.name
+            ))
+        }
+    };
+    let mut why = Vec::new();
+    if health != "Healthy" {
+        why.push(format!("Argo CD says {health}"));
+    }
+    if sync != "Synced" {
+        why.push(format!("Argo CD says {sync}"));
+    }
+    if let Some(phase) = phase.filter(|p| *p != RolloutPhase::Healthy) {
+        why.push(format!("its Rollout is {phase:?}"));
     }
     (!why.is_empty()).then(|| format!("waits for {}: {}", env.name, why.join(", ")))
 }

@@ -140,6 +140,12 @@ pub struct EnvState {
 }
 
 impl EnvState {
+    /// Adds `more` troubles, keeping them loudest first (equal ones in the order found).
+    pub fn add_troubles(&mut self, more: impl IntoIterator<Item = Trouble>) {
+        self.troubles.extend(more);
+        self.troubles.sort_by_key(|t| std::cmp::Reverse(t.severity));
+    }
+
     /// The stable version's tag (`1.4.0-abc1234`), when known.
     pub fn running_tag(&self) -> Option<&str> {
         self.running.as_deref().map(crate::image::short)
@@ -196,8 +202,10 @@ type Secrets = (Vec<String>, Option<DateTime<Utc>>);
 /// Every (app, state) the snapshot's labelled Applications deploy, in no particular order.
 pub fn of_all(snapshot: &Snapshot) -> Vec<(String, EnvState)> {
     let control_plane = snapshot.control_plane_cluster.as_str();
-    // Each namespace's objects, read once.
+    // Each namespace's objects, and what composed resources say of their environment, read
+    // in one pass.
     let mut places: BTreeMap<(&str, &str), Vec<&Object>> = BTreeMap::new();
+    let mut composed: Vec<Composed<'_>> = Vec::new();
     for (cluster, objects) in &snapshot.clusters {
         for object in objects.iter() {
             if let Some(namespace) = object.namespace() {
@@ -206,6 +214,7 @@ pub fn of_all(snapshot: &Snapshot) -> Vec<(String, EnvState)> {
                     .or_default()
                     .push(object);
             }
+            composed.extend(composed_in_environment(object));
         }
     }
     // Each environment's secrets: what is wrong with them, and when one turns stale.
@@ -257,39 +266,13 @@ pub fn of_all(snapshot: &Snapshot) -> Vec<(String, EnvState)> {
         out.push((app.to_owned(), state));
     }
     // The resources composed for an environment (labelled with it, or in its namespace).
-    for object in snapshot.clusters.values().flatten() {
-        // Secrets and Argo CD's objects are judged above, by their own rules.
-        let Some(service) = object
-            .label(crate::hangar::COMPOSITE_LABEL)
-            .filter(|_| !matches!(object.group(), "external-secrets.io" | "argoproj.io"))
-        else {
-            continue;
-        };
-        let environment = object.label(crate::hangar::ENVIRONMENT_LABEL).or_else(|| {
-            match crate::hangar::namespace_owner(object.namespace()?)? {
-                (owner, crate::hangar::NamespaceRole::Environment(env)) if owner == service => {
-                    Some(env)
-                }
-                _ => None,
-            }
-        });
-        let Some(environment) = environment else {
-            continue;
-        };
-        let Some(said) = composed(object) else {
-            continue;
-        };
+    for (service, environment, said) in composed {
         if let Some((_, state)) = out
             .iter_mut()
             .find(|(app, s)| app == service && s.environment == environment)
         {
             match said {
-                Ok(trouble) => {
-                    state.troubles.push(trouble);
-                    state
-                        .troubles
-                        .sort_by_key(|t| std::cmp::Reverse(t.severity));
-                }
+                Ok(trouble) => state.add_troubles([trouble]),
                 Err(wait) => state.waits.push(wait),
             }
         }
@@ -315,13 +298,33 @@ pub fn of_all(snapshot: &Snapshot) -> Vec<(String, EnvState)> {
                     (rank(a), &a.environment).cmp(&(rank(b), &b.environment))
                 })
         {
-            first.troubles.push(build_trouble(&run));
-            first
-                .troubles
-                .sort_by_key(|t| std::cmp::Reverse(t.severity));
+            first.add_troubles([build_trouble(&run)]);
         }
     }
     out
+}
+
+/// A composed resource's service, environment and what it says ([`composed`]).
+type Composed<'o> = (&'o str, &'o str, Result<Trouble, String>);
+
+/// What `object` says of its service's environment when it is a resource composed for one
+/// (labelled `crossplane.io/composite` with the service, and `hangar.io/environment` or in
+/// the environment's namespace) and not synced or not ready. Secrets and Argo CD's objects
+/// are judged by their own rules.
+fn composed_in_environment(object: &Object) -> Option<Composed<'_>> {
+    if matches!(object.group(), "external-secrets.io" | "argoproj.io") {
+        return None;
+    }
+    let service = object.label(crate::hangar::COMPOSITE_LABEL)?;
+    let environment = object.label(crate::hangar::ENVIRONMENT_LABEL).or_else(|| {
+        match crate::hangar::namespace_owner(object.namespace()?)? {
+            (owner, crate::hangar::NamespaceRole::Environment(env)) if owner == service => {
+                Some(env)
+            }
+            _ => None,
+        }
+    })?;
+    Some((service, environment, composed(object)?))
 }
 
 /// What a composed resource says when it is not ready or not synced (Crossplane's `Ready`
@@ -491,9 +494,7 @@ fn env_state(
             words: why.clone(),
         });
     }
-    // Loudest first; equal ones in the order found.
-    troubles.sort_by_key(|t| std::cmp::Reverse(t.severity));
-    state.troubles = troubles;
+    state.add_troubles(troubles);
     state.waits = waits;
     state
 }
@@ -597,12 +598,7 @@ pub fn judge_objectives(snapshot: &Snapshot, app: &str, state: &mut EnvState) {
         return;
     };
     let targets = snapshot.cicd_of(app).slo.unwrap_or_default();
-    state
-        .troubles
-        .extend(objective_troubles(readings, &targets));
-    state
-        .troubles
-        .sort_by_key(|t| std::cmp::Reverse(t.severity));
+    state.add_troubles(objective_troubles(readings, &targets));
 }
 
 /// What the objectives say against `targets` (the SRE workbook's alerts, [`crate::slo`]): a

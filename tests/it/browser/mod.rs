@@ -39,11 +39,12 @@ async fn open_fleet(c: &fantoccini::Client, url: &str) -> anyhow::Result<()> {
 }
 
 /// The text of every element matching `css`, read in one go inside the page (the page
-/// re-renders as data arrives, so element handles can go stale between two calls).
+/// re-renders as data arrives, so element handles can go stale between two calls); an SVG
+/// element, which has no `innerText`, by its `textContent`.
 async fn texts(c: &fantoccini::Client, css: &str) -> anyhow::Result<Vec<String>> {
     let found = c
         .execute(
-            "return Array.from(document.querySelectorAll(arguments[0])).map(e => e.innerText.trim());",
+            "return Array.from(document.querySelectorAll(arguments[0])).map(e => (e.innerText ?? e.textContent).trim());",
             vec![serde_json::json!(css)],
         )
         .await?;

@@ -98,16 +98,7 @@ async fn the_pipelines_tab_draws_a_failed_run_and_pages_through_three_hundred_ru
                 "one bar per task that ran"
             );
             // The Gantt's axis: time since the run started, from +0s to the run's length.
-            let ticks: Vec<String> = {
-                let mut out = Vec::new();
-                for tick in c
-                    .find_all(Locator::Css(".timeline text.tick-label"))
-                    .await?
-                {
-                    out.push(tick.text().await?);
-                }
-                out
-            };
+            let ticks = texts(c, ".timeline text.tick-label").await?;
             anyhow::ensure!(
                 ticks.len() == 5 && ticks[0] == "+0s" && ticks[4] != "+0s",
                 "the axis: {ticks:?}"
