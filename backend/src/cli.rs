@@ -330,7 +330,10 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Releases(args) => {
             let snapshot = offline::read_snapshot(&args.snapshot)?;
-            offline::print_json(&crate::tabs::releases_of(&snapshot, &args.service))
+            offline::print_json(&tower_shared::releases::of_snapshot(
+                &snapshot,
+                &args.service,
+            ))
         }
         Command::Fleet(args) => {
             let snapshot = offline::read_snapshot(&args.snapshot)?;

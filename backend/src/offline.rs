@@ -145,7 +145,7 @@ pub fn release_record(
     release: &str,
     format: crate::cli::RecordFormat,
 ) -> anyhow::Result<()> {
-    let matrix = crate::tabs::releases_of(snapshot, service);
+    let matrix = tower_shared::releases::of_snapshot(snapshot, service);
     let row = matrix
         .releases
         .iter()

@@ -150,7 +150,7 @@ pub async fn draft_now(
     service: &str,
 ) -> Option<Record> {
     let snapshot = derived.service(service);
-    let matrix = crate::tabs::releases_of(&snapshot, service);
+    let matrix = tower_shared::releases::of_snapshot(&snapshot, service);
     let (_, release) = live_in_prod(&matrix)?;
     let mut comparison = match previous_in_prod(&matrix, &snapshot, release) {
         Some(older) => compared(state, github, service, (&older, release))

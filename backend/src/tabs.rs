@@ -3,59 +3,57 @@
 //! for both sources — a snapshot file and the live clusters — and [`PerService`] says how
 //! each is made from a [`Derived`].
 //!
-//! A new tab is its derivation in `tower_shared`, a field here with its `impl PerService`,
-//! and its route ([`crate::routes`]): `ARCHITECTURE.md` has the whole recipe.
+//! A tab served whole is a [`WholeTab`] in `tower_shared` (named by
+//! `tower_shared::whole_tabs`, routed by [`crate::routes`]); nothing here changes for it
+//! ([`Whole`]). Answers served in parts or keyed otherwise have their `impl PerService`
+//! here. `ARCHITECTURE.md` has the whole recipe.
 
+use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use chrono::{DateTime, Utc};
-use tower_shared::api::{
-    ConfigAnswer, DeploymentsAnswer, DoraAnswer, Health, LiveRuns, ReleasesAnswer, SnapshotAnswer,
-};
-use tower_shared::deployments::derive_deployments;
+use tower_shared::api::{DoraAnswer, Health, LiveRuns, SnapshotAnswer};
 use tower_shared::hangar::{self, ServiceKind};
 use tower_shared::kube::Object;
 use tower_shared::pipelines::Pipelines;
 use tower_shared::pulls::Pulls;
 use tower_shared::runtime::Runtime;
+use tower_shared::served::WholeTab;
 use tower_shared::snapshot::Snapshot;
 
 use crate::derived::Derived;
 use crate::views::View;
 
-/// Every per-service answer, each made once per [`Derived::version`] on first demand.
+/// Every per-service answer, each made once per [`Derived::version`] on first demand: one
+/// [`ServiceViews`] per answer type, made the first time it is asked for.
 #[derive(Debug, Default)]
 pub struct Tabs {
-    /// `GET /api/snapshot?service=`: the service's objects.
-    pub snapshot: ServiceViews<SnapshotAnswer>,
-    /// `GET /api/deployments?service=`.
-    pub deployments: ServiceViews<DeploymentsAnswer>,
-    /// `GET /api/pipelines?service=` (served in pages) and the release records.
-    pub pipelines: ServiceViews<Pipelines>,
-    /// `GET /api/pulls?service=` (served in pages).
-    pub pulls: ServiceViews<Pulls>,
-    /// `GET /api/releases?service=`: the release matrix.
-    pub releases: ServiceViews<ReleasesAnswer>,
-    /// `GET /api/runtime?service=`: where the app runs (Prometheus' figures join per request).
-    pub runtime: ServiceViews<Runtime>,
-    /// `GET /api/config?service=`.
-    pub config: ServiceViews<ConfigAnswer>,
-    /// `GET /api/dora?service=&days=`, keyed by [`dora_key`].
-    pub dora: ServiceViews<DoraAnswer>,
-    /// `GET /live-runs?app=[&namespace=]`, keyed by [`live_runs_key`].
-    pub live_runs: ServiceViews<LiveRuns>,
+    views: Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
 }
 
 impl Tabs {
     /// `A`'s view of `service` in `derived`; `None` when Tower knows nothing of it.
     pub fn view<A: PerService>(&self, derived: &Derived, service: &str) -> Option<Arc<View>> {
-        A::views(self).get(derived, service)
+        self.views::<A>().get(derived, service)
     }
 
     /// `A`'s answer for `service` in `derived`; `None` when Tower knows nothing of it.
     pub fn answer<A: PerService>(&self, derived: &Derived, service: &str) -> Option<Arc<A>> {
-        A::views(self).answer(derived, service)
+        self.views::<A>().answer(derived, service)
+    }
+
+    fn views<A: PerService>(&self) -> Arc<ServiceViews<A>> {
+        let views = Arc::clone(
+            self.views
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .entry(TypeId::of::<A>())
+                .or_insert_with(|| Arc::new(ServiceViews::<A>::default())),
+        );
+        views
+            .downcast()
+            .unwrap_or_else(|_| unreachable!("the views are filed under their answer's type"))
     }
 }
 
@@ -64,9 +62,7 @@ impl Tabs {
 const SERVICES_KEPT: usize = 10_000;
 
 /// An answer about one service, made from a derivation on first demand.
-pub trait PerService: PartialEq + serde::Serialize + Send + Sync + Sized + 'static {
-    /// Where [`Tabs`] keeps these answers.
-    fn views(tabs: &Tabs) -> &ServiceViews<Self>;
+pub trait PerService: PartialEq + Send + Sync + Sized + 'static {
     /// The answer for `service`; `None` when Tower knows nothing of it.
     fn make(derived: &Derived, service: &str) -> Option<Self>;
     /// Whether `self` shows what `old` shows (then `old`'s bytes and ETag stand).
@@ -75,14 +71,12 @@ pub trait PerService: PartialEq + serde::Serialize + Send + Sync + Sized + 'stat
     }
     /// Its view (brotli made now) for answers served whole; `None` for answers routes
     /// serve only in parts.
-    fn view(&self) -> Option<View> {
-        Some(View::ready(self))
-    }
+    fn view(&self) -> Option<View>;
 }
 
 impl PerService for SnapshotAnswer {
-    fn views(tabs: &Tabs) -> &ServiceViews<Self> {
-        &tabs.snapshot
+    fn view(&self) -> Option<View> {
+        Some(View::ready(self))
     }
 
     fn make(derived: &Derived, service: &str) -> Option<Self> {
@@ -106,10 +100,6 @@ impl PerService for SnapshotAnswer {
 
 /// The Pipelines tab's runs and graphs: routes serve pages of it, not the whole.
 impl PerService for Pipelines {
-    fn views(tabs: &Tabs) -> &ServiceViews<Self> {
-        &tabs.pipelines
-    }
-
     fn make(derived: &Derived, service: &str) -> Option<Self> {
         derived
             .knows(service)
@@ -124,10 +114,6 @@ impl PerService for Pipelines {
 
 /// The Pull requests tab: routes serve pages of it.
 impl PerService for Pulls {
-    fn views(tabs: &Tabs) -> &ServiceViews<Self> {
-        &tabs.pulls
-    }
-
     fn make(derived: &Derived, service: &str) -> Option<Self> {
         derived
             .knows(service)
@@ -140,72 +126,39 @@ impl PerService for Pulls {
     }
 }
 
-impl PerService for DeploymentsAnswer {
-    fn views(tabs: &Tabs) -> &ServiceViews<Self> {
-        &tabs.deployments
-    }
+/// A tab served whole ([`WholeTab`]), as [`Tabs`] keeps it: its answer, made from the
+/// service's part of the snapshot.
+#[derive(Debug, PartialEq)]
+pub struct Whole<A>(pub A);
 
-    fn make(derived: &Derived, service: &str) -> Option<Self> {
-        derived.knows(service).then(|| DeploymentsAnswer {
-            deployments: derive_deployments(&derived.service(service), service),
-            health: derived.health.clone(),
-        })
+impl<A> std::ops::Deref for Whole<A> {
+    type Target = A;
+
+    fn deref(&self) -> &A {
+        &self.0
     }
 }
 
-/// `service`'s release matrix from its part of the snapshot.
-pub fn releases_of(snapshot: &Snapshot, service: &str) -> tower_shared::releases::Releases {
-    tower_shared::releases::derive(
-        service,
-        &tower_shared::pipelines::derive(snapshot, service),
-        &derive_deployments(snapshot, service),
-        snapshot.pull_requests.as_deref().unwrap_or_default(),
-        &tower_shared::releases::arrivals(snapshot, service),
-        &snapshot.cicd_of(service).promotions,
-    )
-}
-
-/// The Releases tab's matrix, from the same runs and deployments as their tabs.
-impl PerService for ReleasesAnswer {
-    fn views(tabs: &Tabs) -> &ServiceViews<Self> {
-        &tabs.releases
-    }
-
+impl<A: WholeTab> PerService for Whole<A> {
     fn make(derived: &Derived, service: &str) -> Option<Self> {
         derived.knows(service).then(|| {
-            let snapshot = derived.service(service);
-            Self {
-                releases: releases_of(&snapshot, service),
-                health: derived.health.clone(),
-            }
+            Whole(A::derive(
+                &derived.service(service),
+                service,
+                &derived.health,
+            ))
         })
     }
-}
-
-/// The Config tab's read-only half: the app's environments, secrets and composed resources.
-impl PerService for ConfigAnswer {
-    fn views(tabs: &Tabs) -> &ServiceViews<Self> {
-        &tabs.config
-    }
-
-    fn make(derived: &Derived, service: &str) -> Option<Self> {
-        derived.knows(service).then(|| {
-            let snapshot = derived.service(service);
-            Self {
-                service: service.to_owned(),
-                environments: tower_shared::config::environments(&snapshot, service),
-                made: tower_shared::config::derive(&snapshot, service),
-                health: derived.health.clone(),
-            }
-        })
+    fn view(&self) -> Option<View> {
+        Some(View::ready(&self.0))
     }
 }
 
 /// DORA's four keys of one app, or of the fleet, over some days: the key is
 /// [`dora_key`]'s.
 impl PerService for DoraAnswer {
-    fn views(tabs: &Tabs) -> &ServiceViews<Self> {
-        &tabs.dora
+    fn view(&self) -> Option<View> {
+        Some(View::ready(self))
     }
 
     fn make(derived: &Derived, key: &str) -> Option<Self> {
@@ -250,10 +203,6 @@ pub fn dora_answer<'a>(
 
 /// The Runtime tab's places and objectives; Prometheus' figures are joined per request.
 impl PerService for Runtime {
-    fn views(tabs: &Tabs) -> &ServiceViews<Self> {
-        &tabs.runtime
-    }
-
     fn make(derived: &Derived, service: &str) -> Option<Self> {
         derived
             .knows(service)
@@ -275,8 +224,8 @@ pub fn live_runs_key(app: &str, namespace: Option<&str>) -> String {
 /// The app's Tekton PipelineRuns and TaskRuns in its CI/CD namespace (or the one asked
 /// for), newest first; `None` when Tower knows neither the app nor any run there.
 impl PerService for LiveRuns {
-    fn views(tabs: &Tabs) -> &ServiceViews<Self> {
-        &tabs.live_runs
+    fn view(&self) -> Option<View> {
+        Some(View::ready(self))
     }
 
     fn make(derived: &Derived, key: &str) -> Option<Self> {

@@ -19,6 +19,9 @@ use crate::provisioning::{GroupCounts, ServiceProgress, ServiceSummary, StepId, 
 use crate::snapshot::{RecordedRun, Snapshot};
 use crate::values::DiffLine;
 
+use crate::served::WholeTab;
+pub use crate::served::{GitHubTrouble, Health, StaleCluster};
+
 /// The header every API answer carries: Tower's clock when it answered, and how fast that
 /// clock runs against real time (`2026-11-30T10:00:00.250Z; rate=20`). A page reads it to
 /// tell durations on the server's clock.
@@ -68,47 +71,6 @@ pub struct ErrorBody {
     /// first).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub problems: Vec<crate::values::Problem>,
-}
-
-/// A cluster whose objects are the last known, because it cannot be reached now.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct StaleCluster {
-    pub name: String,
-    /// When it last answered (`None`: never, since Tower started).
-    #[serde(default)]
-    pub last_seen_at: Option<DateTime<Utc>>,
-    /// The last failure, without credentials.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-}
-
-/// Why what Tower shows from GitHub may be old or missing.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", tag = "state")]
-pub enum GitHubTrouble {
-    /// GitHub's rate limit is spent: Tower does not ask before `until`.
-    RateLimited { until: DateTime<Utc> },
-    /// GitHub's last answer was a failure (unreachable, 5xx, no access).
-    Failing { error: String },
-}
-
-/// What in an answer is old or missing, flattened into the answers pages read: `stale`
-/// (clusters serving their last known data) and `github` (rate limited or failing). Both
-/// absent when all is well.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Health {
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub stale: Vec<StaleCluster>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub github: Option<GitHubTrouble>,
-}
-
-impl Health {
-    /// Every cluster answers and GitHub does too.
-    pub fn is_clear(&self) -> bool {
-        self.stale.is_empty() && self.github.is_none()
-    }
 }
 
 /// `GET /api/provisioning`: every tracked service's progress derived at `now`, with
@@ -200,6 +162,17 @@ pub struct DeploymentsAnswer {
     pub health: Health,
 }
 
+impl WholeTab for DeploymentsAnswer {
+    const ID: &'static str = "deployments";
+
+    fn derive(part: &Snapshot, service: &str, health: &Health) -> Self {
+        Self {
+            deployments: crate::deployments::derive_deployments(part, service),
+            health: health.clone(),
+        }
+    }
+}
+
 /// `GET /api/releases?service=NAME`: the service's release matrix ([`crate::releases`]),
 /// with the health notices.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -209,6 +182,17 @@ pub struct ReleasesAnswer {
     pub releases: crate::releases::Releases,
     #[serde(flatten)]
     pub health: Health,
+}
+
+impl WholeTab for ReleasesAnswer {
+    const ID: &'static str = "releases";
+
+    fn derive(part: &Snapshot, service: &str, health: &Health) -> Self {
+        Self {
+            releases: crate::releases::of_snapshot(part, service),
+            health: health.clone(),
+        }
+    }
 }
 
 /// `GET /api/access?service=NAME`: whether the caller may act on the service through Tower
@@ -318,6 +302,20 @@ pub struct ConfigAnswer {
     pub made: crate::config::Made,
     #[serde(flatten)]
     pub health: Health,
+}
+
+/// The Config tab's read-only half: the app's environments, secrets and composed resources.
+impl WholeTab for ConfigAnswer {
+    const ID: &'static str = "config";
+
+    fn derive(part: &Snapshot, service: &str, health: &Health) -> Self {
+        Self {
+            service: service.to_owned(),
+            environments: crate::config::environments(part, service),
+            made: crate::config::derive(part, service),
+            health: health.clone(),
+        }
+    }
 }
 
 /// `GET /api/runtime?service=`: where the app runs in each environment and how it meets

@@ -27,7 +27,8 @@
 //!   from cluster and GitHub data: `https:` on the expected host only.
 //! - [`workload`] — what runs in a namespace: pods, the autoscaler, Events.
 //! - [`snapshot`] — the derivations' input: cluster objects, pull requests, catalog,
-//!   history, memory.
+//!   history, memory; [`served`] — what every answer about a service carries (the sources'
+//!   health) and [`WholeTab`](served::WholeTab), a tab's answer served whole.
 //!
 //! Derivations, each a pure function of a snapshot (and `now` where time matters):
 //! - [`provisioning`] — provisioning progress: steps, groups, events, typical durations.
@@ -82,6 +83,7 @@ pub mod records;
 pub mod releases;
 pub mod rollout_actions;
 pub mod runtime;
+pub mod served;
 pub mod slo;
 pub mod snapshot;
 pub mod state;
@@ -90,3 +92,11 @@ pub mod time;
 pub mod trim;
 pub mod values;
 pub mod workload;
+
+/// Calls `each` with every tab the backend serves whole at `GET /api/<id>?service=`: a new
+/// such tab is its module and its line here (`ARCHITECTURE.md` has the whole recipe).
+pub fn whole_tabs(each: &mut impl served::EachWholeTab) {
+    each.tab::<api::DeploymentsAnswer>();
+    each.tab::<api::ReleasesAnswer>();
+    each.tab::<api::ConfigAnswer>();
+}

@@ -507,6 +507,19 @@ fn unready(env: &crate::deployments::Environment, rollout: Option<&RolloutView>)
     (!why.is_empty()).then(|| format!("waits for {}: {}", env.name, why.join(", ")))
 }
 
+/// `service`'s release matrix from its part of the snapshot: from the same runs and
+/// deployments as their tabs.
+pub fn of_snapshot(snapshot: &crate::snapshot::Snapshot, service: &str) -> Releases {
+    derive(
+        service,
+        &crate::pipelines::derive(snapshot, service),
+        &crate::deployments::derive_deployments(snapshot, service),
+        snapshot.pull_requests.as_deref().unwrap_or_default(),
+        &arrivals(snapshot, service),
+        &snapshot.cicd_of(service).promotions,
+    )
+}
+
 /// The matrix of `service` from its runs and its deployments.
 pub fn derive(
     service: &str,

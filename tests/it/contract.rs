@@ -311,7 +311,7 @@ fn samples() -> Vec<(&'static str, Value)> {
         (
             "ReleasesAnswer",
             json_of(tower_shared::api::ReleasesAnswer {
-                releases: tower_backend::tabs::releases_of(&paused, "flight-api"),
+                releases: tower_shared::releases::of_snapshot(&paused, "flight-api"),
                 health: health.clone(),
             }),
         ),

@@ -397,10 +397,11 @@ async fn a_kubernetes_api_down_for_minutes_costs_no_errors_and_recovers_within_a
     .await;
     let recovered = recovered.unwrap();
     eprintln!("fresh and caught up {recovered:?} after the API returned");
-    // One watcher backoff period is at most 2 s (`RETRY_AT_MOST`), the `/version` probe's 3 s; then the
-    // watchers list again.
+    // One watcher backoff period is at most 2 s (`RETRY_AT_MOST`), the `/version` probe's 3 s,
+    // side by side; then the watchers list again and the deriver takes in an hour of the
+    // world's changes (3.3 s of that on a loaded 2-core machine, beside a browser test).
     assert!(
-        recovered <= Duration::from_secs(5),
+        recovered <= Duration::from_secs(8),
         "recovery took {recovered:?}"
     );
 }

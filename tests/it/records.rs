@@ -39,7 +39,7 @@ fn a_release_live_in_prod_is_drafted_with_its_journey_gates_evidence_and_score()
     let image = app.prod_image(at);
     let snapshot = snapshot_at(&fleet, at);
     let service = app.name.as_str();
-    let releases = tower_backend::tabs::releases_of(&snapshot, service);
+    let releases = tower_shared::releases::of_snapshot(&snapshot, service);
     let release = releases
         .releases
         .iter()

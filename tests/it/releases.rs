@@ -21,7 +21,7 @@ fn text(fixture: &str) -> String {
 }
 
 fn derive(fixture: &str) -> Releases {
-    tower_backend::tabs::releases_of(&Snapshot::from_json(&text(fixture)).unwrap(), SERVICE)
+    tower_shared::releases::of_snapshot(&Snapshot::from_json(&text(fixture)).unwrap(), SERVICE)
 }
 
 /// A release as read here: its tag, its states across the environments, where it goes next.
@@ -130,7 +130,7 @@ proptest! {
         let value: serde_json::Value = serde_json::from_str(&text(fixture)).unwrap();
         let shuffled = crate::provisioning_props::shuffled(&value, seed);
         let snapshot = Snapshot::from_json(&shuffled.to_string()).unwrap();
-        prop_assert_eq!(tower_backend::tabs::releases_of(&snapshot, SERVICE), derive(fixture));
+        prop_assert_eq!(tower_shared::releases::of_snapshot(&snapshot, SERVICE), derive(fixture));
     }
 }
 

@@ -122,7 +122,7 @@ fn check(start: DateTime<Utc>) -> Result<(), String> {
 /// service's part of the world.
 pub fn agree(part: &Snapshot, app: &tower_shared::fleet::FleetApp) -> Result<(), String> {
     let service = app.name.as_str();
-    let releases = tower_backend::tabs::releases_of(part, service);
+    let releases = tower_shared::releases::of_snapshot(part, service);
     let deployments = tower_shared::deployments::derive_deployments(part, service);
     let places = tower_shared::runtime::places(part, service);
     // (A cloud target's cells are its deploy runs': no Rollout, no matrix.)

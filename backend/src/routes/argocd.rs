@@ -22,6 +22,7 @@ use super::ApiError;
 use crate::access::Act;
 use crate::auth::Caller;
 use crate::state::AppState;
+use crate::tabs::Whole;
 
 use super::{ROLLOUT_ACTION, SYNC_ROUTE};
 
@@ -64,7 +65,7 @@ fn target(state: &AppState, service: &str, environment: &str) -> Result<Target, 
     let deployments = state
         .source
         .tabs()
-        .answer::<DeploymentsAnswer>(&derived, service)
+        .answer::<Whole<DeploymentsAnswer>>(&derived, service)
         .ok_or_else(|| ApiError::no_service("service", service))?;
     let snapshot = derived.service(service);
     let missing = || ApiError::Unknown {

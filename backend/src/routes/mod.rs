@@ -2,8 +2,9 @@
 //! OpenAPI document (`/openapi.json`) lists every route; a test keeps the two in step.
 //!
 //! Module map:
-//! - [`tabs`] — the per-service tabs served whole (`/api/snapshot`, `/api/deployments`,
-//!   `/api/releases`, `/api/config`), picked from [`crate::tabs::Tabs`].
+//! - [`tabs`] — the per-service answers served whole (`/api/snapshot`, and each tab
+//!   `tower_shared::whole_tabs` names: `/api/deployments`, `/api/releases`, `/api/config`),
+//!   picked from [`crate::tabs::Tabs`].
 //! - [`fleet`] (the fleet and its activity), [`dora`], [`provisioning`] (the strip and one
 //!   service's progress), [`pipelines`] (pages of runs, a run, step logs), [`pulls`],
 //!   [`runtime`] (the places joined with Prometheus' figures, pod logs), [`live_runs`]: reads
@@ -48,7 +49,7 @@ pub use ops::OPENAPI_YAML;
 use axum::http::Uri;
 use axum::routing::{any, get, post};
 use axum::Router;
-use tower_shared::api::{ConfigAnswer, DeploymentsAnswer, ReleasesAnswer, SnapshotAnswer};
+use tower_shared::api::SnapshotAnswer;
 
 use crate::state::AppState;
 
@@ -66,8 +67,7 @@ pub fn api() -> Router<AppState> {
         .route("/api/fleet", get(fleet::get))
         .route("/api/activity", get(fleet::activity))
         .route("/api/snapshot", get(tabs::serve::<SnapshotAnswer>))
-        .route("/api/deployments", get(tabs::serve::<DeploymentsAnswer>))
-        .route("/api/releases", get(tabs::serve::<ReleasesAnswer>))
+        .merge(tabs::whole())
         .route("/api/releases/promotion", get(releases::preview))
         .route("/api/releases/promote", post(releases::promote))
         .route("/api/releases/compare", get(releases::compare))
@@ -82,7 +82,6 @@ pub fn api() -> Router<AppState> {
         .route("/api/runtime", get(runtime::get))
         .route("/api/runtime/log", get(runtime::log))
         .route("/api/dora", get(dora::get))
-        .route("/api/config", get(tabs::serve::<ConfigAnswer>))
         .route("/api/config/file", get(config::file))
         .route("/api/config/check", post(config::check))
         .route(CONFIG_SAVE, post(config::save))

@@ -32,6 +32,7 @@ use super::ApiError;
 use crate::auth::Caller;
 use crate::gitops::{Committed, FileChange, Person, Proposal, Proposed, Writer};
 use crate::state::AppState;
+use crate::tabs::Whole;
 
 /// `GET /api/access?service=NAME`.
 pub async fn access(
@@ -71,11 +72,11 @@ struct Plan {
 }
 
 /// The service's matrix, as its Releases tab shows it, or 404 naming `service`.
-fn matrix(state: &AppState, service: &str) -> Result<Arc<ReleasesAnswer>, ApiError> {
+fn matrix(state: &AppState, service: &str) -> Result<Arc<Whole<ReleasesAnswer>>, ApiError> {
     state
         .source
         .tabs()
-        .answer::<ReleasesAnswer>(&state.source.derived(), service)
+        .answer::<Whole<ReleasesAnswer>>(&state.source.derived(), service)
         .ok_or_else(|| ApiError::no_service("service", service))
 }
 
