@@ -351,20 +351,21 @@ fn wrap(text: &str, size: f32, bold: bool, max: f32) -> Vec<String> {
             if !line.is_empty() {
                 lines.push(std::mem::take(&mut line));
             }
-            // A word wider than the line: cut it where it fills the line.
-            let mut rest = word.to_owned();
-            while width(&rest, size, bold) > max {
-                let mut cut = rest.len();
-                while cut > 1 && width(&rest[..cut], size, bold) > max {
-                    cut = rest[..cut - 1]
-                        .char_indices()
-                        .last()
-                        .map_or(1, |(i, c)| i + c.len_utf8());
-                }
+            // A word wider than the line: cut it where it fills the line, between
+            // characters, at least one character a line.
+            let mut rest = word;
+            while width(rest, size, bold) > max && rest.chars().nth(1).is_some() {
+                let first = rest.chars().next().map_or(rest.len(), char::len_utf8);
+                let cut = rest
+                    .char_indices()
+                    .map(|(at, c)| at + c.len_utf8())
+                    .take_while(|&end| width(&rest[..end], size, bold) <= max)
+                    .last()
+                    .unwrap_or(first);
                 lines.push(rest[..cut].to_owned());
-                rest = rest[cut..].to_owned();
+                rest = &rest[cut..];
             }
-            line = rest;
+            line = rest.to_owned();
         }
         lines.push(line);
     }
@@ -540,6 +541,25 @@ mod tests {
         assert!(cut.iter().all(|l| width(l, 10.0, false) <= 100.0));
         assert_eq!(cut.concat(), long);
         assert_eq!(wrap("", 10.0, false, 100.0), [""]);
+    }
+
+    #[test]
+    fn long_words_are_cut_between_characters_however_wide_they_are() {
+        // Ends in a character of two bytes (and one of three): once cut inside it.
+        for word in [
+            "é".repeat(80),
+            format!("{}é", "x".repeat(60)),
+            "→".repeat(50),
+        ] {
+            let cut = wrap(&word, 10.0, false, 100.0);
+            assert!(cut.len() > 1, "{word}");
+            assert!(cut
+                .iter()
+                .all(|l| !l.is_empty() && width(l, 10.0, false) <= 100.0));
+            assert_eq!(cut.concat(), word);
+        }
+        // A line narrower than one character still takes one a line.
+        assert_eq!(wrap("éé", 10.0, false, 1.0), ["é", "é"]);
     }
 
     #[test]
