@@ -38,6 +38,7 @@ pub fn router(state: AppState, dist: &Dist) -> Router {
         "default-src 'none'; frame-ancestors 'none'",
     ));
     let gate = Arc::clone(&state.gate);
+    let guests = state.gate.guest_sign_in;
     let clock = state.clock().clone();
     Router::new()
         .merge(
@@ -58,7 +59,10 @@ pub fn router(state: AppState, dist: &Dist) -> Router {
         )
         .merge(routes::webhooks().with_state(state))
         .route("/healthz", get(|| async { "ok" }))
-        .merge(dist.router())
+        .merge(dist.router().layer(axum::middleware::from_fn_with_state(
+            (Arc::from(sign_in_preloads(guests)), dist.clone()),
+            preload_page,
+        )))
         .layer(axum::middleware::from_fn_with_state(
             metrics,
             crate::metrics::count_requests,
@@ -106,6 +110,53 @@ async fn clock_header(
         response
             .headers_mut()
             .insert(http::HeaderName::from_static(CLOCK_HEADER), value);
+    }
+    response
+}
+
+/// The sign-in answers a page asks for before it can ask for anything else: how it signs in
+/// (`/auth/config`) and, when guests may sign in, the guest token (`/auth/guest`).
+fn sign_in_preloads(guest_sign_in: bool) -> Vec<String> {
+    let mut paths = vec!["/auth/config".to_owned()];
+    if guest_sign_in {
+        paths.push("/auth/guest".to_owned());
+    }
+    paths
+}
+
+/// A `Link` header preloading `paths` as the page fetches them (`fetch()` from the same
+/// origin), so the page's own requests take the preloaded answers.
+fn preload_links<'a>(paths: impl IntoIterator<Item = &'a String>) -> Option<http::HeaderValue> {
+    let links: Vec<String> = paths
+        .into_iter()
+        .map(|path| format!("<{path}>; rel=preload; as=fetch; crossorigin=anonymous"))
+        .collect();
+    if links.is_empty() {
+        return None;
+    }
+    http::HeaderValue::from_str(&links.join(", ")).ok()
+}
+
+/// Adds to the app's pages (HTML answers, not its files) the preloads of what they fetch
+/// once the wasm runs: the sign-in answers ([`sign_in_preloads`]) and the part of the app
+/// the address opens ([`Dist::page_preloads`]) — the browser fetches them beside the wasm
+/// instead of after it has started.
+async fn preload_page(
+    axum::extract::State((sign_in, dist)): axum::extract::State<(Arc<[String]>, Dist)>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let uri = request.uri().clone();
+    let mut response = next.run(request).await;
+    let page = response
+        .headers()
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|kind| kind.to_str().ok())
+        .is_some_and(|kind| kind.starts_with("text/html"));
+    if page {
+        if let Some(links) = preload_links(sign_in.iter().chain(dist.page_preloads(&uri))) {
+            response.headers_mut().insert(http::header::LINK, links);
+        }
     }
     response
 }

@@ -43,6 +43,25 @@ pub fn default_dist() -> PathBuf {
 pub struct Dist {
     files: Files,
     index_html: Arc<str>,
+    parts: Arc<Parts>,
+}
+
+/// Each part of the app loaded later (a tab, the fleet's panels), by its name, and the paths
+/// of the files it fetches: `parts.json`, which `cargo xtask frontend` writes. A build without
+/// it has no parts to preload.
+type Parts = BTreeMap<String, Vec<String>>;
+
+/// The name of the parts file in `dist/`.
+const PARTS: &str = "parts.json";
+
+/// Reads the parts file's text (`None`: there is none).
+fn parts_of(text: Option<&[u8]>) -> anyhow::Result<Parts> {
+    text.map_or_else(
+        || Ok(Parts::new()),
+        |text| {
+            serde_json::from_slice(text).with_context(|| format!("reading the frontend's {PARTS}"))
+        },
+    )
 }
 
 /// Where a [`Dist`]'s files are.
@@ -82,9 +101,17 @@ impl Dist {
                 index.display()
             )
         })?;
+        let parts = match std::fs::read(root.join(PARTS)) {
+            Ok(text) => parts_of(Some(&text))?,
+            Err(missing) if missing.kind() == std::io::ErrorKind::NotFound => Parts::new(),
+            Err(unreadable) => {
+                return Err(unreadable).context(format!("reading {}", root.join(PARTS).display()))
+            }
+        };
         Ok(Self {
             files: Files::Folder(root.to_owned()),
             index_html: index_html.into(),
+            parts: Arc::new(parts),
         })
     }
 
@@ -107,9 +134,11 @@ impl Dist {
             .get("index.html")
             .map(|index| String::from_utf8_lossy(&index.bytes).into_owned())
             .context("the frontend compiled in has no index.html")?;
+        let parts = parts_of(files.get(PARTS).map(|parts| &parts.bytes[..]))?;
         Ok(Self {
             files: Files::Memory(Arc::new(files)),
             index_html: index_html.into(),
+            parts: Arc::new(parts),
         })
     }
 
@@ -158,6 +187,18 @@ impl Dist {
                 )
             })
             .collect()
+    }
+
+    /// The files of the part the page at `uri` opens first — the one its `view` names
+    /// (`?view=services`, `?service=ledger&view=releases`) — for the page to preload while
+    /// it loads and signs in; none for a page that opens no part (the fleet) or one this
+    /// build does not have.
+    pub fn page_preloads(&self, uri: &http::Uri) -> &[String] {
+        let view = axum::extract::Query::<BTreeMap<String, String>>::try_from_uri(uri)
+            .ok()
+            .and_then(|query| query.0.get("view").cloned());
+        view.and_then(|view| self.parts.get(&view))
+            .map_or(&[], Vec::as_slice)
     }
 
     /// Routes serving the files, with the cache policy and page fallback described above.
@@ -308,6 +349,44 @@ mod tests {
         assert!(!is_hashed_asset("/"));
         assert!(!is_hashed_asset("/tower"));
         assert!(!is_hashed_asset("/tower-frontend-1a2b3c4d5e6f7a8b_bg.wasm"));
+    }
+
+    #[test]
+    fn a_page_preloads_the_part_its_view_names_and_nothing_else() {
+        let parts = br#"{"releases": ["/app-0123456789abcdef/split_releases.wasm", "/app-0123456789abcdef/chunk_1.wasm"]}"#;
+        let dist = Dist::in_memory([
+            (
+                "index.html".to_owned(),
+                Cow::Borrowed(&b"<html></html>"[..]),
+            ),
+            (PARTS.to_owned(), Cow::Borrowed(&parts[..])),
+        ])
+        .unwrap();
+        let preloads = |uri: &str| dist.page_preloads(&uri.parse().unwrap()).to_vec();
+        assert_eq!(
+            preloads("/tower?service=ledger&view=releases"),
+            [
+                "/app-0123456789abcdef/split_releases.wasm",
+                "/app-0123456789abcdef/chunk_1.wasm"
+            ]
+        );
+        assert!(preloads("/tower").is_empty(), "the fleet opens no part");
+        assert!(preloads("/tower?view=nope").is_empty(), "no such part");
+        assert!(
+            preloads("/tower?view=%ZZ").is_empty(),
+            "a query that does not decode"
+        );
+        // A build without the parts file has nothing to preload; a broken one is an error.
+        let without = Dist::in_memory([("index.html".to_owned(), Cow::Borrowed(&b"x"[..]))]);
+        assert!(without
+            .unwrap()
+            .page_preloads(&"/tower?view=releases".parse().unwrap())
+            .is_empty());
+        let broken = Dist::in_memory([
+            ("index.html".to_owned(), Cow::Borrowed(&b"x"[..])),
+            (PARTS.to_owned(), Cow::Borrowed(&b"[1"[..])),
+        ]);
+        assert!(broken.unwrap_err().to_string().contains("parts.json"));
     }
 
     const FILES: [(&str, &[u8]); 3] = [

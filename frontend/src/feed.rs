@@ -36,7 +36,12 @@ pub fn provide() -> Feed {
     let refresh = crate::live::start(signin);
     let summary = decoded(text_resource(move || {
         refresh.any.track();
-        signin.track();
+        if signin.get() == SignIn::Pending {
+            return Box::pin(async {
+                crate::signin::settled().await;
+                api::summary().await
+            }) as api::TextFuture;
+        }
         api::summary()
     }));
     let summary = Memo::new(move |_| summary());

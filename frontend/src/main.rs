@@ -59,6 +59,9 @@ fn App() -> impl IntoView {
     nav::provide_location();
     let path = nav::use_path();
     let feed = feed::provide();
+    if path.get_untracked() == "/tower" {
+        service::preload();
+    }
     let signin = feed.signin;
     let (embed, theme) = page_options();
     if let Some(root) = web_sys::window()

@@ -24,6 +24,16 @@ pub enum Page {
 }
 
 impl Page {
+    /// The page `query` names.
+    pub fn of_query(query: &Query) -> Self {
+        Self::from_query(
+            query.get("view"),
+            query.get("service"),
+            query.get("run"),
+            query.get("record"),
+        )
+    }
+
     /// The page for the query's `view`, `service`, `run` and `record`.
     pub fn from_query(
         view: Option<String>,

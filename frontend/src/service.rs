@@ -9,16 +9,7 @@ use crate::nav::{tab_href, Page, Tab};
 #[component]
 pub fn ServicePage() -> impl IntoView {
     let query = crate::nav::use_query();
-    let page = Memo::new(move |_| {
-        query.with(|q| {
-            Page::from_query(
-                q.get("view"),
-                q.get("service"),
-                q.get("run"),
-                q.get("record"),
-            )
-        })
-    });
+    let page = Memo::new(move |_| query.with(Page::of_query));
     move || match page.get() {
         Page::Services => view! {
             <h2>"Services"</h2>
@@ -66,5 +57,15 @@ pub fn ServicePage() -> impl IntoView {
             };
             view! { {nav} {body} }.into_any()
         }
+    }
+}
+
+/// Fetches the code of the page the location names (Services', or its tab's chunk) while the
+/// page signs in, so it is here when the page opens.
+pub fn preload() {
+    match crate::nav::use_query().with_untracked(Page::of_query) {
+        Page::Services => crate::tabs::preload_services_tab(),
+        Page::Service { tab: Ok(tab), .. } => tab.preload(),
+        Page::Service { tab: Err(_), .. } | Page::Fleet => {}
     }
 }

@@ -22,6 +22,37 @@ use wasm_bindgen::JsCast as _;
 
 thread_local! {
     static TOKEN: RefCell<Option<String>> = const { RefCell::new(None) };
+    /// Who waits for signing in to settle ([`settled`]); `None` once it has.
+    static SETTLING: RefCell<Option<Vec<futures::channel::oneshot::Sender<()>>>> =
+        const { RefCell::new(Some(Vec::new())) };
+}
+
+/// Done once signing in has settled — signed in, or needing the user — so a page does not
+/// ask Tower for what it would refuse before the page has signed in (a `401` and a second
+/// round trip on the first load).
+pub fn settled() -> impl std::future::Future<Output = ()> {
+    let waiting = SETTLING.with(|s| {
+        s.borrow_mut().as_mut().map(|waiting| {
+            let (settle, settled) = futures::channel::oneshot::channel();
+            waiting.push(settle);
+            settled
+        })
+    });
+    async move {
+        if let Some(settled) = waiting {
+            // A page dropped before signing in settles has nothing to wait for.
+            let _ = settled.await;
+        }
+    }
+}
+
+/// Wakes whoever waits in [`settled`].
+fn settle() {
+    if let Some(waiting) = SETTLING.with(|s| s.borrow_mut().take()) {
+        for settle in waiting {
+            let _ = settle.send(());
+        }
+    }
 }
 
 /// The current token, for the `Authorization` header.
@@ -41,6 +72,11 @@ pub enum SignIn {
 /// Starts signing in; the signal says how it goes.
 pub fn start() -> ReadSignal<SignIn> {
     let (state, set_state) = signal(SignIn::Pending);
+    Effect::new(move |_| {
+        if state.get() != SignIn::Pending {
+            settle();
+        }
+    });
     let set_token = move |token: String| {
         TOKEN.with(|t| *t.borrow_mut() = Some(token));
         // A fresh token for a signed-in page changes nothing on it.

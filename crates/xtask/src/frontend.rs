@@ -32,6 +32,9 @@ pub const FIRST_LOAD_BUDGET: u64 = 200 * 1024;
 /// first load, brotli.
 pub const TAB_BUDGET: u64 = 150 * 1024;
 
+/// The file in `dist/` naming each part's files (`{"releases": ["/app-…/split_releases.wasm", …]}`).
+const PARTS: &str = "parts.json";
+
 /// The bundle's folder under `dist/`, and the main module's name in it.
 const MAIN: &str = "tower";
 
@@ -262,6 +265,19 @@ pub fn build(root: &Path, toolchain: &Toolchain) -> anyhow::Result<Bundle> {
     if tabs.is_empty() {
         bail!("the module was not split: no tab has a chunk (are the split points gone?)");
     }
+    // `parts.json`: each part's files as the page asks for them, for the server to preload
+    // the part a page's address opens (`tower::assets::Dist::page_preloads`).
+    let parts: BTreeMap<&str, Vec<String>> = tabs
+        .iter()
+        .map(|(tab, files)| {
+            let paths = files
+                .iter()
+                .map(|file| format!("/{folder}/{}", file.name))
+                .collect();
+            (tab.as_str(), paths)
+        })
+        .collect();
+    std::fs::write(dist.join(PARTS), serde_json::to_vec_pretty(&parts)?)?;
     let bundle = Bundle { first_load, tabs };
     bundle.report();
     Ok(bundle)

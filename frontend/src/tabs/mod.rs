@@ -191,8 +191,17 @@ pub fn services_page() -> AnyView {
     lazily("Loading Services…".to_owned(), services_split())
 }
 
+/// Fetches the Services tab's chunk without opening it (a page opened on it is still signing
+/// in).
+pub fn preload_services_tab() {
+    leptos::task::spawn_local(async move {
+        // A chunk that does not come now is asked for again when the tab opens.
+        let _ = preload_services().await;
+    });
+}
+
 #[allow(unsafe_code)]
-#[wasm_split(services, wasm_split_path = ::leptos::wasm_split, fallible)]
+#[wasm_split(services, wasm_split_path = ::leptos::wasm_split, preload(preload_services), fallible)]
 fn services_split() -> Result<AnyView, Unloaded> {
     Ok(view! { <provisioning::ServicesTab /> }.into_any())
 }

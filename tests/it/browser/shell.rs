@@ -443,6 +443,77 @@ async fn the_page_works_under_its_csp_and_an_injected_inline_script_does_not_run
     browser.close().await.unwrap();
 }
 
+/// A page's `Link` header preloads what it asks for before it can draw — the sign-in answers
+/// (the demo signs in as Backstage's guest) and the code of the part its address opens — so
+/// the browser fetches them beside the wasm; the page then takes each preloaded answer
+/// instead of fetching it again, and asks for nothing before it has signed in.
+#[tokio::test]
+async fn a_page_preloads_its_sign_in_and_the_code_of_the_part_it_opens() {
+    let demo = Demo::start_with(&["--speed", "0"]).await.unwrap();
+    let preloads = |address: String| async move {
+        let page = reqwest::get(&address).await.unwrap();
+        let link = page.headers()["link"].to_str().unwrap().to_owned();
+        link.split(", ")
+            .map(|one| {
+                let (path, how) = one.split_once(">; ").unwrap();
+                assert_eq!(how, "rel=preload; as=fetch; crossorigin=anonymous", "{one}");
+                path.trim_start_matches('<').to_owned()
+            })
+            .collect::<Vec<_>>()
+    };
+    let sign_in = ["/auth/config", "/auth/guest"];
+    // The fleet opens no part of its own before it draws.
+    assert_eq!(preloads(format!("{}tower", demo.url)).await, sign_in);
+    let services = preloads(format!("{}tower?view=services", demo.url)).await;
+    assert_eq!(services[..2], sign_in);
+    let code = &services[2..];
+    assert!(
+        code.iter()
+            .any(|path| path.ends_with("/split_services.wasm"))
+            && code.iter().all(|path| path.ends_with(".wasm")),
+        "the Services page preloads {code:?}"
+    );
+    let browser = Browser::start().await.unwrap();
+    browser
+        .checked("preloads", async {
+            let c = &browser.client;
+            c.goto(&format!("{}tower?view=services", demo.url)).await?;
+            c.wait()
+                .at_most(Duration::from_secs(20))
+                .for_element(Locator::Css("ul.strip"))
+                .await?;
+            let fetched = c
+                .execute(
+                    "return arguments[0].map(path => performance.getEntriesByType('resource')
+                       .filter(e => new URL(e.name).pathname === path).length);",
+                    vec![serde_json::json!(services)],
+                )
+                .await?;
+            let fetched: Vec<u64> = serde_json::from_value(fetched)?;
+            anyhow::ensure!(
+                fetched.iter().all(|times| *times == 1),
+                "times each preload was fetched ({services:?}): {fetched:?}"
+            );
+            // Nor did it ask Tower for anything before it had signed in (a refused answer
+            // is a round trip more before the page draws).
+            let refused = c
+                .execute(
+                    "return performance.getEntriesByType('resource')
+                       .filter(e => e.responseStatus === 401).map(e => e.name);",
+                    vec![],
+                )
+                .await?;
+            anyhow::ensure!(
+                refused == serde_json::json!([]),
+                "asked before signing in: {refused}"
+            );
+            Ok(())
+        })
+        .await
+        .unwrap();
+    browser.close().await.unwrap();
+}
+
 /// Each tab's code is a chunk of its own: every tab opens from a cold load of its link and
 /// from the fleet by clicking (the page never reloads), fetching its chunks only then. Seven
 /// cold loads in one browser: a page it left must give back its event stream (the browser
