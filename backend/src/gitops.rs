@@ -441,6 +441,24 @@ impl Writer {
     }
 }
 
+/// `text` read from elsewhere (a pull request's title) as it should stand in a pull request
+/// body Tower writes: a Markdown code span, so GitHub renders it as written — no
+/// `@mention` notifies anyone, no `closes #N` closes anything, no image or link is drawn.
+/// The fence is one backtick longer than the longest run inside (CommonMark's rule), and a
+/// line break is a space.
+pub fn verbatim(text: &str) -> String {
+    let text = text.replace(['\r', '\n'], " ");
+    let longest = text
+        .split(|c| c != '`')
+        .map(str::len)
+        .max()
+        .unwrap_or_default();
+    let fence = "`".repeat(longest + 1);
+    // A space inside each fence, which CommonMark takes off again, keeps a backtick at
+    // either end from joining the fence.
+    format!("{fence} {text} {fence}")
+}
+
 /// One audit line per write Tower asked of GitHub, with the person and what came of it.
 fn audit<T: std::fmt::Debug>(
     action: &str,
@@ -459,5 +477,21 @@ fn audit<T: std::fmt::Debug>(
             who = %by.subject, action, repo = change.repo, branch = change.branch,
             path = change.path, error = %err, "GitHub write refused"
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::verbatim;
+
+    #[test]
+    fn text_from_elsewhere_stands_in_a_body_as_a_code_span() {
+        assert_eq!(verbatim("Faster checkout"), "` Faster checkout `");
+        assert_eq!(
+            verbatim("@ana closes #3 ![x](https://evil.example/x.png)"),
+            "` @ana closes #3 ![x](https://evil.example/x.png) `"
+        );
+        assert_eq!(verbatim("a `b` ``c``"), "``` a `b` ``c`` ```");
+        assert_eq!(verbatim("two\nlines"), "` two lines `");
     }
 }

@@ -416,5 +416,41 @@ mod tests {
         let other = text.replace(records::SCHEMA, "tower.hangar.io/release-record/v0");
         assert!(read_file(&other).unwrap_err().contains("is not"));
         assert!(read_file("schema: [").is_err());
+
+        // A pull request's link in the file is anyone's text: only a GitHub web link is
+        // kept for a page (javascript:, another host, credentials before the host are not).
+        let link = |url: &str| tower_shared::releases::ComparedPull {
+            number: 7,
+            title: "Faster checkout".to_owned(),
+            url: Some(url.to_owned()),
+            author: None,
+            reviewers: None,
+        };
+        let edited = Record {
+            pulls: Some(vec![
+                link("https://github.com/acme/shop/pull/7"),
+                link("javascript:alert(1)"),
+                link("https://evil.example/acme/shop/pull/7"),
+                link("https://github.com@evil.example/x"),
+                link("https://git.acme.example/acme/shop/pull/7"),
+            ]),
+            ..read_file(&text).unwrap()
+        };
+        let kept = |enterprise| {
+            edited
+                .clone()
+                .links_checked(enterprise)
+                .pulls
+                .unwrap()
+                .into_iter()
+                .map(|p| p.url)
+                .collect::<Vec<_>>()
+        };
+        let github = Some("https://github.com/acme/shop/pull/7".to_owned());
+        assert_eq!(kept(None), [github.clone(), None, None, None, None]);
+        assert_eq!(
+            kept(Some("git.acme.example"))[4].as_deref(),
+            Some("https://git.acme.example/acme/shop/pull/7")
+        );
     }
 }

@@ -844,7 +844,7 @@ pub struct RecordAnswer {
 pub struct NotesRequest {
     pub service: String,
     pub release: String,
-    pub human: crate::records::HumanPart,
+    pub human: crate::records::HumanNotes,
     pub seen: String,
 }
 

@@ -493,7 +493,7 @@ pub fn cicd_location(
     let scaffolded = control_plane
         .iter()
         .filter(|o| o.kind == "RepositoryFile" && o.label(COMPOSITE_LABEL) == Some(service))
-        .filter_map(|o| repository_file_target(o, owner))
+        .filter_map(|o| repository_file_target(o, owner, service))
         .min();
     scaffolded.unwrap_or_else(|| {
         (
@@ -503,19 +503,33 @@ pub fn cicd_location(
     })
 }
 
-fn repository_file_target(object: &Object, owner: &str) -> Option<(String, String)> {
+/// The `cicd.yaml` a scaffold `RepositoryFile` writes, when it is one Tower may read and
+/// edit for `service`: a file named `cicd.yaml` (at the root or in a folder, no `..`, `.` or
+/// empty segment) in one of the service's own repositories ([`repos`]) of the configured
+/// `owner` — a tenant's object must not point the Config tab at another owner's repository
+/// or another file.
+fn repository_file_target(object: &Object, owner: &str, service: &str) -> Option<(String, String)> {
     let provider = object.spec.get("forProvider")?;
     let file = provider.get("file")?.as_str()?;
-    if !file.ends_with("cicd.yaml") {
+    let plain_segments = file.split('/').all(|segment| {
+        !matches!(segment, "" | "." | "..")
+            && segment
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+    });
+    if !plain_segments || file.rsplit('/').next() != Some("cicd.yaml") {
         return None;
     }
     let repo = provider.get("repository")?.as_str()?;
-    let repo = if repo.contains('/') {
-        repo.to_owned()
-    } else {
-        format!("{owner}/{repo}")
+    let name = match repo.split_once('/') {
+        Some((named_owner, name)) if named_owner.eq_ignore_ascii_case(owner) => name,
+        Some(_) => return None,
+        None => repo,
     };
-    Some((repo, file.to_owned()))
+    let ours = repos(service, None)
+        .iter()
+        .any(|own| own.eq_ignore_ascii_case(name));
+    ours.then(|| (format!("{owner}/{name}"), file.to_owned()))
 }
 
 /// A Kubernetes resource type Tower reads.
@@ -723,6 +737,40 @@ mod tests {
             promotion_branch("prod", "ghcr.io/acme/shop:1.4.0-3a8423b@sha256:00"),
             "tower/promote-prod-1.4.0-3a8423b"
         );
+    }
+
+    #[test]
+    fn cicd_yaml_is_read_only_from_the_services_own_repositories_of_the_owner() {
+        let file = |repository: &str, path: &str| {
+            std::sync::Arc::new(object(json!({
+                "apiVersion": "repo.github.m.upbound.io/v1alpha1", "kind": "RepositoryFile",
+                "metadata": {"name": "shop-cicd", "labels": {"crossplane.io/composite": "shop"}},
+                "spec": {"forProvider": {"repository": repository, "file": path}}})))
+        };
+        let location = |repository: &str, path: &str| {
+            let found = cicd_location(&[file(repository, path)], "acme", "shop");
+            (found.0, found.1)
+        };
+        let default = ("acme/gitops-shop".to_owned(), DEFAULT_CICD_PATH.to_owned());
+        assert_eq!(
+            location("shop", "cicd.yaml"),
+            ("acme/shop".to_owned(), "cicd.yaml".to_owned())
+        );
+        assert_eq!(
+            location("ACME/gitops-shop", "glidepath/cicd.yaml"),
+            (
+                "acme/gitops-shop".to_owned(),
+                "glidepath/cicd.yaml".to_owned()
+            )
+        );
+        // Another owner, another service's repository, another file, a way out of the
+        // folder: the scaffold's object is not followed.
+        assert_eq!(location("mallory/shop", "cicd.yaml"), default);
+        assert_eq!(location("gitops-ledger", "cicd.yaml"), default);
+        assert_eq!(location("shop", "secrets/not-cicd.yaml"), default);
+        assert_eq!(location("shop", "../other/cicd.yaml"), default);
+        assert_eq!(location("shop", "a//cicd.yaml"), default);
+        assert_eq!(location("shop", "/cicd.yaml"), default);
     }
 
     #[test]

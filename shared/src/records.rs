@@ -190,6 +190,20 @@ pub struct Record {
 }
 
 impl Record {
+    /// The record with only links Tower may put on a page: a pull request's `url` in the
+    /// file is anyone's text (Git holds what was committed), kept only when it is a GitHub
+    /// web link ([`crate::links::github`], on github.com or `enterprise`).
+    pub fn links_checked(mut self, enterprise: Option<&str>) -> Self {
+        for pull in self.pulls.iter_mut().flatten() {
+            pull.url = pull
+                .url
+                .take()
+                .and_then(|url| crate::links::github(&url, enterprise))
+                .map(crate::links::Checked::into_string);
+        }
+        self
+    }
+
     /// When it arrived in prod, if Tower read it.
     pub fn prod_at(&self) -> Option<DateTime<Utc>> {
         self.transitions
@@ -585,6 +599,62 @@ pub struct SignOff {
     pub at: DateTime<Utc>,
 }
 
+/// The human part as a person sends it (`POST /api/records/notes`): Tower signs it off in
+/// the sender's name at its own time when `signOff` says so — nobody can send a sign-off
+/// in another's name or at another time.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct HumanNotes {
+    pub summary: String,
+    pub risk: Risk,
+    pub checked: String,
+    /// Sign it off now, as the sender.
+    #[serde(default)]
+    pub sign_off: bool,
+}
+
+impl HumanNotes {
+    /// The words alone, not signed off.
+    pub fn unsigned(&self) -> HumanPart {
+        HumanPart {
+            summary: self.summary.clone(),
+            risk: self.risk,
+            checked: self.checked.clone(),
+            signed_off: None,
+        }
+    }
+
+    /// The human part these notes make when `subject` sends them at `now`: signed off by
+    /// `subject` at `now` when asked. A sign-off the record already holds (`before`) by the
+    /// same person over the same words is kept as it was: the same notes sent again make the
+    /// same record.
+    pub fn signed(
+        &self,
+        subject: &str,
+        now: DateTime<Utc>,
+        before: Option<&HumanPart>,
+    ) -> HumanPart {
+        let mut part = self.unsigned();
+        if self.sign_off {
+            let kept = before
+                .filter(|before| {
+                    (
+                        before.summary.as_str(),
+                        before.risk,
+                        before.checked.as_str(),
+                    ) == (part.summary.as_str(), part.risk, part.checked.as_str())
+                })
+                .and_then(|before| before.signed_off.clone())
+                .filter(|kept| kept.by == subject);
+            part.signed_off = Some(kept.unwrap_or_else(|| SignOff {
+                by: subject.to_owned(),
+                at: now,
+            }));
+        }
+        part
+    }
+}
+
 /// What is wrong with a field, for the browser to show beside it and the backend to answer
 /// (HTTP 400 naming `field`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -651,6 +721,60 @@ mod tests {
             commits: Some(1),
             rollbacks: 0,
         }
+    }
+
+    #[test]
+    fn tower_signs_notes_off_in_the_senders_name_at_its_own_time() {
+        use chrono::TimeZone as _;
+        let at = |minute: u32| Utc.with_ymd_and_hms(2026, 12, 2, 9, minute, 0).unwrap();
+        let notes = HumanNotes {
+            summary: "Faster checkout".to_owned(),
+            risk: Risk::Low,
+            checked: "Canary analysis".to_owned(),
+            sign_off: true,
+        };
+        let mine = notes.signed("user:default/ana", at(5), None);
+        assert_eq!(
+            mine.signed_off,
+            Some(SignOff {
+                by: "user:default/ana".to_owned(),
+                at: at(5)
+            })
+        );
+        // Sent again later over the same words: the sign-off stands as it was.
+        assert_eq!(notes.signed("user:default/ana", at(9), Some(&mine)), mine);
+        // Someone else, or other words: signed anew, by the sender, now.
+        let theirs = notes.signed("user:default/bo", at(9), Some(&mine));
+        assert_eq!(
+            theirs.signed_off.map(|s| (s.by, s.at)),
+            Some(("user:default/bo".to_owned(), at(9)))
+        );
+        let other = HumanNotes {
+            risk: Risk::High,
+            ..notes.clone()
+        };
+        assert_eq!(
+            other
+                .signed("user:default/ana", at(9), Some(&mine))
+                .signed_off
+                .map(|s| s.at),
+            Some(at(9))
+        );
+        // Not asked: not signed off, whatever the record held.
+        let plain = HumanNotes {
+            sign_off: false,
+            ..notes
+        };
+        assert_eq!(
+            plain
+                .signed("user:default/ana", at(9), Some(&mine))
+                .signed_off,
+            None
+        );
+        // A sender cannot name the signer: the notes have no such field.
+        let forged = serde_json::json!({"summary": "s", "risk": "low", "checked": "c",
+            "signedOff": {"by": "someone-else", "at": "2026-12-02T09:00:00Z"}});
+        assert!(serde_json::from_value::<HumanNotes>(forged).is_err());
     }
 
     #[test]

@@ -98,6 +98,20 @@ async fn prod_values_are_edited_as_a_form_and_proposed_as_one_pull_request() {
     assert_eq!(refused["problems"], json!(problems));
     assert!(config_pulls(&tower, &repo).await.is_empty());
 
+    // A draft that does not start from the file as GitHub holds it — here a base and text
+    // that both grant privileges, with an innocent edit on top — is refused: a pull request
+    // opened from it would show only the edit.
+    let forged = format!("{base}podSecurity:\n  privileged: true\n");
+    let lying = json!({"service": app, "file": "env:prod", "base": forged, "text": forged,
+                       "edits": [{"path": "/replicas", "value": "4"}], "seen": seen});
+    let (status, refused) = tower.post("/api/config/save", &lying).await;
+    assert_eq!(
+        (status, &refused["field"]),
+        (409, &json!("base")),
+        "{refused}"
+    );
+    assert!(config_pulls(&tower, &repo).await.is_empty());
+
     // A replica count and an env var: only those lines change, the comments stay.
     let good = json!({"service": app, "file": "env:prod", "base": base, "text": base,
                       "edits": [{"path": "/replicas", "value": "5"},
@@ -162,6 +176,41 @@ async fn prod_values_are_edited_as_a_form_and_proposed_as_one_pull_request() {
         base,
         "main is untouched"
     );
+    // The body's diff is what the branch changes, as GitHub compares it.
+    let changed_lines = |patch: &str| -> Vec<String> {
+        patch
+            .lines()
+            .filter(|l| {
+                (l.starts_with('+') || l.starts_with('-'))
+                    && !l.starts_with("+++")
+                    && !l.starts_with("---")
+            })
+            .map(str::to_owned)
+            .collect()
+    };
+    let compare: Value = reqwest::get(format!(
+        "http://{}/repos/{repo}/compare/main...{branch}",
+        tower.world.served.github
+    ))
+    .await
+    .unwrap()
+    .json()
+    .await
+    .unwrap();
+    let compared: Vec<String> = compare["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|f| changed_lines(f["patch"].as_str().unwrap()))
+        .collect();
+    let body = pulls[0]["body"].as_str().unwrap();
+    let shown = body
+        .split("```diff\n")
+        .nth(1)
+        .and_then(|rest| rest.split("\n```").next())
+        .unwrap();
+    assert_eq!(changed_lines(shown), compared, "{body}");
+    assert_eq!(compared.len(), 4, "{compare}");
 
     // The file now reads from the pull request's branch; a second change adds to it.
     let (_, again) = tower

@@ -275,7 +275,7 @@ async fn a_release_tower_takes_to_prod_is_written_up_once_and_people_add_their_p
 
     let human = json!({"summary": "Checkout is faster.", "risk": "medium",
                        "checked": "Canary analysis and a look at the dashboards.",
-                       "signedOff": {"by": "ana", "at": tower.world_now() - Duration::minutes(1)}});
+                       "signOff": true});
     let (status, refused) = post_notes(
         &tower,
         &json!({"service": APP, "release": release, "human": human, "seen": "0123456789abcdef"}),
@@ -320,16 +320,22 @@ async fn a_release_tower_takes_to_prod_is_written_up_once_and_people_add_their_p
         "{bad}"
     );
     assert_eq!(bad["error"], "write a plain summary");
-    let mut future = human.clone();
-    future["signedOff"]["at"] = json!(tower.world_now() + Duration::hours(1));
+    // Nobody signs off in another's name, or at another time: Tower writes who and when.
+    let mut forged = human.clone();
+    forged["signedOff"] =
+        json!({"by": "someone-else", "at": tower.world_now() - Duration::days(1)});
     let (status, bad) = post_notes(
         &tower,
-        &json!({"service": APP, "release": release, "human": future, "seen": seen}),
+        &json!({"service": APP, "release": release, "human": forged, "seen": seen}),
     )
     .await;
     assert_eq!(
         (status, &bad["field"]),
-        (400, &json!("human.signedOff.at")),
+        (400, &json!("human.signedOff")),
+        "{bad}"
+    );
+    assert!(
+        bad["error"].as_str().unwrap().contains("signedOff"),
         "{bad}"
     );
 
@@ -353,13 +359,22 @@ async fn a_release_tower_takes_to_prod_is_written_up_once_and_people_add_their_p
         "not before the merge"
     );
 
+    let signed_at = tower.world_now();
     crate::promotions::merge(&tower, &repo, notes).await;
-    eventually(Wait::from_secs(30), "the human part merged", || async {
+    let merged = eventually(Wait::from_secs(30), "the human part merged", || async {
         let (_, answer) = tower.get(&path).await.ok()?;
-        (answer["record"]["human"]["risk"] == "medium").then_some(())
+        (answer["record"]["human"]["risk"] == "medium").then_some(answer)
     })
     .await
     .unwrap();
+    // Signed off by the caller, at Tower's time when it was sent.
+    let sign = &merged["record"]["human"]["signedOff"];
+    assert_eq!(sign["by"], merged["access"]["subject"], "{merged}");
+    let at: chrono::DateTime<chrono::Utc> = serde_json::from_value(sign["at"].clone()).unwrap();
+    assert!(
+        at <= signed_at && signed_at - at < Duration::minutes(5),
+        "signed at {at}, sent by {signed_at}"
+    );
     let count = |query: &'static str| {
         let tower = &tower;
         let release = release.clone();

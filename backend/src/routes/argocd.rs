@@ -284,11 +284,14 @@ fn rollout_of<'t>(
 /// `GET /api/argocd/rollout-actions?service=&environment=`.
 pub async fn rollout_actions(
     State(state): State<AppState>,
+    caller: Option<Extension<Caller>>,
     ServiceName(service): ServiceName,
     query: Query,
 ) -> Result<Json<RolloutActionsAnswer>, ApiError> {
     let service = service.as_str();
     let environment = params::dns_label(&query, "environment")?;
+    // Asking Argo CD which actions it offers is an upstream read: the caller's budget.
+    super::upstream::spend_read(&state, caller.as_ref())?;
     let target = target(&state, service, environment)?;
     let rollout = rollout_of(&target, service, environment)?;
     let actions = offered(&state, &target, rollout).await?;

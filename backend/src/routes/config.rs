@@ -271,6 +271,46 @@ pub async fn save(
         .await?
         .into_iter()
         .find(|p| hangar::is_config_branch(&p.branch, &file.id));
+    // The file as GitHub holds it where the change goes: the draft must start from it, so
+    // what is committed differs from it by exactly the diff the pull request shows.
+    let branch = pull
+        .as_ref()
+        .map_or(hangar::DEFAULT_BRANCH, |p| p.branch.as_str());
+    let (held_sha, held) = match writer
+        .read_file(&file.repo, branch, &file.path)
+        .await
+        .map_err(upstream)?
+    {
+        Some((sha, text)) => (Some(sha), text),
+        None => (None, starter(service, &file)),
+    };
+    // Already there (a second press of the same save, or another replica's): nothing to
+    // check it against, nothing to write.
+    let already = held == text;
+    if already && pull.is_none() {
+        return Err(ApiError::Conflict {
+            field: "text",
+            message: format!("nothing changed: {} already says this", file.path),
+        });
+    }
+    if !already && held_sha != draft.seen {
+        return Err(ApiError::Conflict {
+            field: "seen",
+            message: format!(
+                "{} in {} changed since it was read; load it again",
+                file.path, file.repo
+            ),
+        });
+    }
+    if !already && draft.base != held {
+        return Err(ApiError::Conflict {
+            field: "base",
+            message: format!(
+                "the draft does not start from {} as {} holds it on {branch}; load it again",
+                file.path, file.repo
+            ),
+        });
+    }
     let saved = match pull {
         // Tower's open pull request for this file: one more commit on its branch.
         Some(pull) => {
@@ -304,7 +344,7 @@ pub async fn save(
                 file.path,
                 file.repo,
                 file.kind.schema_id(),
-                values::diff(&draft.base, &text)
+                values::diff(&held, &text)
                     .iter()
                     .filter(|l| l.change != tower_shared::values::LineChange::Same)
                     .map(|l| match l.change {

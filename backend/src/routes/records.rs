@@ -165,8 +165,31 @@ async fn proposed_record(
     }))
 }
 
-/// One record of `service`, merged or proposed; 404 naming `release` when there is none.
-async fn one_record(github: &GitHub, service: &str, release: &str) -> Result<Found, ApiError> {
+/// GitHub Enterprise's web host, when Tower reads one.
+fn enterprise(state: &AppState) -> Option<String> {
+    state.source.derived().base.github_host.clone()
+}
+
+/// One record of `service`, merged or proposed, with only the links a page may show
+/// ([`Record::links_checked`]: GitHub's web host, or `enterprise`); 404 naming `release` when
+/// there is none.
+async fn one_record(
+    github: &GitHub,
+    enterprise: Option<&str>,
+    service: &str,
+    release: &str,
+) -> Result<Found, ApiError> {
+    let mut found = one_record_as_written(github, service, release).await?;
+    found.record = found.record.links_checked(enterprise);
+    Ok(found)
+}
+
+/// One record of `service` as its file says.
+async fn one_record_as_written(
+    github: &GitHub,
+    service: &str,
+    release: &str,
+) -> Result<Found, ApiError> {
     let repo = repo_of(github, service);
     let path = hangar::record_path(release);
     if let Some((sha, text)) = github
@@ -260,7 +283,7 @@ pub async fn record(
     let release = release_param(&query)?;
     let github = super::upstream::github(&state)?;
     super::upstream::spend_read(&state, caller.as_ref())?;
-    let found = one_record(github, service, release).await?;
+    let found = one_record(github, enterprise(&state).as_deref(), service, release).await?;
     let repo = repo_of(github, service);
     let prefix = format!("{}-notes-", hangar::record_branch(release));
     let notes = github
@@ -299,7 +322,7 @@ pub async fn export(
     }
     let github = super::upstream::github(&state)?;
     super::upstream::spend_read(&state, caller.as_ref())?;
-    let found = one_record(github, service, release).await?;
+    let found = one_record(github, enterprise(&state).as_deref(), service, release).await?;
     let (body, kind) = match format {
         "pdf" => (crate::export::pdf(&found.record), "application/pdf"),
         _ => (
@@ -337,7 +360,9 @@ pub async fn notes(
     params::check_dns_label(&request.service, "service")?;
     check_release(&request.release)?;
     super::upstream::check_sha(&request.seen, "seen")?;
-    if let Some(invalid) = records::validate(&request.human, state.clock().now())
+    let now = state.clock().now();
+    // The words are checked before anything is read; the sign-off is Tower's to write.
+    if let Some(invalid) = records::validate(&request.human.unsigned(), now)
         .into_iter()
         .next()
     {
@@ -362,7 +387,7 @@ pub async fn notes(
         .await
         .map_err(upstream)?
     else {
-        let found = one_record(github, service, release).await?;
+        let found = one_record(github, enterprise(&state).as_deref(), service, release).await?;
         return Err(ApiError::Conflict {
             field: "release",
             message: match found.proposed {
@@ -384,16 +409,26 @@ pub async fn notes(
         field: "release",
         message: format!("{path} in {repo} is not a record Tower can read: {err}"),
     })?;
-    record.human = Some(request.human.clone());
+    record.human = Some(
+        request
+            .human
+            .signed(&access.subject, now, record.human.as_ref()),
+    );
     let content = file_text(&record);
-    let branch = hangar::record_notes_branch(release, &short_hash(&content));
+    // The branch is named for the words, not the moment Tower signed them: the same notes
+    // sent twice (a double click, a second later) are one pull request.
+    let mut words = record.clone();
+    if let Some(sign) = words.human.as_mut().and_then(|h| h.signed_off.as_mut()) {
+        sign.at = chrono::DateTime::UNIX_EPOCH;
+    }
+    let branch = hangar::record_notes_branch(release, &short_hash(&file_text(&words)));
     let title = format!("Release record: {service} {release} — the human part");
     let pr_body = format!(
         "The human part of the release record of `{}`: a plain summary, the risk ({}), how it \
          was checked{}.",
         record.image,
         request.human.risk.as_str(),
-        if request.human.signed_off.is_some() {
+        if request.human.sign_off {
             " and the sign-off"
         } else {
             ""

@@ -204,6 +204,8 @@ pub async fn preview(
     let image = params::required(&query, "image")?;
     check_image(image, "image")?;
     let environment = params::dns_label(&query, "environment")?;
+    // The preview reads the file and its pull request from GitHub: the caller's reads.
+    super::upstream::spend_read(&state, caller.as_ref())?;
     let writer = writer(&state)?;
     let plan = plan(&state, &writer, service, image, environment).await?;
     let access = crate::access::may_promote(&state, caller.as_deref(), &headers, service).await?;
@@ -301,7 +303,7 @@ fn proposal_body(state: &AppState, service: &str, plan: &Plan, environment: &str
             release.commit.as_deref().unwrap_or("unknown")
         ));
     }
-    let merged: Vec<String> = state
+    let merged: Vec<(String, u64, String)> = state
         .source
         .tabs()
         .answer::<tower_shared::pulls::Pulls>(&state.source.derived(), service)
@@ -313,18 +315,28 @@ fn proposal_body(state: &AppState, service: &str, plan: &Plan, environment: &str
                     p.image.as_deref().map(tower_shared::image::without_digest)
                         == Some(&release.image)
                 })
-                .map(|p| format!("- {}#{} {}", p.repo, p.number, p.title))
+                .map(|p| (p.repo.clone(), p.number, p.title.clone()))
                 .collect()
         })
         .unwrap_or_default();
-    if merged.is_empty() {
-        body.push_str("\nPull requests in this release: none that Tower saw.\n");
-    } else {
-        body.push_str("\nPull requests in this release:\n");
-        body.push_str(&merged.join("\n"));
-        body.push('\n');
-    }
+    body.push_str(&pulls_in_release(&merged));
     body
+}
+
+/// The body's list of the pull requests a release brings (`owner/repo`, number, title), each
+/// title as written ([`crate::gitops::verbatim`]): a title's `@mention`, `closes #N` or
+/// image does nothing from Tower's pull request.
+fn pulls_in_release(pulls: &[(String, u64, String)]) -> String {
+    if pulls.is_empty() {
+        return "\nPull requests in this release: none that Tower saw.\n".to_owned();
+    }
+    let listed: Vec<String> = pulls
+        .iter()
+        .map(|(repo, number, title)| {
+            format!("- {repo}#{number} {}", crate::gitops::verbatim(title))
+        })
+        .collect();
+    format!("\nPull requests in this release:\n{}\n", listed.join("\n"))
 }
 
 /// `POST /api/releases/promote`.
@@ -430,4 +442,24 @@ pub async fn promote(
         live.github_changed(&plan.repo);
     }
     Ok(Json(answer))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pulls_in_release;
+
+    #[test]
+    fn a_promotion_lists_the_titles_it_brings_as_written() {
+        let listed = pulls_in_release(&[(
+            "acme/shop".to_owned(),
+            12,
+            "@ana closes #3 ![x](https://evil.example/x.png)".to_owned(),
+        )]);
+        assert_eq!(
+            listed,
+            "\nPull requests in this release:\n\
+             - acme/shop#12 ` @ana closes #3 ![x](https://evil.example/x.png) `\n"
+        );
+        assert!(pulls_in_release(&[]).contains("none that Tower saw"));
+    }
 }

@@ -295,7 +295,7 @@ impl GitHub {
                 "/repos/{owner}/{repo}/contents/{*path}",
                 get(get_contents).put(put_contents),
             )
-            .route("/repos/{owner}/{repo}/compare/{basehead}", get(compare))
+            .route("/repos/{owner}/{repo}/compare/{*basehead}", get(compare))
             .route("/search/issues", get(search))
             .layer(axum::middleware::from_fn_with_state(
                 self.clone(),
@@ -1121,6 +1121,52 @@ async fn put_contents(
         .into_response()
 }
 
+/// `main...<branch>` for a branch a client made: its files against `main`'s, each with the
+/// unified patch GitHub would show (`similar`, three lines of context, from the first hunk
+/// header). The client's commits are not kept one by one: the branch is one commit ahead.
+fn compare_written(github: &GitHub, full: &str, base: &str, head: &str) -> Option<Value> {
+    let written = github.written();
+    let tip = written.refs.get(&(full.to_owned(), head.to_owned()))?;
+    if base != "main" {
+        return None;
+    }
+    let files: Vec<Value> = written
+        .files
+        .iter()
+        .filter(|((repo, branch, _), _)| repo == full && branch == head)
+        .filter_map(|((_, _, path), content)| {
+            let before = file_at(&written, github, full, "main", path);
+            let old = String::from_utf8_lossy(before.as_deref().unwrap_or_default()).into_owned();
+            let new = String::from_utf8_lossy(content).into_owned();
+            if old == new {
+                return None;
+            }
+            let unified = similar::TextDiff::from_lines(&old, &new)
+                .unified_diff()
+                .context_radius(3)
+                .to_string();
+            let patch = unified
+                .lines()
+                .skip_while(|l| !l.starts_with("@@"))
+                .collect::<Vec<_>>()
+                .join("\n");
+            let lines = |mark: char| patch.lines().filter(|l| l.starts_with(mark)).count();
+            Some(json!({"filename": path, "status": if before.is_some() { "modified" } else { "added" },
+                        "additions": lines('+'), "deletions": lines('-'),
+                        "changes": lines('+') + lines('-'), "patch": patch}))
+        })
+        .collect();
+    let ahead = usize::from(!files.is_empty());
+    Some(json!({
+        "url": format!("https://api.github.com/repos/{full}/compare/{base}...{head}"),
+        "html_url": format!("https://github.com/{full}/compare/{base}...{head}"),
+        "status": if ahead == 0 { "identical" } else { "ahead" }, "ahead_by": ahead, "behind_by": 0,
+        "total_commits": ahead,
+        "commits": if ahead == 0 { json!([]) } else { json!([{"sha": tip}]) },
+        "files": files,
+    }))
+}
+
 /// `GET …/compare/{base}...{head}`: GitHub's comparison of two commits — its status,
 /// `ahead_by`/`behind_by`, the commits `head` has that `base` lacks (oldest first) and the
 /// files they changed with their patches; 404 when either commit is unknown, as GitHub.
@@ -1132,6 +1178,9 @@ async fn compare(
     let Some((base, head)) = basehead.split_once("...") else {
         return error(StatusCode::NOT_FOUND, "Not Found");
     };
+    if let Some(compared) = compare_written(&github, &full, base, head) {
+        return Json(compared).into_response();
+    }
     let Some((ahead, behind)) = github.platform.commits_between(&full, base, head) else {
         return error(StatusCode::NOT_FOUND, "Not Found");
     };

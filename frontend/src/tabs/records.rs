@@ -5,7 +5,7 @@
 use chrono::{DateTime, Utc};
 use leptos::prelude::*;
 use tower_shared::api::{NotesAnswer, NotesRequest, RecordAnswer};
-use tower_shared::records::{HumanPart, Record, RecordFilter, RecordsPage, Risk, SignOff};
+use tower_shared::records::{HumanNotes, Record, RecordFilter, RecordsPage, Risk};
 
 use crate::api::{self, ApiError};
 use crate::nav::record_href;
@@ -330,19 +330,16 @@ fn NotesForm(answer: RecordAnswer, seen: String) -> impl IntoView {
     );
     let risk = RwSignal::new(current.as_ref().map_or(Risk::Low, |h| h.risk));
     let sign = RwSignal::new(false);
-    let by = RwSignal::new(answer.access.subject.clone());
+    let me = answer.access.subject.clone();
     let tried = RwSignal::new(false);
     let sent = RwSignal::new(None::<Result<NotesAnswer, ApiError>>);
-    let human = move || HumanPart {
+    let notes = move || HumanNotes {
         summary: summary.get(),
         risk: risk.get(),
         checked: checked.get(),
-        signed_off: sign.get().then(|| SignOff {
-            by: by.get(),
-            at: now.get(),
-        }),
+        sign_off: sign.get(),
     };
-    let problems = move || tower_shared::records::validate(&human(), now.get());
+    let problems = move || tower_shared::records::validate(&notes().unsigned(), now.get());
     let said = move |field: &'static str| {
         move || {
             tried
@@ -369,7 +366,7 @@ fn NotesForm(answer: RecordAnswer, seen: String) -> impl IntoView {
         let request = NotesRequest {
             service: service.clone(),
             release: release.clone(),
-            human: human(),
+            human: notes(),
             seen: seen.clone(),
         };
         leptos::task::spawn_local(async move {
@@ -401,10 +398,8 @@ fn NotesForm(answer: RecordAnswer, seen: String) -> impl IntoView {
                 <textarea id="notes-checked" rows="3" prop:value=move || checked.get()
                     on:input=move |ev| checked.set(event_target_value(&ev))></textarea> {said("checked")}</p>
             <p><label><input type="checkbox" id="notes-sign" prop:checked=move || sign.get()
-                    on:change=move |ev| sign.set(event_target_checked(&ev)) />" Sign it off now, as "</label>
-                <label class="visually-hidden" for="notes-by">"Signed off by"</label>
-                <input id="notes-by" type="text" prop:value=move || by.get() on:input=move |ev| by.set(event_target_value(&ev)) />
-                {said("signedOff.by")}</p>
+                    on:change=move |ev| sign.set(event_target_checked(&ev)) />" Sign it off now, as "
+                    <strong class="signer">{me}</strong></label></p>
             <p><button type="submit" class="propose-notes" disabled=!may>"Propose by pull request"</button></p>
             {result}
         </form>

@@ -443,6 +443,16 @@ async fn a_release_record_is_proposed_merged_written_up_by_people_and_downloaded
                 .await?
                 .send_keys("Canary analysis and the dashboards.")
                 .await?;
+            // Signed off in the name of who is signed in: the form names them, and nobody
+            // can type another's.
+            let signer = text_of(c, "form.notes .signer").await?.unwrap_or_default();
+            anyhow::ensure!(signer.starts_with("user:"), "the form signs as {signer:?}");
+            anyhow::ensure!(
+                c.find_all(Locator::Css("form.notes input[type=text]"))
+                    .await?
+                    .is_empty(),
+                "a box to type who signs it off"
+            );
             c.find(Locator::Css("#notes-sign")).await?.click().await?;
             browser.check_page("release-record").await?;
             press(c, "button.propose-notes").await?;
@@ -473,7 +483,7 @@ async fn a_release_record_is_proposed_merged_written_up_by_people_and_downloaded
                         if let Some(t) = text_of(c, "dl.human").await? {
                             return Ok(t.contains("Checkout is faster.")
                                 && t.contains("low")
-                                && t.contains("by "));
+                                && t.contains(&format!("by {signer}")));
                         }
                         tokio::time::sleep(Duration::from_millis(100)).await;
                     }

@@ -213,8 +213,14 @@ async fn github_backed_reads_have_a_budget_per_caller() {
         "{refused}"
     );
     // Every GitHub-backed route shares the budget; other routes and other callers do not.
-    let (status, _) = as_guest("/config/cicd?app=orders-api").await;
-    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS);
+    for path in [
+        "/config/cicd?app=orders-api",
+        "/api/releases/promotion?service=orders-api&image=ghcr.io/acme/orders-api:1.0.0-abc1234&environment=prod",
+        "/api/argocd/rollout-actions?service=orders-api&environment=prod",
+    ] {
+        let (status, body) = as_guest(path).await;
+        assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "{path}: {body}");
+    }
     let (status, _) = as_guest("/api/fleet").await;
     assert_eq!(status, StatusCode::OK);
     let (status, body) = crate::support::call(
