@@ -209,6 +209,10 @@ pub struct GitHubConfig {
     pub api_url: String,
     /// The organisation owning the app and GitOps repos.
     pub owner: String,
+    /// Tower's own login (the author of its pull requests): read from `GET /user` when not
+    /// set; a GitHub App's (`<app-slug>[bot]`) must be set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub login: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token: Option<Secret>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

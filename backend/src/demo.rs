@@ -230,6 +230,7 @@ pub fn config_for(
         github: Some(GitHubConfig {
             api_url: format!("http://{}", served.github),
             owner: "acme".to_owned(),
+            login: None,
             token: Some(Secret("demo-token".to_owned())),
             app: None,
             webhook_secret: Some(Secret(WEBHOOK_SECRET.to_owned())),

@@ -31,9 +31,12 @@ pub struct Person {
 }
 
 impl Person {
+    /// How the line naming the person starts.
+    const TRAILER: &'static str = "Requested in Tower by ";
+
     /// The line every commit message and pull request body ends with.
     fn trailer(&self) -> String {
-        format!("Requested in Tower by {}", self.subject)
+        format!("{}{}", Self::TRAILER, self.subject)
     }
 }
 
@@ -104,6 +107,10 @@ pub enum WriteError {
     },
     #[error("GitHub could not be reached: {0}")]
     Unreachable(String),
+    /// A branch or pull request of the name Tower gives its own was made by someone else:
+    /// Tower neither adopts it nor adds to it.
+    #[error("{what} was not made by Tower ({by}); Tower does not add to it — close it or rename its branch")]
+    NotTowers { what: String, by: String },
 }
 
 /// GitHub's answer: its status and JSON body (`null` when it had none).
@@ -132,6 +139,8 @@ impl Answer {
 #[derive(Clone, Debug)]
 pub struct Writer {
     octocrab: Octocrab,
+    /// For Tower's own login ([`GitHub::login`]).
+    github: GitHub,
     owner: String,
     /// Where replicas take turns ([`Writer::coordinated`]).
     turns: Option<History>,
@@ -145,6 +154,7 @@ impl Writer {
     pub fn new(github: &GitHub) -> Self {
         Self {
             octocrab: github.octocrab().clone(),
+            github: github.clone(),
             owner: github.owner().to_owned(),
             turns: None,
         }
@@ -185,6 +195,7 @@ impl Writer {
         let response = match method {
             Method::PUT => self.octocrab._put(path, body).await,
             Method::POST => self.octocrab._post(path, body).await,
+            Method::PATCH => self.octocrab._patch(path, body).await,
             _ => self.octocrab._get(path).await,
         }
         .map_err(unreachable)?;
@@ -310,12 +321,88 @@ impl Writer {
         }
     }
 
-    /// The open pull request from `branch` in `repo`, if there is one: its number and page.
+    /// Rewrites the description of Tower's pull request `number` in `repo` to `body` (after
+    /// a commit added to it changed what it does), keeping the names of everyone who asked
+    /// for a change in it and adding `by`'s.
+    pub async fn describe(
+        &self,
+        repo: &str,
+        number: u64,
+        body: &str,
+        by: &Person,
+    ) -> Result<(), WriteError> {
+        let path = format!("/repos/{repo}/pulls/{number}");
+        let current = self.send(Method::GET, &path, None).await?;
+        if !current.status.is_success() {
+            return Err(current.refused(format!("reading pull request #{number}")));
+        }
+        let mine = by.trailer();
+        let mut asked: Vec<&str> = current.body["body"]
+            .as_str()
+            .unwrap_or_default()
+            .lines()
+            .filter(|line| line.starts_with(Person::TRAILER))
+            .collect();
+        if !asked.contains(&mine.as_str()) {
+            asked.push(&mine);
+        }
+        let described = self
+            .send(
+                Method::PATCH,
+                &path,
+                Some(&json!({"body": format!("{body}\n\n{}", asked.join("\n"))})),
+            )
+            .await?;
+        let outcome = if described.status.is_success() {
+            Ok(())
+        } else {
+            Err(described.refused(format!("describing pull request #{number}")))
+        };
+        match &outcome {
+            Ok(()) => tracing::info!(
+                target: "tower::audit",
+                who = %by.subject, action = "describe pull request", repo, number, "GitHub write"
+            ),
+            Err(err) => tracing::warn!(
+                target: "tower::audit",
+                who = %by.subject, action = "describe pull request", repo, number, error = %err,
+                "GitHub write refused"
+            ),
+        }
+        outcome
+    }
+
+    /// Tower's own login (the author of what it writes).
+    async fn login(&self) -> Result<String, WriteError> {
+        self.github
+            .login()
+            .await
+            .map_err(|err| WriteError::Unreachable(format!("asking GitHub who Tower is: {err}")))
+    }
+
+    /// Tower's open pull request from `branch` in `repo`, if there is one: its number and
+    /// page. One someone else opened from that branch is not Tower's (see
+    /// [`WriteError::NotTowers`]).
     pub async fn open_pull(
         &self,
         repo: &str,
         branch: &str,
     ) -> Result<Option<(u64, String)>, WriteError> {
+        let login = self.login().await?;
+        Ok(self
+            .any_open_pull(repo, branch)
+            .await?
+            .filter(|(_, _, author)| *author == login)
+            .map(|(number, url, _)| (number, url)))
+    }
+
+    /// The open pull request from `branch` in `repo`, whoever opened it: its number, page
+    /// and author's login.
+    async fn any_open_pull(
+        &self,
+        repo: &str,
+        branch: &str,
+    ) -> Result<Option<(u64, String, String)>, WriteError> {
         let answer = self
             .send(
                 Method::GET,
@@ -335,9 +422,48 @@ impl Writer {
                 Some((
                     number,
                     pr["html_url"].as_str().unwrap_or_default().to_owned(),
+                    pr["user"]["login"].as_str().unwrap_or_default().to_owned(),
                 ))
             })
         }))
+    }
+
+    /// Refuses when `branch` holds a commit on top of `base` that Tower did not make (GitHub's
+    /// compare names each commit's author).
+    pub async fn only_towers_commits(
+        &self,
+        repo: &str,
+        base: &str,
+        branch: &str,
+    ) -> Result<(), WriteError> {
+        let login = self.login().await?;
+        let compared = self
+            .send(
+                Method::GET,
+                &format!("/repos/{repo}/compare/{base}...{branch}"),
+                None,
+            )
+            .await?;
+        if !compared.status.is_success() {
+            return Err(compared.refused(format!("comparing {branch} with {base}")));
+        }
+        let others = compared.body["commits"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|commit| {
+                commit["author"]["login"]
+                    .as_str()
+                    .unwrap_or("someone unknown")
+            })
+            .find(|author| *author != login);
+        match others {
+            Some(author) => Err(WriteError::NotTowers {
+                what: format!("branch {branch} in {repo}"),
+                by: author.to_owned(),
+            }),
+            None => Ok(()),
+        }
     }
 
     /// Opens `proposal`'s pull request naming `by` — its branch from `base`, its file
@@ -366,8 +492,15 @@ impl Writer {
         let file = &proposal.file;
         let repo = file.repo;
         let existing = |(number, url)| Proposed::Existing { number, url };
-        if let Some(found) = self.open_pull(repo, file.branch).await? {
-            return Ok(existing(found));
+        let login = self.login().await?;
+        if let Some((number, url, author)) = self.any_open_pull(repo, file.branch).await? {
+            if author != login {
+                return Err(WriteError::NotTowers {
+                    what: format!("pull request #{number} from {}", file.branch),
+                    by: author,
+                });
+            }
+            return Ok(existing((number, url)));
         }
         let base = self
             .send(
@@ -389,8 +522,12 @@ impl Writer {
                 Some(&json!({"ref": format!("refs/heads/{}", file.branch), "sha": base_sha})),
             )
             .await?;
-        // 422: the branch exists already — an earlier press, or another replica, made it.
-        if !created.status.is_success() && created.status != StatusCode::UNPROCESSABLE_ENTITY {
+        // 422: the branch exists already — an earlier press, or another replica, made it;
+        // or someone else did, and then it is not Tower's to add to.
+        if created.status == StatusCode::UNPROCESSABLE_ENTITY {
+            self.only_towers_commits(repo, proposal.base, file.branch)
+                .await?;
+        } else if !created.status.is_success() {
             return Err(created.refused(format!("creating branch {}", file.branch)));
         }
         self.commit_once(file, by).await?;

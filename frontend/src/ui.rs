@@ -28,6 +28,15 @@ pub fn run_duration(
     }
 }
 
+/// `text` as a link opening `url` in a new tab, or as plain text when there is no link Tower
+/// may show (one from Git that is not a GitHub page is dropped by the backend).
+pub fn link_or_text(url: Option<String>, text: String) -> AnyView {
+    match url {
+        Some(url) => view! { <a href=url target="_blank" rel="noopener">{text}</a> }.into_any(),
+        None => view! { <span>{text}</span> }.into_any(),
+    }
+}
+
 /// "✖ Tower's backend answered 503: …" — why a page has no data, announced to screen readers.
 pub fn error_alert(err: &crate::api::ApiError) -> AnyView {
     view! { <p class="state error" role="alert">"✖ " {err.to_string()}</p> }.into_any()

@@ -42,6 +42,10 @@ pub struct PullRequest {
     pub check_runs: Option<Vec<CheckRun>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub statuses: Option<Vec<CommitStatus>>,
+    /// Its labels' names, as GitHub listed them: how Tower knows its own pull requests
+    /// (with their author); not part of Tower's answers.
+    #[serde(skip)]
+    pub labels: Vec<String>,
 }
 
 /// A pull request review (`GET /repos/{o}/{r}/pulls/{n}/reviews`).

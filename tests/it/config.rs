@@ -53,17 +53,67 @@ pub(crate) async fn file_on(tower: &Live, repo: &str, branch: &str, path: &str) 
     .unwrap()
 }
 
-#[tokio::test]
-async fn prod_values_are_edited_as_a_form_and_proposed_as_one_pull_request() {
-    let tower = Live::start(0.0).await.unwrap();
-    let (_, _, app) = apps(&tower);
-    let repo = format!("acme/gitops-{app}");
-    let path = "glidepath/envs/prod.yaml";
+/// Where an app's prod values live in its GitOps repository.
+const PROD_VALUES: &str = "glidepath/envs/prod.yaml";
+
+/// `GET /api/config/file` for `app`'s prod values (200).
+async fn prod_values(tower: &Live, app: &str) -> Value {
     let (status, file) = tower
         .get(&format!("/api/config/file?service={app}&file=env:prod"))
         .await
         .unwrap();
     assert_eq!(status, 200, "{file}");
+    file
+}
+
+/// The changed lines of a unified diff (`+…`, `-…`; not the `+++`/`---` headers).
+fn changed_lines(patch: &str) -> Vec<String> {
+    patch
+        .lines()
+        .filter(|l| {
+            (l.starts_with('+') || l.starts_with('-'))
+                && !l.starts_with("+++")
+                && !l.starts_with("---")
+        })
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Checks that the open config pull request from `branch` shows in its body exactly the
+/// lines GitHub's compare of `main...branch` changes; how many.
+async fn diff_shown_and_compared(tower: &Live, repo: &str, branch: &str) -> usize {
+    let github = format!("http://{}", tower.world.served.github);
+    let compare: Value = reqwest::get(format!("{github}/repos/{repo}/compare/main...{branch}"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let compared: Vec<String> = compare["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|f| changed_lines(f["patch"].as_str().unwrap()))
+        .collect();
+    let pulls = config_pulls(tower, repo).await;
+    let pull = pulls.iter().find(|p| p["head"]["ref"] == branch).unwrap();
+    let body = pull["body"].as_str().unwrap();
+    let shown = body
+        .split("```diff\n")
+        .nth(1)
+        .and_then(|rest| rest.split("\n```").next())
+        .unwrap();
+    assert_eq!(changed_lines(shown), compared, "{body}");
+    compared.len()
+}
+
+#[tokio::test]
+async fn prod_values_are_edited_as_a_form_and_proposed_as_one_pull_request() {
+    let tower = Live::start(0.0).await.unwrap();
+    let (_, _, app) = apps(&tower);
+    let repo = format!("acme/gitops-{app}");
+    let path = PROD_VALUES;
+    let file = prod_values(&tower, &app).await;
     assert_eq!(
         (&file["file"]["repo"], &file["file"]["path"]),
         (&json!(repo), &json!(path))
@@ -177,40 +227,7 @@ async fn prod_values_are_edited_as_a_form_and_proposed_as_one_pull_request() {
         "main is untouched"
     );
     // The body's diff is what the branch changes, as GitHub compares it.
-    let changed_lines = |patch: &str| -> Vec<String> {
-        patch
-            .lines()
-            .filter(|l| {
-                (l.starts_with('+') || l.starts_with('-'))
-                    && !l.starts_with("+++")
-                    && !l.starts_with("---")
-            })
-            .map(str::to_owned)
-            .collect()
-    };
-    let compare: Value = reqwest::get(format!(
-        "http://{}/repos/{repo}/compare/main...{branch}",
-        tower.world.served.github
-    ))
-    .await
-    .unwrap()
-    .json()
-    .await
-    .unwrap();
-    let compared: Vec<String> = compare["files"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .flat_map(|f| changed_lines(f["patch"].as_str().unwrap()))
-        .collect();
-    let body = pulls[0]["body"].as_str().unwrap();
-    let shown = body
-        .split("```diff\n")
-        .nth(1)
-        .and_then(|rest| rest.split("\n```").next())
-        .unwrap();
-    assert_eq!(changed_lines(shown), compared, "{body}");
-    assert_eq!(compared.len(), 4, "{compare}");
+    assert_eq!(diff_shown_and_compared(&tower, &repo, &branch).await, 4);
 
     // The file now reads from the pull request's branch; a second change adds to it.
     let (_, again) = tower
@@ -230,6 +247,8 @@ async fn prod_values_are_edited_as_a_form_and_proposed_as_one_pull_request() {
         "{saved}"
     );
     assert_eq!(config_pulls(&tower, &repo).await.len(), 1);
+    // Its description says all it now does.
+    assert_eq!(diff_shown_and_compared(&tower, &repo, &branch).await, 5);
     let on_branch: Value =
         serde_yaml_ng::from_str(&file_on(&tower, &repo, &branch, path).await).unwrap();
     assert_eq!(
@@ -247,6 +266,101 @@ async fn prod_values_are_edited_as_a_form_and_proposed_as_one_pull_request() {
         )
         .await;
     assert_eq!((status, &stale["field"]), (409, &json!("seen")), "{stale}");
+}
+
+/// Tower adopts only the config pull requests it opened, and adds to no branch someone else
+/// made: a person who makes the branch Tower would name for a save — then opens a pull
+/// request from it, labelled as Tower labels its own — is neither joined nor taken for Tower.
+#[tokio::test]
+async fn a_branch_or_pull_request_someone_else_made_under_towers_name_is_not_adopted() {
+    use base64::Engine as _;
+    let tower = Live::start(0.0).await.unwrap();
+    let (_, _, app) = apps(&tower);
+    let repo = format!("acme/gitops-{app}");
+    let path = PROD_VALUES;
+    let file = prod_values(&tower, &app).await;
+    let base = file["text"].as_str().unwrap().to_owned();
+    let seen = file["seen"].as_str().unwrap().to_owned();
+    let branch = tower_shared::hangar::config_branch("env:prod", Some(&seen));
+
+    // Mallory, by hand on GitHub: the branch, with a commit of hers.
+    let github = format!("http://{}", tower.world.served.github);
+    let mallory = |request: reqwest::RequestBuilder| {
+        request.header(
+            "authorization",
+            format!("token {}mallory", hangar_sim::github::USER_TOKEN_PREFIX),
+        )
+    };
+    let http = reqwest::Client::new();
+    let made = mallory(http.post(format!("{github}/repos/{repo}/git/refs")))
+        .json(&json!({"ref": format!("refs/heads/{branch}"), "sha": "0123456789abcdef"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(made.status(), 201);
+    let hers = format!("{base}podSecurity:\n  privileged: true\n");
+    let put = mallory(http.put(format!("{github}/repos/{repo}/contents/{path}")))
+        .json(&json!({"message": "tweak", "branch": branch, "sha": seen,
+                      "content": base64::engine::general_purpose::STANDARD.encode(&hers)}))
+        .send()
+        .await
+        .unwrap();
+    assert!(put.status().is_success(), "{}", put.text().await.unwrap());
+
+    let good = json!({"service": app, "file": "env:prod", "base": base, "text": base,
+                      "edits": [{"path": "/replicas", "value": "5"}], "seen": seen});
+    let (status, refused) = tower.post("/api/config/save", &good).await;
+    assert_eq!(
+        (status, &refused["field"]),
+        (409, &json!("branch")),
+        "{refused}"
+    );
+    assert!(
+        refused["error"].as_str().unwrap().contains("mallory"),
+        "{refused}"
+    );
+
+    // Then a pull request from it, labelled as Tower labels its own.
+    let opened: Value = mallory(http.post(format!("{github}/repos/{repo}/pulls")))
+        .json(&json!({"title": format!("Change {app}'s prod values"), "head": branch, "base": "main"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let number = opened["number"].as_u64().unwrap();
+    let labelled = mallory(http.post(format!("{github}/repos/{repo}/issues/{number}/labels")))
+        .json(&json!({"labels": [tower_shared::hangar::CONFIG_LABEL]}))
+        .send()
+        .await
+        .unwrap();
+    assert!(labelled.status().is_success());
+    // The Config tab does not take it for Tower's: the file reads from main, no pull of its.
+    let file = prod_values(&tower, &app).await;
+    assert_eq!(
+        (&file["branch"], &file["pull"], &file["text"]),
+        (&json!("main"), &Value::Null, &json!(base)),
+        "{file}"
+    );
+    let (status, refused) = tower.post("/api/config/save", &good).await;
+    assert_eq!(
+        (status, &refused["field"]),
+        (409, &json!("branch")),
+        "{refused}"
+    );
+    assert!(
+        refused["error"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("#{number}")),
+        "{refused}"
+    );
+    assert_eq!(
+        file_on(&tower, &repo, &branch, path).await,
+        hers,
+        "nothing added to hers"
+    );
 }
 
 #[tokio::test]

@@ -197,6 +197,7 @@ fn samples() -> Vec<(&'static str, Value)> {
             description: Some("All commits are signed off".to_owned()),
             target_url: None,
         }]),
+        labels: vec!["tower-promotion".to_owned()],
     };
     let step = Step {
         id: StepId::FirstBuild,

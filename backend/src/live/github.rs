@@ -237,6 +237,8 @@ struct State {
 pub struct GitHub {
     octocrab: Octocrab,
     owner: String,
+    /// Tower's login when configured ([`GitHub::login`]).
+    login: Option<String>,
     clock: Clock,
     state: Arc<Mutex<State>>,
 }
@@ -307,9 +309,27 @@ impl GitHub {
         Ok(Self {
             octocrab,
             owner: config.owner.clone(),
+            login: config.login.clone(),
             clock,
             state: Arc::default(),
         })
+    }
+
+    /// Tower's own login on GitHub — the author of the pull requests and commits it makes:
+    /// `github.login` when configured (a GitHub App's is `<app-slug>[bot]`), else what
+    /// `GET /user` says of its token (asked once, then kept).
+    pub async fn login(&self) -> Result<String, GitHubError> {
+        if let Some(login) = &self.login {
+            return Ok(login.clone());
+        }
+        let user = self.get("/user", Duration::from_secs(24 * 3600)).await?;
+        user["login"]
+            .as_str()
+            .map(str::to_owned)
+            .ok_or_else(|| GitHubError::Malformed {
+                path: "/user".to_owned(),
+                message: "no login".to_owned(),
+            })
     }
 
     /// The same client keeping at most `limits` of GitHub's answers (see [`CacheLimits`]).
@@ -677,6 +697,12 @@ fn pull_request(repo: &str, pr: octocrab::models::pulls::PullRequest) -> PullReq
             .into_iter()
             .map(|u| GitHubUser { login: u.login })
             .collect(),
+        labels: pr
+            .labels
+            .unwrap_or_default()
+            .into_iter()
+            .map(|label| label.name)
+            .collect(),
         ..PullRequest::default()
     }
 }
@@ -722,6 +748,7 @@ mod tests {
             &GitHubConfig {
                 api_url: url,
                 owner: "acme".to_owned(),
+                login: None,
                 token: None,
                 app: None,
                 webhook_secret: None,

@@ -127,16 +127,19 @@ fn starter(service: &str, file: &ConfigFileRef) -> String {
     }
 }
 
-/// Tower's open config pull requests on `repo`, newest first.
+/// Tower's open config pull requests on `repo`, newest first: opened by Tower's login and
+/// labelled [`hangar::CONFIG_LABEL`] — one someone else opened from a branch of the name
+/// Tower gives its own is not adopted.
 async fn open_config_pulls(state: &AppState, repo: &str) -> Result<Vec<ConfigPull>, ApiError> {
     let github = super::upstream::github(state)?;
-    let pulls = github
-        .pull_requests(repo)
-        .await
-        .map_err(|err| super::upstream::from_github(err, "file"))?;
+    let read = |err| super::upstream::from_github(err, "file");
+    let login = github.login().await.map_err(read)?;
+    let pulls = github.pull_requests(repo).await.map_err(read)?;
     Ok(pulls
         .iter()
         .filter(|p| p.is_open())
+        .filter(|p| p.user.as_ref().is_some_and(|user| user.login == login))
+        .filter(|p| p.labels.iter().any(|label| label == hangar::CONFIG_LABEL))
         .filter_map(|p| {
             let branch = &p.head.as_ref()?.branch;
             branch
@@ -237,6 +240,29 @@ pub async fn check(
     }))
 }
 
+/// A config pull request's description: the file, where, the schema it was checked
+/// against, and the diff from `before` (the file on the base branch) to `after` (what the
+/// branch holds) — what merging it changes, line for line.
+fn described(file: &ConfigFileRef, before: &str, after: &str) -> String {
+    use tower_shared::values::LineChange;
+    let changed: Vec<String> = values::diff(before, after)
+        .iter()
+        .filter_map(|line| match line.change {
+            LineChange::Same => None,
+            LineChange::Added => Some(format!("+{}", line.text)),
+            LineChange::Removed => Some(format!("-{}", line.text)),
+        })
+        .collect();
+    format!(
+        "Changes `{}` in `{}` as edited on Tower's Config tab (checked against {}).\n\n\
+         ```diff\n{}\n```",
+        file.path,
+        file.repo,
+        file.kind.schema_id(),
+        changed.join("\n")
+    )
+}
+
 /// `POST /api/config/save`.
 pub async fn save(
     State(state): State<AppState>,
@@ -312,8 +338,13 @@ pub async fn save(
         });
     }
     let saved = match pull {
-        // Tower's open pull request for this file: one more commit on its branch.
+        // Tower's open pull request for this file: one more commit on its branch, if the
+        // branch still holds only Tower's.
         Some(pull) => {
+            writer
+                .only_towers_commits(&file.repo, hangar::DEFAULT_BRANCH, &pull.branch)
+                .await
+                .map_err(upstream)?;
             let change = FileChange {
                 repo: &file.repo,
                 branch: &pull.branch,
@@ -327,6 +358,24 @@ pub async fn save(
                 Committed::Made { .. } => ("updated", "Added the change to"),
                 Committed::AlreadyThere => ("unchanged", "Already in"),
             };
+            if matches!(committed, Committed::Made { .. }) {
+                // The pull request now does more: its description says all of it, against
+                // the file on the base branch.
+                let base = writer
+                    .read_file(&file.repo, hangar::DEFAULT_BRANCH, &file.path)
+                    .await
+                    .map_err(upstream)?
+                    .map_or_else(|| starter(service, &file), |(_, text)| text);
+                writer
+                    .describe(
+                        &file.repo,
+                        pull.number,
+                        &described(&file, &base, &text),
+                        &by,
+                    )
+                    .await
+                    .map_err(upstream)?;
+            }
             ConfigSaved {
                 outcome: outcome.to_owned(),
                 message: format!(
@@ -338,22 +387,7 @@ pub async fn save(
         }
         None => {
             let branch = hangar::config_branch(&file.id, draft.seen.as_deref());
-            let body = format!(
-                "Changes `{}` in `{}` as edited on Tower's Config tab (checked against {}).\n\n\
-                 ```diff\n{}\n```",
-                file.path,
-                file.repo,
-                file.kind.schema_id(),
-                values::diff(&held, &text)
-                    .iter()
-                    .filter(|l| l.change != tower_shared::values::LineChange::Same)
-                    .map(|l| match l.change {
-                        tower_shared::values::LineChange::Added => format!("+{}", l.text),
-                        _ => format!("-{}", l.text),
-                    })
-                    .collect::<Vec<_>>()
-                    .join("\n")
-            );
+            let body = described(&file, &held, &text);
             let proposal = Proposal {
                 file: FileChange {
                     repo: &file.repo,

@@ -66,6 +66,10 @@ pub(super) fn upstream(err: WriteError) -> ApiError {
             field: "seen",
             message: err.to_string(),
         },
+        WriteError::NotTowers { .. } => ApiError::Conflict {
+            field: "branch",
+            message: err.to_string(),
+        },
         other => ApiError::Upstream {
             message: other.to_string(),
         },

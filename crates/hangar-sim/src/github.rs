@@ -100,6 +100,8 @@ struct Written {
     files: BTreeMap<(String, String, String), Vec<u8>>,
     pulls: Vec<PullRequest>,
     used: u32,
+    /// (repo, branch) → who committed on a branch clients made, in order.
+    authors: BTreeMap<(String, String), Vec<String>>,
 }
 
 /// The simulated GitHub, reading the platform's stories.
@@ -109,6 +111,27 @@ pub struct GitHub {
     written: Arc<Mutex<Written>>,
     /// Wakes the webhook deliverer (a pull request changed through the API).
     changed: Arc<tokio::sync::Notify>,
+}
+
+/// Tower's login here: whoever calls with any token but a named user's.
+pub const TOWER_LOGIN: &str = "tower-bot";
+/// A token acting as another GitHub user: `sim-user-<login>` (a person who opens a branch or
+/// a pull request by hand, in a test).
+pub const USER_TOKEN_PREFIX: &str = "sim-user-";
+
+/// Who a request acts as: the login its token names ([`USER_TOKEN_PREFIX`]), else Tower's.
+fn login_of(headers: &axum::http::HeaderMap) -> String {
+    headers
+        .get(header::AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.split_whitespace().last())
+        .and_then(|token| token.strip_prefix(USER_TOKEN_PREFIX))
+        .map_or_else(|| TOWER_LOGIN.to_owned(), str::to_owned)
+}
+
+/// `GET /user`: the user the token acts as.
+async fn current_user(headers: axum::http::HeaderMap) -> Json<Value> {
+    Json(user_json(&login_of(&headers)))
 }
 
 fn error(status: StatusCode, message: &str) -> Response {
@@ -268,7 +291,10 @@ impl GitHub {
                 "/repos/{owner}/{repo}/pulls",
                 get(list_pulls).post(create_pull),
             )
-            .route("/repos/{owner}/{repo}/pulls/{number}", get(get_pull))
+            .route(
+                "/repos/{owner}/{repo}/pulls/{number}",
+                get(get_pull).patch(edit_pull),
+            )
             .route(
                 "/repos/{owner}/{repo}/pulls/{number}/merge",
                 get(merged_or_not).put(merge_pull),
@@ -297,6 +323,7 @@ impl GitHub {
             )
             .route("/repos/{owner}/{repo}/compare/{*basehead}", get(compare))
             .route("/search/issues", get(search))
+            .route("/user", get(current_user))
             .layer(axum::middleware::from_fn_with_state(
                 self.clone(),
                 conditional_and_limited,
@@ -466,6 +493,45 @@ async fn get_pull(
         Some(pr) => Json(pull_json(pr, true)).into_response(),
         None => error(StatusCode::NOT_FOUND, "Not Found"),
     }
+}
+
+/// `PATCH …/pulls/{n}` `{"title"?, "body"?}`: edits a pull request a client opened (200 with
+/// it); 404 for any other number (the stories' are not this client's to edit here), 422
+/// when neither is a string.
+async fn edit_pull(
+    State(github): State<GitHub>,
+    Path((owner, name, number)): Path<(String, String, String)>,
+    Body(request): Body,
+) -> Response {
+    let full = format!("{owner}/{name}");
+    let Ok(number) = number.parse::<u64>() else {
+        return error(StatusCode::NOT_FOUND, "Not Found");
+    };
+    let (title, body) = (request["title"].as_str(), request["body"].as_str());
+    if title.is_none() && body.is_none() {
+        return error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "Validation Failed: title or body is required",
+        );
+    }
+    let mut written = github.written();
+    let Some(pr) = written
+        .pulls
+        .iter_mut()
+        .find(|p| p.repo == full && p.number == number)
+    else {
+        return error(StatusCode::NOT_FOUND, "Not Found");
+    };
+    if let Some(title) = title {
+        title.clone_into(&mut pr.title);
+    }
+    if let Some(body) = body {
+        body.clone_into(&mut pr.body);
+    }
+    let answer = pull_json(pr, true);
+    drop(written);
+    github.changed.notify_one();
+    Json(answer).into_response()
 }
 
 /// The reviews of pull request `pr` up to `now`, by a rule of its number: every fourth is
@@ -761,6 +827,7 @@ impl GitHub {
 async fn create_pull(
     State(github): State<GitHub>,
     Path((owner, name)): Path<(String, String)>,
+    headers: axum::http::HeaderMap,
     Body(request): Body,
 ) -> Response {
     let full = format!("{owner}/{name}");
@@ -807,7 +874,7 @@ async fn create_pull(
         number,
         title: title.to_owned(),
         body: request["body"].as_str().unwrap_or_default().to_owned(),
-        user: "tower-bot".to_owned(),
+        user: login_of(&headers),
         head_ref: head,
         base_ref: base.to_owned(),
         created_at: github.platform.clock().now(),
@@ -1052,6 +1119,7 @@ fn commit_to_main(
 async fn put_contents(
     State(github): State<GitHub>,
     Path((owner, name, path)): Path<(String, String, String)>,
+    headers: axum::http::HeaderMap,
     Body(request): Body,
 ) -> Response {
     let full = format!("{owner}/{name}");
@@ -1098,6 +1166,11 @@ async fn put_contents(
         commit_to_main(&github, &mut written, &full, &path, content.clone());
     } else {
         written.files.insert(key, content.clone());
+        written
+            .authors
+            .entry((full.clone(), branch.clone()))
+            .or_default()
+            .push(login_of(&headers));
         github.platform.note_github_commit(&full, &branch, &path);
     }
     let commit = sha_of(&format!(
@@ -1123,7 +1196,7 @@ async fn put_contents(
 
 /// `main...<branch>` for a branch a client made: its files against `main`'s, each with the
 /// unified patch GitHub would show (`similar`, three lines of context, from the first hunk
-/// header). The client's commits are not kept one by one: the branch is one commit ahead.
+/// header), and a commit per write on it naming who wrote it.
 fn compare_written(github: &GitHub, full: &str, base: &str, head: &str) -> Option<Value> {
     let written = github.written();
     let tip = written.refs.get(&(full.to_owned(), head.to_owned()))?;
@@ -1156,13 +1229,31 @@ fn compare_written(github: &GitHub, full: &str, base: &str, head: &str) -> Optio
                         "changes": lines('+') + lines('-'), "patch": patch}))
         })
         .collect();
-    let ahead = usize::from(!files.is_empty());
+    // One commit per write on the branch, each by who wrote it (the tip's sha on the last).
+    let authors = written
+        .authors
+        .get(&(full.to_owned(), head.to_owned()))
+        .cloned()
+        .unwrap_or_default();
+    let commits: Vec<Value> = authors
+        .iter()
+        .enumerate()
+        .map(|(i, login)| {
+            let sha = if i + 1 == authors.len() {
+                tip.clone()
+            } else {
+                sha_of(&format!("{full}/{head}/{i}"))
+            };
+            json!({"sha": sha, "author": user_json(login), "commit": {"author": {"name": login}}})
+        })
+        .collect();
+    let ahead = commits.len();
     Some(json!({
         "url": format!("https://api.github.com/repos/{full}/compare/{base}...{head}"),
         "html_url": format!("https://github.com/{full}/compare/{base}...{head}"),
         "status": if ahead == 0 { "identical" } else { "ahead" }, "ahead_by": ahead, "behind_by": 0,
         "total_commits": ahead,
-        "commits": if ahead == 0 { json!([]) } else { json!([{"sha": tip}]) },
+        "commits": commits,
         "files": files,
     }))
 }

@@ -192,7 +192,7 @@ fn record_view(answer: RecordAnswer) -> impl IntoView {
                     );
                     view! {
                         <li>
-                            <a href=p.url.clone().unwrap_or_default() target="_blank" rel="noopener">{format!("#{} {}", p.number, p.title)}</a>
+                            {crate::ui::link_or_text(p.url.clone(), format!("#{} {}", p.number, p.title))}
                             {format!(" — by {}, {reviewers}", p.author.as_deref().unwrap_or("someone"))}
                         </li>
                     }
