@@ -18,7 +18,6 @@
 
 use base64::Engine as _;
 use http::{Method, StatusCode};
-use octocrab::Octocrab;
 use serde_json::{json, Value};
 
 use crate::history::{History, Lease};
@@ -138,10 +137,8 @@ impl Answer {
 /// Tower's GitHub writer. Cheap to clone.
 #[derive(Clone, Debug)]
 pub struct Writer {
-    octocrab: Octocrab,
-    /// For Tower's own login ([`GitHub::login`]).
+    /// The client it writes with, and Tower's own login ([`GitHub::login`]).
     github: GitHub,
-    owner: String,
     /// Where replicas take turns ([`Writer::coordinated`]).
     turns: Option<History>,
 }
@@ -153,9 +150,7 @@ const TURN_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 impl Writer {
     pub fn new(github: &GitHub) -> Self {
         Self {
-            octocrab: github.octocrab().clone(),
             github: github.clone(),
-            owner: github.owner().to_owned(),
             turns: None,
         }
     }
@@ -192,16 +187,16 @@ impl Writer {
         body: Option<&Value>,
     ) -> Result<Answer, WriteError> {
         let unreachable = |err: octocrab::Error| WriteError::Unreachable(err.to_string());
+        let octocrab = self.github.octocrab();
         let response = match method {
-            Method::PUT => self.octocrab._put(path, body).await,
-            Method::POST => self.octocrab._post(path, body).await,
-            Method::PATCH => self.octocrab._patch(path, body).await,
-            _ => self.octocrab._get(path).await,
+            Method::PUT => octocrab._put(path, body).await,
+            Method::POST => octocrab._post(path, body).await,
+            Method::PATCH => octocrab._patch(path, body).await,
+            _ => octocrab._get(path).await,
         }
         .map_err(unreachable)?;
         let status = response.status();
-        let text = self
-            .octocrab
+        let text = octocrab
             .body_to_string(response)
             .await
             .map_err(unreachable)?;
@@ -408,7 +403,7 @@ impl Writer {
                 Method::GET,
                 &format!(
                     "/repos/{repo}/pulls?state=open&head={}:{branch}",
-                    self.owner
+                    self.github.owner()
                 ),
                 None,
             )
