@@ -75,18 +75,24 @@ async fn fleet_page_shows_what_the_backend_serves() {
                     && said.reason.contains("(ticket alert)"),
                 "{said:?}"
             );
-            let shown = c
-                .find(Locator::Css(&format!(
-                    "td.cell.attention a[href='/tower?view=deployments&service={canary}&env=prod']"
-                )))
+            let amber_link =
+                format!("td.cell.attention a[href='/tower?view=deployments&service={canary}&env=prod']");
+            c.find(Locator::Css(&amber_link))
                 .await
                 .context("the paused canary's prod is not amber")?;
-            // (Read whole: the windowed matrix clips a long line with an ellipsis.)
+            // (Read whole, in one go inside the page: the windowed matrix clips a long line
+            // with an ellipsis, and a row may be drawn anew between two WebDriver calls.)
             let whole = |css: &'static str| {
-                let shown = shown.clone();
+                let selector = format!("{amber_link} {css}");
                 async move {
-                    let found = shown.find(Locator::Css(css)).await?;
-                    anyhow::Ok(found.prop("textContent").await?.unwrap_or_default())
+                    let found = c
+                        .execute(
+                            "const e = document.querySelector(arguments[0]); return e ? e.textContent : null;",
+                            vec![serde_json::json!(selector)],
+                        )
+                        .await?;
+                    let found: Option<String> = serde_json::from_value(found)?;
+                    found.with_context(|| format!("{selector} is not on the page"))
                 }
             };
             let status = whole(".status").await?;
@@ -177,12 +183,7 @@ async fn fleet_page_shows_what_the_backend_serves() {
                 )))
                 .await?;
             anyhow::ensure!(cells.len() == 3, "{} of the app's cells link", cells.len());
-            c.find(Locator::Css(&format!(
-                "td.cell a[href='{name_href}&env=prod']"
-            )))
-            .await?
-            .click()
-            .await?;
+            click(c, &format!("td.cell a[href='{name_href}&env=prod']")).await?;
             c.wait()
                 .at_most(Duration::from_secs(20))
                 .for_element(Locator::Css("article.card.env.selected[data-env='prod']"))

@@ -38,6 +38,24 @@ async fn open_fleet(c: &fantoccini::Client, url: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Clicks the element matching `css`. The page draws a row anew when its data arrives, so
+/// an element found may be gone by the click: then it is found again, for up to 20 s.
+async fn click(c: &fantoccini::Client, css: &str) -> anyhow::Result<()> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let clicked = match c.find(Locator::Css(css)).await {
+            Ok(found) => found.click().await.map(drop),
+            Err(e) => Err(e),
+        };
+        match clicked {
+            Err(e) if e.is_stale_element_reference() && tokio::time::Instant::now() < deadline => {
+                tokio::time::sleep(LOOK).await
+            }
+            done => return done.with_context(|| format!("clicking {css}")),
+        }
+    }
+}
+
 /// The text of every element matching `css`, read in one go inside the page (the page
 /// re-renders as data arrives, so element handles can go stale between two calls); an SVG
 /// element, which has no `innerText`, by its `textContent`.
