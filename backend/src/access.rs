@@ -92,32 +92,29 @@ pub async fn may(
         }
         Via::BackstageUser => {}
     }
-    let token = caller
-        .backstage_token(headers)
-        .ok_or_else(|| ApiError::Unauthorized {
-            field: "authorization",
-            message: "send your Backstage user token as `Authorization: Bearer …`".to_owned(),
-        })?;
-    let backstage = state
-        .backstage
-        .as_deref()
-        .map(|b| Backstage::new(&b.url, state.http.clone()))
-        .ok_or_else(|| {
-            ApiError::unavailable("Tower has no Backstage configured to ask who owns what")
-        })?;
-    let from_backstage = |err: BackstageError| match err {
-        BackstageError::Refused => ApiError::Unauthorized {
-            field: "authorization",
-            message: err.to_string(),
-        },
-        other => ApiError::Upstream {
-            message: other.to_string(),
-        },
-    };
+    let (backstage, token) = as_the_user(state, caller, headers)?;
     let entity = backstage
         .entity("component", "default", service, &token)
         .await
         .map_err(from_backstage)?;
+    let ingestor = state
+        .backstage
+        .as_deref()
+        .and_then(|b| b.ingestor_location.as_deref())
+        .unwrap_or(crate::config::INGESTOR_LOCATION);
+    if let Some(elsewhere) = entity
+        .as_ref()
+        .map(location_of)
+        .filter(|location| !location.starts_with(ingestor))
+    {
+        return Ok(answer(
+            None,
+            Some(format!(
+                "the catalog's {service} was not written by Hangar's ingestor (it comes from \
+                 {elsewhere:?}), so Tower does not take its owner"
+            )),
+        ));
+    }
     let Some(owner) = entity
         .as_ref()
         .and_then(|e| e["spec"]["owner"].as_str())
@@ -141,6 +138,93 @@ pub async fn may(
         )
     });
     Ok(answer(Some(owner), why_not))
+}
+
+/// Where the catalog says `entity` comes from (its `backstage.io/managed-by-location`),
+/// empty when it does not say.
+fn location_of(entity: &serde_json::Value) -> &str {
+    entity["metadata"]["annotations"]["backstage.io/managed-by-location"]
+        .as_str()
+        .unwrap_or_default()
+}
+
+/// Backstage, and the user's own token to ask it with.
+fn as_the_user(
+    state: &AppState,
+    caller: &Caller,
+    headers: &HeaderMap,
+) -> Result<(Backstage, String), ApiError> {
+    let token = caller
+        .backstage_token(headers)
+        .ok_or_else(|| ApiError::Unauthorized {
+            field: "authorization",
+            message: "send your Backstage user token as `Authorization: Bearer …`".to_owned(),
+        })?;
+    let backstage = state
+        .backstage
+        .as_deref()
+        .map(|b| Backstage::new(&b.url, state.http.clone()))
+        .ok_or_else(|| {
+            ApiError::unavailable("Tower has no Backstage configured to ask who owns what")
+        })?;
+    Ok((backstage, token))
+}
+
+/// Backstage's refusal of the caller's token as 401 naming `authorization`; anything else
+/// it answered as a bad gateway.
+pub(crate) fn from_backstage(err: BackstageError) -> ApiError {
+    match err {
+        BackstageError::Refused => ApiError::Unauthorized {
+            field: "authorization",
+            message: err.to_string(),
+        },
+        other => ApiError::Upstream {
+            message: other.to_string(),
+        },
+    }
+}
+
+/// Lets `caller` read what may hold secrets of `service` (its containers' logs) through
+/// `route`, or 403 naming `service`: a signed-in user when Backstage's catalog shows them the
+/// service's component (asked with their own token, so Backstage's permissions decide); a
+/// tool whose token is granted `route`. Behind an authenticating proxy Tower cannot ask
+/// Backstage as the user: the proxy's sign-in decides. With `openApi`, nobody is asked.
+pub async fn may_see(
+    state: &AppState,
+    caller: Option<&Caller>,
+    headers: &HeaderMap,
+    service: &str,
+    route: &str,
+) -> Result<(), ApiError> {
+    let refused = |why: String| ApiError::Forbidden {
+        field: "service",
+        message: format!("you may not read the logs of {service}: {why}"),
+    };
+    let Some(caller) = caller else {
+        return Err(refused("nobody signed in".to_owned()));
+    };
+    match caller.via {
+        Via::Tool if state.gate.tool_allows(&caller.subject, route) => Ok(()),
+        Via::Tool => Err(refused(format!(
+            "{} is a tool whose Tower token is not granted {route}",
+            caller.subject
+        ))),
+        Via::Open | Via::Proxy => Ok(()),
+        Via::BackstageUser => {
+            let (backstage, token) = as_the_user(state, caller, headers)?;
+            match backstage
+                .entity("component", "default", service, &token)
+                .await
+                .map_err(from_backstage)?
+            {
+                Some(_) => Ok(()),
+                None => Err(refused(format!(
+                    "Backstage's catalog shows {} no component {service}",
+                    caller.subject
+                ))),
+            }
+        }
+    }
 }
 
 /// What a route that acts does: its path (a tool's token must be granted it) and, in a few

@@ -8,7 +8,7 @@
 //! hammer Backstage.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use jsonwebtoken::jwk::JwkSet;
@@ -253,6 +253,9 @@ pub struct Gate {
     pub writes: Budget,
     /// Reads that may cost Tower's GitHub rate limit, per subject.
     pub github_reads: Budget,
+    /// GitHub writes (commits, branches, pull requests), per subject, by what each costs
+    /// ([`crate::gitops::Writer::charged`]).
+    pub github_writes: Arc<Budget>,
 }
 
 impl Gate {
@@ -281,6 +284,12 @@ pub const WARN_EVERY: Duration = Duration::from_secs(10);
 pub const WRITE_BURST: f64 = 1_200.0;
 pub const WRITES_PER_SECOND: f64 = 20.0;
 
+/// GitHub writes a subject may burst (a pull request costs four, a commit one), and how
+/// many per second it gets back: ten promotions in a row, then one write every 30 s — no
+/// caller nears GitHub's limit on content-creating requests (80 a minute, 500 an hour).
+pub const GITHUB_WRITE_BURST: f64 = 40.0;
+pub const GITHUB_WRITES_PER_SECOND: f64 = 1.0 / 30.0;
+
 /// GitHub-backed reads (`/pull-requests`, `/pending-requests`, `/request-pr`,
 /// `/config/cicd`) a subject may burst, and how many per second it gets back: at most
 /// 3,660 in an hour, so no one caller spends the 5,000 an hour GitHub gives Tower's token.
@@ -298,6 +307,17 @@ impl Budget {
 
     /// Takes one from `subject`'s bucket; `Err(seconds)` until one is back.
     pub fn take(&self, subject: &str) -> Result<(), u64> {
+        self.take_n(subject, 1.0)
+    }
+
+    /// Takes `cost` (at most the burst) from `subject`'s bucket; `Err(seconds)` until that
+    /// much is back.
+    pub fn take_n(&self, subject: &str, cost: f64) -> Result<(), u64> {
+        debug_assert!(
+            cost <= self.burst,
+            "a cost of {cost} never fits a burst of {}",
+            self.burst
+        );
         let mut buckets = self
             .buckets
             .lock()
@@ -309,11 +329,11 @@ impl Budget {
         *tokens =
             (*tokens + now.duration_since(*at).as_secs_f64() * self.per_second).min(self.burst);
         *at = now;
-        if *tokens >= 1.0 {
-            *tokens -= 1.0;
+        if *tokens >= cost {
+            *tokens -= cost;
             Ok(())
         } else {
-            Err(((1.0 - *tokens) / self.per_second).ceil().max(1.0) as u64)
+            Err(((cost - *tokens) / self.per_second).ceil().max(1.0) as u64)
         }
     }
 }
@@ -333,6 +353,7 @@ impl Default for Gate {
             proxy_warned: Mutex::default(),
             writes: Budget::new(WRITE_BURST, WRITES_PER_SECOND),
             github_reads: Budget::new(GITHUB_READ_BURST, GITHUB_READS_PER_SECOND),
+            github_writes: Arc::new(Budget::new(GITHUB_WRITE_BURST, GITHUB_WRITES_PER_SECOND)),
         }
     }
 }

@@ -211,8 +211,34 @@ pub struct DemoArgs {
     /// the system's temporary directory).
     #[arg(long)]
     pub kubeconfig: Option<PathBuf>,
+    /// What the simulated Backstage's guest (whom the demo's pages sign in as) stands for
+    /// besides itself, as Backstage's `auth.providers.guest.ownershipEntityRefs` sets it:
+    /// entity refs, comma-separated (default: `group:default/team-a`, owner of half the
+    /// fleet). The guest may promote the apps these own.
+    #[arg(long, value_delimiter = ',', value_parser = entity_ref)]
+    pub guest_owns: Option<Vec<String>>,
     #[command(flatten)]
     pub frontend: FrontendArgs,
+}
+
+/// An entity ref as Backstage writes it: `kind:namespace/name`, lower case.
+fn entity_ref(value: &str) -> Result<String, String> {
+    let well_formed = value.split_once(':').is_some_and(|(kind, rest)| {
+        let part = |p: &str| {
+            !p.is_empty()
+                && p.bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"-_.".contains(&b))
+        };
+        rest.split_once('/')
+            .is_some_and(|(namespace, name)| part(kind) && part(namespace) && part(name))
+    });
+    if well_formed {
+        Ok(value.to_owned())
+    } else {
+        Err(format!(
+            "{value:?} is not an entity ref (kind:namespace/name, e.g. group:default/team-b)"
+        ))
+    }
 }
 
 #[derive(Debug, Args)]
@@ -261,6 +287,9 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                 let listener = server::bind(addr).await?;
                 let addr = listener.local_addr()?;
                 let demo = demo::start_world(world, args.speed, dir, args.kubeconfig, addr).await?;
+                if let Some(refs) = args.guest_owns {
+                    demo.platform.set_guest_owns(refs);
+                }
                 let live = live::connect(demo.config.clone(), demo.clock()).await?;
                 if !live.wait_ready(std::time::Duration::from_secs(60)).await {
                     tracing::warn!("the simulated platform is not fully read yet; serving anyway");

@@ -18,6 +18,7 @@
 //!   webhookSecret: …                        # optional: POST /webhooks/github, signed with it
 //! argocd: {url: https://argocd-apps.example.com, token: …}
 //! backstage: {url: https://backstage.example.com, token: …}  # appUrl: when pages live elsewhere
+//!   # ingestorLocation: "cluster:"         # how the ingestor's entities' managed-by-location starts
 //! prometheus:                               # optional: the Runtime tab's objectives
 //!   url: http://prometheus.monitoring:9090
 //!   deadlineSecs: 5                         # each query's; the default
@@ -335,7 +336,17 @@ pub struct HttpService {
     /// backend on different hosts). Its origin frames Tower and hands it the token.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub app_url: Option<String>,
+    /// Backstage only: how the `backstage.io/managed-by-location` of every entity Hangar's
+    /// catalog ingestor writes starts (default [`INGESTOR_LOCATION`]). Only such an entity's
+    /// owner may act on a service: one registered from anywhere else (a `url:` location
+    /// anyone may add) is not believed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ingestor_location: Option<String>,
 }
+
+/// How the location of the entities Hangar's ingestor writes starts: it reads the clusters,
+/// and names the cluster and object (`cluster:dev/shop`).
+pub const INGESTOR_LOCATION: &str = "cluster:";
 
 impl HttpService {
     /// The origin of `appUrl`, else of `url`, as a browser writes it (lower case, no default
@@ -928,6 +939,7 @@ mod tests {
             token: Some(Secret("t".to_owned())),
             guest_sign_in: true,
             app_url: Some("https://backstage.example.com".to_owned()),
+            ingestor_location: Some("cluster:".to_owned()),
         });
         let back = Config::parse(&config.to_yaml(), "x", no_env).expect("reads back");
         assert_eq!(back, config);

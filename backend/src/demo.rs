@@ -240,6 +240,7 @@ pub fn config_for(
             token: None,
             guest_sign_in: false,
             app_url: None,
+            ingestor_location: None,
         }),
         prometheus: Some(crate::config::PrometheusConfig {
             url: format!("http://{}", served.prometheus),
@@ -253,6 +254,7 @@ pub fn config_for(
             // The demo signs its pages in as the simulated Backstage's guest.
             guest_sign_in: true,
             app_url: None,
+            ingestor_location: None,
         }),
         database_url: None,
         data_dir: data_dir.to_owned(),

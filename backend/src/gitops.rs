@@ -10,6 +10,14 @@
 //!   named by its caller for the change, so the same proposal finds the pull request the
 //!   first one opened ([`Proposed::Existing`]) — GitHub itself refuses a second branch or
 //!   pull request of that name;
+//! - **one at a time per file**: at most one of Tower's pull requests is open for a file
+//!   (each body carries the file it changes, [`file_mark`]); a proposal of another change to a
+//!   file that has one is [`WriteError::AlreadyProposed`], and replicas take turns per file;
+//! - **budgeted per person**: a writer made [`Writer::charged`] takes what its writes cost
+//!   GitHub (a pull request four calls, a commit or a description one) from the person's
+//!   [`crate::auth::Budget`] before the first of them — a runaway loop is refused
+//!   ([`WriteError::TooMany`]) before it spends Tower's GitHub quota, and nothing is left
+//!   half-written;
 //! - **named and audited**: the commit message and pull request body name the person
 //!   ([`Person`]), and each outcome is logged with target `tower::audit`.
 //!
@@ -20,6 +28,9 @@ use base64::Engine as _;
 use http::{Method, StatusCode};
 use serde_json::{json, Value};
 
+use std::sync::Arc;
+
+use crate::auth::Budget;
 use crate::history::{History, Lease};
 use crate::live::github::GitHub;
 
@@ -110,7 +121,33 @@ pub enum WriteError {
     /// Tower neither adopts it nor adds to it.
     #[error("{what} was not made by Tower ({by}); Tower does not add to it — close it or rename its branch")]
     NotTowers { what: String, by: String },
+    /// Tower's pull request #`number` already changes the file: one open at a time.
+    #[error(
+        "pull request #{number} already changes {path} in {repo}; merge or close it first ({url})"
+    )]
+    AlreadyProposed {
+        repo: String,
+        path: String,
+        number: u64,
+        url: String,
+    },
+    /// The person spent their budget of GitHub writes ([`Writer::charged`]).
+    #[error("{subject} has made many GitHub writes in quick succession; try again in {wait} s")]
+    TooMany { subject: String, wait: u64 },
 }
+
+/// What each sort of write costs the person's budget: the GitHub calls that write.
+const PROPOSAL_COST: f64 = 4.0; // branch, contents, pull request, label
+const COMMIT_COST: f64 = 1.0;
+const DESCRIPTION_COST: f64 = 1.0;
+
+/// The line in each pull request body Tower opens that names the file it changes (an HTML
+/// comment: GitHub shows nothing), by which a second proposal for the file finds the first.
+pub fn file_mark(repo: &str, path: &str) -> String {
+    format!("{FILE_MARK}{repo}/{path} -->")
+}
+
+const FILE_MARK: &str = "<!-- tower:changes ";
 
 /// GitHub's answer: its status and JSON body (`null` when it had none).
 struct Answer {
@@ -141,7 +178,13 @@ pub struct Writer {
     github: GitHub,
     /// Where replicas take turns ([`Writer::coordinated`]).
     turns: Option<History>,
+    /// Whose writes cost what ([`Writer::charged`]).
+    budget: Option<Arc<Budget>>,
 }
+
+/// How many pages of a hundred open pull requests a proposal reads to find Tower's own for
+/// the same file.
+const MARK_PAGES: u32 = 10;
 
 /// How long a write waits for another replica's write of the same file or branch before
 /// going ahead anyway (Git's own checks still make the pair one change).
@@ -152,7 +195,29 @@ impl Writer {
         Self {
             github: github.clone(),
             turns: None,
+            budget: None,
         }
+    }
+
+    /// This writer, taking what each write costs from the person's part of `budget` before
+    /// the first GitHub call that writes (see the module's notes).
+    pub fn charged(self, budget: Arc<Budget>) -> Self {
+        Self {
+            budget: Some(budget),
+            ..self
+        }
+    }
+
+    fn charge(&self, by: &Person, cost: f64) -> Result<(), WriteError> {
+        let Some(budget) = &self.budget else {
+            return Ok(());
+        };
+        budget
+            .take_n(&by.subject, cost)
+            .map_err(|wait| WriteError::TooMany {
+                subject: by.subject.clone(),
+                wait,
+            })
     }
 
     /// This writer, taking turns with other replicas through `history`'s database: two
@@ -254,15 +319,17 @@ impl Writer {
                 change.repo, change.branch, change.path
             ))
             .await;
-        let outcome = self.commit_once(change, by).await;
+        let outcome = self.commit_once(change, by, COMMIT_COST).await;
         audit("commit", change, by, &outcome);
         outcome
     }
 
+    /// The commit of [`Writer::commit_file`], charging `cost` before it writes.
     async fn commit_once(
         &self,
         change: &FileChange<'_>,
         by: &Person,
+        cost: f64,
     ) -> Result<Committed, WriteError> {
         let stale = || WriteError::Stale {
             repo: change.repo.to_owned(),
@@ -280,6 +347,7 @@ impl Writer {
         if current.as_ref().map(|(sha, _)| sha.as_str()) != change.seen {
             return Err(stale());
         }
+        self.charge(by, cost)?;
         let mut request = json!({
             "message": format!("{}\n\n{}", change.message, by.trailer()),
             "content": base64::engine::general_purpose::STANDARD.encode(change.content),
@@ -332,20 +400,22 @@ impl Writer {
             return Err(current.refused(format!("reading pull request #{number}")));
         }
         let mine = by.trailer();
-        let mut asked: Vec<&str> = current.body["body"]
+        // Everyone who asked, and the file the pull request changes, stay said.
+        let mut kept: Vec<&str> = current.body["body"]
             .as_str()
             .unwrap_or_default()
             .lines()
-            .filter(|line| line.starts_with(Person::TRAILER))
+            .filter(|line| line.starts_with(Person::TRAILER) || line.starts_with(FILE_MARK))
             .collect();
-        if !asked.contains(&mine.as_str()) {
-            asked.push(&mine);
+        if !kept.contains(&mine.as_str()) {
+            kept.push(&mine);
         }
+        self.charge(by, DESCRIPTION_COST)?;
         let described = self
             .send(
                 Method::PATCH,
                 &path,
-                Some(&json!({"body": format!("{body}\n\n{}", asked.join("\n"))})),
+                Some(&json!({"body": format!("{body}\n\n{}", kept.join("\n"))})),
             )
             .await?;
         let outcome = if described.status.is_success() {
@@ -423,6 +493,47 @@ impl Writer {
         }))
     }
 
+    /// Tower's open pull request in `repo` whose body carries `mark` ([`file_mark`]), if
+    /// any: its number and page. Reads open pull requests a hundred at a time, newest first.
+    async fn towers_open_pull_marked(
+        &self,
+        repo: &str,
+        mark: &str,
+        login: &str,
+    ) -> Result<Option<(u64, String)>, WriteError> {
+        for page in 1..=MARK_PAGES {
+            let answer = self
+                .send(
+                    Method::GET,
+                    &format!("/repos/{repo}/pulls?state=open&per_page=100&page={page}"),
+                    None,
+                )
+                .await?;
+            if !answer.status.is_success() {
+                return Err(answer.refused("listing pull requests"));
+            }
+            let pulls = answer
+                .body
+                .as_array()
+                .map(Vec::as_slice)
+                .unwrap_or_default();
+            let found = pulls.iter().find_map(|pr| {
+                let towers = pr["user"]["login"].as_str() == Some(login);
+                let marked = pr["body"]
+                    .as_str()
+                    .is_some_and(|body| body.lines().any(|line| line == mark));
+                Some((
+                    pr["number"].as_u64().filter(|_| towers && marked)?,
+                    pr["html_url"].as_str().unwrap_or_default().to_owned(),
+                ))
+            });
+            if found.is_some() || pulls.len() < 100 {
+                return Ok(found);
+            }
+        }
+        Ok(None)
+    }
+
     /// Refuses when `branch` holds a commit on top of `base` that Tower did not make (GitHub's
     /// compare names each commit's author).
     pub async fn only_towers_commits(
@@ -468,10 +579,12 @@ impl Writer {
         proposal: &Proposal<'_>,
         by: &Person,
     ) -> Result<Proposed, WriteError> {
+        // One turn per file: two proposals for it (the same or different changes) one after
+        // the other, so the second finds the first's pull request.
         let _turn = self
             .turn(&format!(
                 "pull request {} {}",
-                proposal.file.repo, proposal.file.branch
+                proposal.file.repo, proposal.file.path
             ))
             .await;
         let outcome = self.propose_once(proposal, by).await;
@@ -497,6 +610,16 @@ impl Writer {
             }
             return Ok(existing((number, url)));
         }
+        let mark = file_mark(repo, file.path);
+        if let Some((number, url)) = self.towers_open_pull_marked(repo, &mark, &login).await? {
+            return Err(WriteError::AlreadyProposed {
+                repo: repo.to_owned(),
+                path: file.path.to_owned(),
+                number,
+                url,
+            });
+        }
+        self.charge(by, PROPOSAL_COST)?;
         let base = self
             .send(
                 Method::GET,
@@ -525,7 +648,7 @@ impl Writer {
         } else if !created.status.is_success() {
             return Err(created.refused(format!("creating branch {}", file.branch)));
         }
-        self.commit_once(file, by).await?;
+        self.commit_once(file, by, 0.0).await?;
         let opened = self
             .send(
                 Method::POST,
@@ -534,7 +657,7 @@ impl Writer {
                     "title": proposal.title,
                     "head": file.branch,
                     "base": proposal.base,
-                    "body": format!("{}\n\n{}", proposal.body, by.trailer()),
+                    "body": format!("{}\n\n{mark}\n{}", proposal.body, by.trailer()),
                 })),
             )
             .await?;

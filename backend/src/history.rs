@@ -6,6 +6,7 @@
 //! second browser or from the backend itself — gets the stored run back.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, TimeZone as _, Utc};
@@ -22,7 +23,11 @@ pub type Sights = BTreeMap<String, BTreeMap<String, Observation>>;
 pub struct History {
     pool: AnyPool,
     backend: Backend,
+    /// The locks this process's tasks hold ([`History::try_exclusive`]), by lock number.
+    local: Arc<Locks>,
 }
+
+type Locks = std::sync::Mutex<std::collections::HashMap<i64, Arc<tokio::sync::Mutex<()>>>>;
 
 /// Which database the history lives in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,7 +51,18 @@ pub enum HistoryError {
 pub enum Recorded {
     Inserted,
     AlreadyThere,
+    /// Not stored: the service has as many runs as it may ([`History::record`]'s `most`).
+    Full,
 }
+
+/// How many of one service's runs the typical durations read at most: a service provisioned
+/// again and again (or a caller recording runs for one in a loop) moves them no more than
+/// two others do.
+pub const SAMPLE_PER_SERVICE: usize = 2;
+
+/// How many runs [`History::typical_sample`] reads per kind to find [`NEWEST_RUNS`] of
+/// different services.
+const SAMPLE_READ: u32 = 200;
 
 const COLUMNS: &str = "service, kind, started_at, finished_at, steps";
 
@@ -84,7 +100,11 @@ impl History {
         let mut migrator = sqlx::migrate!("./migrations");
         migrator.set_ignore_missing(true);
         migrator.run(&pool).await?;
-        Ok(Self { pool, backend })
+        Ok(Self {
+            pool,
+            backend,
+            local: Arc::default(),
+        })
     }
 
     pub fn backend(&self) -> Backend {
@@ -93,17 +113,22 @@ impl History {
 
     /// Stores `run` unless a run of the same service and start is stored; returns the
     /// stored run either way.
+    /// Stores `run` unless one of its service and start is there (then answers that one),
+    /// or the service has `most` runs already (then answers `run` as [`Recorded::Full`]):
+    /// one statement, so replicas recording at once store a run once and never past `most`.
     pub async fn record(
         &self,
         run: &RecordedRun,
         by: &str,
         now: DateTime<Utc>,
+        most: Option<u32>,
     ) -> Result<(RecordedRun, Recorded), HistoryError> {
         let steps = serde_json::to_string(&run.steps).unwrap_or_else(|_| "{}".to_owned());
         let result = sqlx::query(
             "INSERT INTO provisioning_runs \
              (service, started_at, kind, finished_at, steps, recorded_at, recorded_by) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7) \
+             SELECT $1, $2, $3, $4, $5, $6, $7 \
+             WHERE (SELECT COUNT(*) FROM provisioning_runs WHERE service = $1) < $8 \
              ON CONFLICT (service, started_at) DO NOTHING",
         )
         .bind(&run.service)
@@ -113,6 +138,7 @@ impl History {
         .bind(steps)
         .bind(now.timestamp_millis())
         .bind(by)
+        .bind(most.map_or(i64::MAX, i64::from))
         .execute(&self.pool)
         .await?;
         let inserted = result.rows_affected() == 1;
@@ -121,17 +147,13 @@ impl History {
         ))
         .bind(&run.service)
         .bind(run.started_at.timestamp_millis())
-        .fetch_one(&self.pool)
+        .fetch_optional(&self.pool)
         .await?;
-        let stored = run_of(&row)?;
-        Ok((
-            stored,
-            if inserted {
-                Recorded::Inserted
-            } else {
-                Recorded::AlreadyThere
-            },
-        ))
+        Ok(match row {
+            Some(row) if inserted => (run_of(&row)?, Recorded::Inserted),
+            Some(row) => (run_of(&row)?, Recorded::AlreadyThere),
+            None => (run.clone(), Recorded::Full),
+        })
     }
 
     /// The newest `limit` runs (by start), newest first; of one kind when given.
@@ -165,14 +187,26 @@ impl History {
     }
 
     /// The runs typical durations are read from: the newest [`NEWEST_RUNS`] of each kind in
-    /// `kinds` (`None`: of all kinds together), without repeats.
+    /// `kinds` (`None`: of all kinds together), at most [`SAMPLE_PER_SERVICE`] of a service,
+    /// without repeats.
     pub async fn typical_sample(
         &self,
         kinds: &[Option<&str>],
     ) -> Result<Vec<RecordedRun>, HistoryError> {
         let mut runs = Vec::new();
         for kind in kinds {
-            runs.extend(self.newest(*kind, NEWEST_RUNS as u32).await?);
+            let mut per_service = std::collections::HashMap::<String, usize>::new();
+            runs.extend(
+                self.newest(*kind, SAMPLE_READ)
+                    .await?
+                    .into_iter()
+                    .filter(|run| {
+                        let taken = per_service.entry(run.service.clone()).or_default();
+                        *taken += 1;
+                        *taken <= SAMPLE_PER_SERVICE
+                    })
+                    .take(NEWEST_RUNS),
+            );
         }
         runs.sort_by(|a, b| (&a.service, a.started_at).cmp(&(&b.service, b.started_at)));
         runs.dedup_by(|a, b| a.service == b.service && a.started_at == b.started_at);
@@ -265,14 +299,34 @@ impl History {
     ///
     /// On PostgreSQL it is a session advisory lock on a connection of its own, closed when
     /// the lease is dropped — so the lock ends with the lease, or with the process if it
-    /// dies. SQLite has one replica by construction (a file beside it): the lease is free.
+    /// dies. SQLite has one replica by construction (a file beside it). Either way, two tasks
+    /// of this process never hold it at once.
     pub async fn try_exclusive(&self, name: &str) -> Result<Option<Lease>, HistoryError> {
+        let key = lock_key(name);
+        let mutex = Arc::clone(
+            self.local
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .entry(key)
+                .or_default(),
+        );
+        let Ok(local) = mutex.try_lock_owned() else {
+            return Ok(None);
+        };
+        let local = Some(LocalLock {
+            locks: Arc::clone(&self.local),
+            key,
+            guard: Some(local),
+        });
         if self.backend == Backend::Sqlite {
-            return Ok(Some(Lease { _held: None }));
+            return Ok(Some(Lease {
+                _held: None,
+                _local: local,
+            }));
         }
         let mut connection = self.pool.acquire().await?;
         let taken: bool = sqlx::query_scalar("SELECT pg_try_advisory_lock($1)")
-            .bind(lock_key(name))
+            .bind(key)
             .fetch_one(&mut *connection)
             .await?;
         if !taken {
@@ -282,6 +336,7 @@ impl History {
         connection.close_on_drop();
         Ok(Some(Lease {
             _held: Some(connection),
+            _local: local,
         }))
     }
 
@@ -309,6 +364,31 @@ impl History {
 #[derive(Debug)]
 pub struct Lease {
     _held: Option<sqlx::pool::PoolConnection<sqlx::Any>>,
+    _local: Option<LocalLock>,
+}
+
+/// A lock of this process's, forgotten once nobody holds or waits for it.
+#[derive(Debug)]
+struct LocalLock {
+    locks: Arc<Locks>,
+    key: i64,
+    guard: Option<tokio::sync::OwnedMutexGuard<()>>,
+}
+
+impl Drop for LocalLock {
+    fn drop(&mut self) {
+        drop(self.guard.take());
+        let mut locks = self
+            .locks
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if locks
+            .get(&self.key)
+            .is_some_and(|mutex| Arc::strong_count(mutex) == 1)
+        {
+            locks.remove(&self.key);
+        }
+    }
 }
 
 /// The advisory lock number of `name`: the first 8 bytes of its SHA-256, so every replica

@@ -168,6 +168,7 @@ async fn refresh_and_lookup_against_a_real_backstage() {
         // The partner Backstage runs in development mode: its users are its guest.
         guest_sign_in: true,
         app_url: None,
+        ingestor_location: None,
     });
     let gate = tower_backend::auth::Gate::from_config(&config, reqwest::Client::new());
     let mut state = tower_backend::state::AppState::fixed(

@@ -67,6 +67,38 @@ fn unknown_arguments_are_refused() {
         stderr.contains("--start") && stderr.contains("not an RFC 3339 time"),
         "{stderr}"
     );
+    let (code, stderr) = tower(&["demo", "--port", "0", "--guest-owns", "team-b"]);
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("--guest-owns") && stderr.contains("is not an entity ref"),
+        "{stderr}"
+    );
+}
+
+#[tokio::test]
+async fn the_demo_guests_groups_are_chosen_at_start() {
+    // By default the guest is in team-a; here in team-b instead, as Backstage's
+    // `auth.providers.guest.ownershipEntityRefs` would make it.
+    let demo = Demo::start_with(&["--speed", "0", "--guest-owns", "group:default/team-b"])
+        .await
+        .unwrap();
+    let fleet = hangar_sim::stories::fleet::SteadyFleet::new(1, crate::support::test_start());
+    let of = |owner: &str| {
+        fleet
+            .apps
+            .iter()
+            .find(|a| a.owner == owner)
+            .unwrap()
+            .name
+            .clone()
+    };
+    for (owner, may) in [("team-b", true), ("team-a", false)] {
+        let access: serde_json::Value = demo
+            .get_json(&format!("api/access?service={}", of(owner)))
+            .await
+            .unwrap();
+        assert_eq!(access["mayPromote"], may, "{owner}: {access}");
+    }
 }
 
 #[tokio::test]

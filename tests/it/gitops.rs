@@ -176,3 +176,116 @@ async fn fifty_proposals_at_once_open_one_pull_request_naming_the_person() {
         "nothing written to a cluster"
     );
 }
+
+/// A promotion of `tag` to prod, as a proposal for `path` (borrowing its strings from `at`).
+fn promotion<'a>(at: &'a (String, String, String, String), seen: Option<&'a str>) -> Proposal<'a> {
+    let (repo, path, branch, content) = at;
+    Proposal {
+        file: FileChange {
+            repo,
+            branch,
+            path,
+            seen,
+            content,
+            message: "Promote reports to prod",
+        },
+        base: "main",
+        title: "Promote reports to prod",
+        body: "Pull requests in this release: none that Tower saw.",
+        labels: &["tower-promotion"],
+    }
+}
+
+/// `(repo, path, branch, content)` of a promotion of `1.<minor>.0` to `path`.
+fn promoting(repo: &str, path: &str, minor: u32) -> (String, String, String, String) {
+    (
+        repo.to_owned(),
+        path.to_owned(),
+        format!("tower/promote-prod-1.{minor}.0-abcdef0"),
+        format!("image: ghcr.io/acme/reports:1.{minor}.0-abcdef0\n"),
+    )
+}
+
+#[tokio::test]
+async fn a_file_has_at_most_one_open_pull_request_even_when_twenty_changes_race_for_it() {
+    let (tower, _, repo, seen) = start().await;
+    // Replicas take turns through the database, per file.
+    let writer = Writer::new(tower.live.github().unwrap()).coordinated(tower.live.history());
+    let changes: Vec<_> = (0..20).map(|i| promoting(&repo, PATH, 900 + i)).collect();
+    let by = ana();
+    let outcomes = futures::future::join_all(
+        changes
+            .iter()
+            .map(|c| async { writer.propose(&promotion(c, seen.as_deref()), &by).await }),
+    )
+    .await;
+    let opened: Vec<u64> = outcomes
+        .iter()
+        .filter_map(|o| match o {
+            Ok(Proposed::Opened { number, .. }) => Some(*number),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(opened.len(), 1, "{outcomes:?}");
+    for outcome in &outcomes {
+        match outcome {
+            Ok(Proposed::Opened { .. }) => {}
+            Err(WriteError::AlreadyProposed { number, path, .. }) => {
+                assert_eq!((*number, path.as_str()), (opened[0], PATH), "{outcome:?}");
+            }
+            other => panic!("a second change to {PATH}: {other:?}"),
+        }
+    }
+    let towers = crate::records::open_pulls(&tower, &repo, "tower/promote-prod-1.9").await;
+    assert_eq!(towers.len(), 1, "{towers:?}");
+    // The refused changes wrote nothing: one branch holds a commit.
+    let commits = tower.world.platform.github_commits();
+    let written = changes
+        .iter()
+        .filter(|c| commits.iter().any(|(r, b, _)| *r == repo && *b == c.2))
+        .count();
+    assert_eq!(written, 1);
+}
+
+#[tokio::test]
+async fn a_person_writing_in_a_loop_is_stopped_before_github_is_and_others_are_not() {
+    let (tower, _, repo, _) = start().await;
+    let budget = std::sync::Arc::new(tower_backend::auth::Budget::new(
+        tower_backend::auth::GITHUB_WRITE_BURST,
+        tower_backend::auth::GITHUB_WRITES_PER_SECOND,
+    ));
+    let writer = Writer::new(tower.live.github().unwrap()).charged(budget);
+    // A pull request costs four writes: ten fit in the burst, each to its own file.
+    let files: Vec<_> = (0..11)
+        .map(|i| promoting(&repo, &format!("glidepath/envs/loop-{i}.yaml"), 900 + i))
+        .collect();
+    let by = ana();
+    for file in &files[..10] {
+        let done = writer.propose(&promotion(file, None), &by).await;
+        assert!(matches!(done, Ok(Proposed::Opened { .. })), "{done:?}");
+    }
+    let refused = writer.propose(&promotion(&files[10], None), &by).await;
+    let Err(WriteError::TooMany { subject, wait }) = refused else {
+        panic!("the eleventh pull request in a row: {refused:?}");
+    };
+    assert_eq!(subject, by.subject);
+    assert!((1..=120).contains(&wait), "try again in {wait} s");
+    // Refused before anything was written: no branch, no commit.
+    assert!(
+        !tower
+            .world
+            .platform
+            .github_commits()
+            .iter()
+            .any(|(r, b, _)| *r == repo && *b == files[10].2),
+        "the refused pull request wrote its commit"
+    );
+    // Proposing again what is open costs nothing; someone else still has their budget.
+    let again = writer.propose(&promotion(&files[0], None), &by).await;
+    assert!(matches!(again, Ok(Proposed::Existing { .. })), "{again:?}");
+    let bob = Person {
+        subject: "user:default/bob".to_owned(),
+    };
+    let theirs = writer.propose(&promotion(&files[10], None), &bob).await;
+    assert!(matches!(theirs, Ok(Proposed::Opened { .. })), "{theirs:?}");
+}

@@ -29,9 +29,28 @@ async fn thousand_concurrent_posts(database_url: Option<String>) {
         .unwrap();
 
     let client = tower.client().await.unwrap();
-    let run = json!({"service": "crowded", "kind": "Python",
+    // A service Tower observes (a person records runs of no other).
+    let service = hangar_sim::stories::fleet::AWAITING_PROMOTION;
+    let run = json!({"service": service, "kind": "Python",
         "startedAt": "2026-11-30T08:00:00Z", "finishedAt": "2026-11-30T08:20:00Z",
         "steps": {"repositories": 61, "first-build": 402}});
+    // Once Tower has read the world and knows the service (it serves before that).
+    crate::support::eventually(
+        std::time::Duration::from_secs(60),
+        "the service on the fleet",
+        || async {
+            let fleet: Value = client
+                .get(format!("{}api/fleet", tower.url))
+                .read_json()
+                .await;
+            fleet["apps"]
+                .as_array()
+                .is_some_and(|apps| apps.iter().any(|a| a["name"] == service))
+                .then_some(())
+        },
+    )
+    .await
+    .unwrap();
     let url = format!("{}provisioning-history/runs", tower.url);
     let posts = (0..1000).map(|i| {
         let mut body = run.clone();
@@ -78,7 +97,7 @@ async fn thousand_concurrent_posts(database_url: Option<String>) {
         .as_array()
         .unwrap()
         .iter()
-        .filter(|r| r["service"] == "crowded")
+        .filter(|r| r["service"] == service)
         .collect();
     assert_eq!(crowded.len(), 1, "{listed}");
     assert_eq!(crowded[0], stored[0]);
@@ -90,7 +109,7 @@ async fn thousand_concurrent_posts(database_url: Option<String>) {
         .await
         .unwrap();
     let rows = history.newest(Some("Python"), 100).await.unwrap();
-    assert_eq!(rows.iter().filter(|r| r.service == "crowded").count(), 1);
+    assert_eq!(rows.iter().filter(|r| r.service == service).count(), 1);
     assert_eq!(tower.interrupt().await.unwrap().code(), Some(0));
 }
 
@@ -148,7 +167,6 @@ async fn replicas_take_turns_through_postgres_advisory_locks() {
     assert!(!waiter.is_finished(), "it waits while the lock is held");
     drop(held);
     assert!(waiter.await.unwrap(), "taken once the holder let go");
-    // In SQLite (one replica) the lease is always free.
     let dir = tempfile::tempdir().unwrap();
     let sqlite = History::connect(&format!(
         "sqlite://{}?mode=rwc",
@@ -156,6 +174,16 @@ async fn replicas_take_turns_through_postgres_advisory_locks() {
     ))
     .await
     .unwrap();
-    let _a = sqlite.try_exclusive("x").await.unwrap().expect("free");
-    assert!(sqlite.try_exclusive("x").await.unwrap().is_some());
+    // In SQLite (one replica) no other replica can hold it; this process's tasks take turns.
+    let a = sqlite.try_exclusive("x").await.unwrap().expect("free");
+    assert!(
+        sqlite.try_exclusive("x").await.unwrap().is_none(),
+        "held by a"
+    );
+    assert!(
+        sqlite.try_exclusive("y").await.unwrap().is_some(),
+        "another lock"
+    );
+    drop(a);
+    assert!(sqlite.try_exclusive("x").await.unwrap().is_some(), "let go");
 }

@@ -99,7 +99,11 @@ proptest! {
     }
 }
 
-/// Tower with a fixed snapshot and SQLite history, driven in-process.
+/// The token of the tool that records runs in [`tower`].
+const RECORDER: &str = "run-recorder-token-0123456789";
+
+/// Tower with a fixed snapshot and SQLite history, driven in-process; the history's runs
+/// come from a tool ([`RECORDER`]), which may record runs of services Tower does not see.
 fn tower() -> &'static (tokio::runtime::Runtime, axum::Router, tempfile::TempDir) {
     static TOWER: OnceLock<(tokio::runtime::Runtime, axum::Router, tempfile::TempDir)> =
         OnceLock::new();
@@ -109,11 +113,17 @@ fn tower() -> &'static (tokio::runtime::Runtime, axum::Router, tempfile::TempDir
         let url = format!("sqlite://{}?mode=rwc", dir.path().join("h.db").display());
         let history = runtime.block_on(history::History::connect(&url)).unwrap();
         let snapshot = Snapshot::empty(crate::support::test_start());
+        let mut config = config::Config::default();
+        config.tokens.push(config::ToolToken {
+            subject: "tool:run-recorder".to_owned(),
+            token: config::Secret(RECORDER.to_owned()),
+            routes: vec!["/provisioning-history/*".to_owned()],
+        });
         let state = tower_backend::state::AppState::fixed(
             None,
             Arc::new(tower_backend::source::Fixed::new(snapshot, None)),
             history,
-            tower_backend::auth::Gate::open(),
+            tower_backend::auth::Gate::from_config(&config, reqwest::Client::new()),
         );
         let dist = dir.path().join("dist");
         std::fs::create_dir_all(&dist).unwrap();
@@ -131,6 +141,7 @@ proptest! {
         let (runtime, router, _) = tower();
         let request = Request::post("/provisioning-history/runs")
             .header("content-type", "application/json")
+            .header("authorization", format!("Bearer {RECORDER}"))
             .body(Body::from(body.to_string()))
             .unwrap();
         let response = runtime.block_on(router.clone().oneshot(request)).unwrap();
@@ -138,11 +149,15 @@ proptest! {
         let bytes = runtime.block_on(axum::body::to_bytes(response.into_body(), 1 << 20)).unwrap();
         let answer: Value = serde_json::from_slice(&bytes).unwrap();
         prop_assert!(
-            [StatusCode::CREATED, StatusCode::OK, StatusCode::BAD_REQUEST].contains(&status),
+            [StatusCode::CREATED, StatusCode::OK, StatusCode::BAD_REQUEST, StatusCode::CONFLICT]
+                .contains(&status),
             "{status} for {body}: {answer}"
         );
         if status == StatusCode::BAD_REQUEST {
             prop_assert!(answer["field"].as_str().is_some_and(|f| !f.is_empty()), "{answer}");
+        } else if status == StatusCode::CONFLICT {
+            // svc-a has as many runs as a service may.
+            prop_assert_eq!(&answer["field"], "service", "{}", answer);
         } else {
             // Stored exactly as the first record of this service and start said.
             prop_assert_eq!(&answer["service"], &body["service"]);

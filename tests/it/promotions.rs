@@ -57,6 +57,33 @@ fn preview_path(image: &str, env: &str) -> String {
     format!("/api/releases/promotion?service={APP}&image={image}&environment={env}")
 }
 
+/// An app of the steady fleet `team-b` owns (the guest is in team-a).
+fn team_b_app() -> String {
+    hangar_sim::stories::fleet::SteadyFleet::new(1, crate::support::test_start())
+        .apps
+        .into_iter()
+        .find(|a| a.owner == "team-b")
+        .unwrap()
+        .name
+}
+
+/// The guest's promotion of `service`, which must be refused (403 naming `service`): the
+/// answer.
+async fn promotion_refused(tower: &Live, service: &str) -> Value {
+    let (status, refused) = promote(
+        tower,
+        &json!({"service": service, "image": "ghcr.io/acme/x:1.0.0-aaaaaaa",
+                "environment": "staging", "seen": "0000000"}),
+    )
+    .await;
+    assert_eq!(
+        (status.as_u16(), &refused["field"]),
+        (403, &json!("service")),
+        "{refused}"
+    );
+    refused
+}
+
 async fn promote(tower: &Live, body: &Value) -> (reqwest::StatusCode, Value) {
     let response = tower
         .client()
@@ -362,12 +389,7 @@ async fn a_stale_file_a_non_owner_and_bad_input_are_refused() {
     assert_eq!(String::from_utf8(text).unwrap(), theirs);
 
     // An app team-b owns: the guest (in team-a) may not promote it, and is told why.
-    let other = hangar_sim::stories::fleet::SteadyFleet::new(1, crate::support::test_start())
-        .apps
-        .into_iter()
-        .find(|a| a.owner == "team-b")
-        .unwrap()
-        .name;
+    let other = team_b_app();
     let (status, access) = tower
         .get(&format!("/api/access?service={other}"))
         .await
@@ -377,17 +399,7 @@ async fn a_stale_file_a_non_owner_and_bad_input_are_refused() {
     assert_eq!(access["owner"], "group:default/team-b");
     let why = access["whyNot"].as_str().unwrap();
     assert!(why.contains("is not in group:default/team-b"), "{why}");
-    let (status, refused) = promote(
-        &tower,
-        &json!({"service": other, "image": "ghcr.io/acme/x:1.0.0-aaaaaaa",
-                "environment": "staging", "seen": "0000000"}),
-    )
-    .await;
-    assert_eq!(
-        (status.as_u16(), &refused["field"]),
-        (403, &json!("service")),
-        "{refused}"
-    );
+    let refused = promotion_refused(&tower, &other).await;
     assert!(
         refused["error"].as_str().unwrap().contains(why),
         "{refused}"
@@ -435,6 +447,38 @@ async fn a_stale_file_a_non_owner_and_bad_input_are_refused() {
 }
 
 #[tokio::test]
+async fn an_entity_hangars_ingestor_did_not_write_owns_nothing() {
+    let tower = Live::start(0.0).await.unwrap();
+    // team-b's app, registered first under its name from a Location of Mallory's, naming
+    // the guest's team-a as its owner: Backstage serves that entity for the name.
+    let other = team_b_app();
+    let mut entity = hangar_sim::stories::component(&other, "service", "group:default/team-a");
+    entity["metadata"]["annotations"]["backstage.io/managed-by-location"] = json!(format!(
+        "url:https://github.com/mallory/{other}/blob/main/catalog-info.yaml"
+    ));
+    tower.world.platform.register_entity(entity);
+    let (status, access) = tower
+        .get(&format!("/api/access?service={other}"))
+        .await
+        .unwrap();
+    assert_eq!(status, 200);
+    assert_eq!(access["mayPromote"], false, "{access}");
+    let why = access["whyNot"].as_str().unwrap();
+    assert!(
+        why.contains("not written by Hangar's ingestor")
+            && why.contains("url:https://github.com/mallory/"),
+        "{why}"
+    );
+    promotion_refused(&tower, &other).await;
+    // The ingestor's own entity of the guest's app still makes the guest its owner.
+    let (_, own) = tower
+        .get(&format!("/api/access?service={APP}"))
+        .await
+        .unwrap();
+    assert_eq!(own["mayPromote"], true, "{own}");
+}
+
+#[tokio::test]
 async fn argo_cd_syncs_an_environment_on_request_of_its_owner_only() {
     let tower = Live::start(0.0).await.unwrap();
     waiting_for(&tower, "staging").await;
@@ -474,12 +518,7 @@ async fn argo_cd_syncs_an_environment_on_request_of_its_owner_only() {
     );
 
     // Not the owner, an environment it does not have, bad input: refused, nothing asked.
-    let other = hangar_sim::stories::fleet::SteadyFleet::new(1, crate::support::test_start())
-        .apps
-        .into_iter()
-        .find(|a| a.owner == "team-b")
-        .unwrap()
-        .name;
+    let other = team_b_app();
     for (body, status, field) in [
         (
             json!({"service": other, "environment": "staging"}),

@@ -552,3 +552,34 @@ fn the_documented_table_recomputes_a_drafted_records_score_and_the_cli_prints_it
     let bad = run("docx", &release);
     assert_eq!(bad.status.code(), Some(2));
 }
+
+/// Words of the scripts the PDF's font draws: Latin with its accents, Greek, Cyrillic,
+/// digits and a few symbols.
+const DRAWN: &str = "[a-zA-Z0-9à-öø-ÿĀ-žΑ-ΡΣ-ωА-яЁё→✓€—]{1,24}";
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig {
+        cases: 48,
+        ..proptest::prelude::ProptestConfig::default()
+    })]
+
+    /// Whatever a person writes in those scripts reads back from the PDF as written (before,
+    /// every character outside WinAnsi read back as "?").
+    #[test]
+    fn notes_in_any_script_the_font_draws_read_back_from_the_pdf(
+        title in proptest::collection::vec(DRAWN, 1..4),
+        notes in proptest::collection::vec(DRAWN, 1..60),
+    ) {
+        let (title, notes) = (title.join(" "), notes.join(" "));
+        let record: tower_shared::records::Record = serde_json::from_value(json!({
+            "schema": SCHEMA, "service": title, "release": "1.0.0-aaaaaaa",
+            "image": "ghcr.io/acme/shop:1.0.0-aaaaaaa", "transitions": [], "gates": [],
+            "confidence": {"score": 0.0, "factors": []},
+            "human": {"summary": notes, "risk": "low", "checked": notes},
+        }))
+        .unwrap();
+        let text = pdf_text(&tower_backend::export::pdf(&record));
+        proptest::prop_assert!(text.contains(&format!("Release record: {title}")), "{text}");
+        proptest::prop_assert!(text.contains(&notes), "{notes:?} not in {text}");
+    }
+}

@@ -327,6 +327,60 @@ async fn a_pods_log_is_read_from_its_cluster_on_request_and_followed() {
         "one followed log, on prod"
     );
 
+    // One caller holds at most eight logs open; a ninth waits until one is closed.
+    let follow = || tower.client().get(tower.url(&path("&follow=true"))).send();
+    let mut open = Vec::new();
+    for _ in 0..tower_backend::live::logs::MOST_PER_CALLER {
+        let response = follow().await.unwrap();
+        assert_eq!(response.status(), 200);
+        open.push(response);
+    }
+    let ninth = follow().await.unwrap();
+    assert_eq!(ninth.status(), 429);
+    assert!(ninth.headers().contains_key("retry-after"));
+    let said: Value = ninth.json().await.unwrap();
+    assert!(
+        said["error"]
+            .as_str()
+            .unwrap()
+            .contains("logs open already"),
+        "{said}"
+    );
+    drop(open.pop());
+    eventually(Duration::from_secs(10), "a place back", || async {
+        let response = follow().await.ok()?;
+        (response.status() == 200).then_some(())
+    })
+    .await
+    .unwrap();
+    drop(open);
+
+    // A log only for whom Backstage's catalog shows the service: hidden from the guest, the
+    // log is refused naming the service; a tool granted the route still reads it.
+    tower.world.platform.hide_entity(&app);
+    let (got, body) = tower.get(&path("")).await.unwrap();
+    assert_eq!(
+        (got.as_u16(), body["field"].as_str()),
+        (403, Some("service")),
+        "{body}"
+    );
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains("shows user:development/guest no component"),
+        "{body}"
+    );
+    let secret = "log-reader-token-0123456789";
+    let router = tower.router_with_tool("tool:log-reader", secret, &["/api/runtime/log"]);
+    let request =
+        axum::http::Request::get(path("")).header("authorization", format!("Bearer {secret}"));
+    let response =
+        tower::ServiceExt::oneshot(router, request.body(axum::body::Body::empty()).unwrap())
+            .await
+            .unwrap();
+    assert_eq!(response.status(), 200);
+
     for (query, status, field) in [
         (
             format!("service={app}&environment=prod&pod=not-one-of-its-pods"),

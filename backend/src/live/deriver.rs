@@ -318,7 +318,7 @@ impl Live {
             match self
                 .inner
                 .history
-                .record(&run, RECORDED_BY_BACKEND, self.now())
+                .record(&run, RECORDED_BY_BACKEND, self.now(), None)
                 .await
             {
                 Ok((_, recorded)) => {

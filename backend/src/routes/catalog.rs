@@ -15,8 +15,9 @@ use tower_shared::api::{CatalogLookup, CatalogRefresh, RefreshStatus};
 
 use super::params::{self, JsonBody, Query};
 use super::ApiError;
+use crate::access::from_backstage;
 use crate::auth::Caller;
-use crate::live::backstage::{Backstage, BackstageError, Trigger};
+use crate::live::backstage::{Backstage, Trigger};
 use crate::state::AppState;
 
 /// The caller's own Backstage token (see [`Caller::backstage_token`]).
@@ -39,18 +40,6 @@ fn backstage(state: &AppState) -> Result<Backstage, ApiError> {
                 "Tower has no Backstage configured (see `backstage` in tower.yaml)",
             )
         })
-}
-
-fn from_backstage(err: BackstageError) -> ApiError {
-    match err {
-        BackstageError::Refused => ApiError::Unauthorized {
-            field: "authorization",
-            message: err.to_string(),
-        },
-        other => ApiError::Upstream {
-            message: other.to_string(),
-        },
-    }
 }
 
 pub async fn refresh(

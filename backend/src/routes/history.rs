@@ -22,6 +22,9 @@ const CLOCK_SKEW: chrono::TimeDelta = chrono::TimeDelta::minutes(5);
 const OLDEST: chrono::TimeDelta = chrono::TimeDelta::days(10 * 366);
 /// The longest a provisioning run may have taken (Tower tracks one for a day).
 const LONGEST: chrono::TimeDelta = chrono::TimeDelta::days(7);
+/// The runs a caller may record for one service: a service is provisioned once, perhaps
+/// again after a rebuild — never dozens of times.
+pub const MOST_RUNS_PER_SERVICE: u32 = 5;
 
 /// Refuses times no real run has: a finish in the future (it would stay "newest" and pin the
 /// typical durations), a start ten years back, a run of over a week, a step longer than
@@ -85,7 +88,9 @@ pub async fn runs(
 
 /// `POST /provisioning-history/runs` with a run (`service`, `kind`, `startedAt`,
 /// `finishedAt`, `steps`: seconds per step id). 201 with the run when stored; 200 with the
-/// stored run when one of the same service and start was there first.
+/// stored run when one of the same service and start was there first. A tool records runs
+/// of any service; a person only of a service Tower observes. At most
+/// [`MOST_RUNS_PER_SERVICE`] runs per service (409 naming `service` after).
 pub async fn record(
     State(state): State<AppState>,
     caller: Option<Extension<Caller>>,
@@ -107,12 +112,34 @@ pub async fn record(
     }
     let now = state.clock().now();
     check_times(&run, now)?;
+    let tool = caller
+        .as_ref()
+        .is_some_and(|c| c.via == crate::auth::Via::Tool);
+    if !tool && !state.source.derived().knows(&run.service) {
+        return Err(ApiError::Unknown {
+            field: "service",
+            message: format!(
+                "Tower observes no service called {:?}: only a tool's token records runs of \
+                 services Tower does not see",
+                run.service
+            ),
+        });
+    }
     let by = caller.map_or_else(|| "anonymous".to_owned(), |c| c.subject.clone());
     let (stored, how) = state
         .history
-        .record(&run, &by, now)
+        .record(&run, &by, now, Some(MOST_RUNS_PER_SERVICE))
         .await
         .map_err(unavailable)?;
+    if how == Recorded::Full {
+        return Err(ApiError::Conflict {
+            field: "service",
+            message: format!(
+                "{} has {MOST_RUNS_PER_SERVICE} recorded runs already, as many as a service may",
+                run.service
+            ),
+        });
+    }
     if how == Recorded::Inserted {
         if let Some(live) = &state.live {
             live.reload_history(Some(&run.service)).await;
@@ -120,7 +147,7 @@ pub async fn record(
     }
     let status = match how {
         Recorded::Inserted => StatusCode::CREATED,
-        Recorded::AlreadyThere => StatusCode::OK,
+        Recorded::AlreadyThere | Recorded::Full => StatusCode::OK,
     };
     Ok((status, Json(stored)))
 }

@@ -8,14 +8,16 @@
 use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::Response;
+use axum::Extension;
 use tower_shared::api::{PipelineRunAnswer, PipelineRunsAnswer};
 use tower_shared::pipelines::{page, Cursor, Filter, Outcome, Pipelines, RunGraph};
 
 use std::sync::Arc;
 
 use super::params::{self, Query, ServiceName};
-use super::upstream::{log_of, Unread};
+use super::upstream::{log_of, Reader, Unread};
 use super::ApiError;
+use crate::auth::Caller;
 use crate::state::AppState;
 use crate::views::View;
 
@@ -80,6 +82,8 @@ pub async fn run(
 /// or the caller goes (which closes the upstream stream at once).
 pub async fn log(
     State(state): State<AppState>,
+    caller: Option<Extension<Caller>>,
+    headers: HeaderMap,
     ServiceName(service): ServiceName,
     query: Query,
 ) -> Result<Response, ApiError> {
@@ -121,7 +125,13 @@ pub async fn log(
         gone: ("task", gone),
         not_started: ("step", &not_started),
     };
-    log_of(&state, None, target, follow, unread).await
+    let reader = Reader {
+        caller: caller.as_deref(),
+        headers: &headers,
+        service: &service,
+        route: "/api/pipelines/log",
+    };
+    log_of(&state, reader, None, target, follow, unread).await
 }
 
 /// The `run` parameter's graph; 404 naming it when the service has no such run.

@@ -8,12 +8,14 @@
 use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::Response;
+use axum::Extension;
 use tower_shared::api::{PrometheusAnswers, PrometheusState, RuntimeAnswer, RuntimeEnvironment};
 use tower_shared::runtime::{self, Runtime};
 
 use super::params::{self, Query, ServiceName};
-use super::upstream::{log_of, Unread};
+use super::upstream::{log_of, Reader, Unread};
 use super::ApiError;
+use crate::auth::Caller;
 use crate::state::AppState;
 use crate::views::View;
 
@@ -79,6 +81,8 @@ pub async fn get(
 /// only a pod the Runtime tab shows, so no other pod's log is ever read through it.
 pub async fn log(
     State(state): State<AppState>,
+    caller: Option<Extension<Caller>>,
+    headers: HeaderMap,
     ServiceName(service): ServiceName,
     query: Query,
 ) -> Result<Response, ApiError> {
@@ -120,5 +124,11 @@ pub async fn log(
         not_started: ("pod", &not_started),
     };
     let target = (place.namespace.as_str(), pod, None);
-    log_of(&state, Some(cluster), target, follow, unread).await
+    let reader = Reader {
+        caller: caller.as_deref(),
+        headers: &headers,
+        service: &service,
+        route: "/api/runtime/log",
+    };
+    log_of(&state, reader, Some(cluster), target, follow, unread).await
 }

@@ -70,15 +70,28 @@ pub(super) fn upstream(err: WriteError) -> ApiError {
             field: "branch",
             message: err.to_string(),
         },
+        WriteError::AlreadyProposed { .. } => ApiError::Conflict {
+            field: "pull",
+            message: err.to_string(),
+        },
+        WriteError::TooMany { wait, .. } => ApiError::TooMany {
+            message: err.to_string(),
+            retry_after_secs: wait,
+        },
         other => ApiError::Upstream {
             message: other.to_string(),
         },
     }
 }
 
-/// The GitHub writer of `state`, taking turns with other replicas through its database.
+/// The GitHub writer of `state`, taking turns with other replicas through its database and
+/// charging each caller's writes to their budget ([`crate::auth::Gate::github_writes`]).
 pub(super) fn writer(state: &AppState) -> Result<Writer, ApiError> {
-    github(state).map(|github| Writer::new(github).coordinated(&state.history))
+    github(state).map(|github| {
+        Writer::new(github)
+            .coordinated(&state.history)
+            .charged(state.gate.github_writes.clone())
+    })
 }
 
 /// A Git blob sha as GitHub gives it: 7 to 64 lowercase hex (the document's `BlobSha`).
@@ -115,11 +128,20 @@ pub(super) struct Unread<'a> {
     pub not_started: (&'static str, &'a (dyn Fn(String) -> String + Sync)),
 }
 
+/// Who asks for a log of which service, through which route ([`crate::access::may_see`]).
+pub(super) struct Reader<'a> {
+    pub caller: Option<&'a Caller>,
+    pub headers: &'a axum::http::HeaderMap,
+    pub service: &'a str,
+    pub route: &'static str,
+}
+
 /// The log of `(namespace, pod, container)` on `cluster` (the control plane when `None`)
 /// as a plain-text answer, followed when `follow`; what could not be read said as `unread`
 /// says.
 pub(super) async fn log_of(
     state: &AppState,
+    reader: Reader<'_>,
     cluster: Option<&str>,
     target: (&str, &str, Option<&str>),
     follow: bool,
@@ -128,9 +150,18 @@ pub(super) async fn log_of(
     let live = state.live.as_ref().ok_or_else(|| {
         ApiError::unavailable("Tower is serving a snapshot file: logs are read only from clusters")
     })?;
+    crate::access::may_see(
+        state,
+        reader.caller,
+        reader.headers,
+        reader.service,
+        reader.route,
+    )
+    .await?;
     let cluster = cluster.unwrap_or(&live.config().control_plane_cluster);
+    let subject = reader.caller.map_or("anonymous", |c| c.subject.as_str());
     let chunks = live
-        .pod_log(cluster, target, follow)
+        .pod_log(cluster, target, follow, subject)
         .await
         .map_err(|err| match err {
             LogError::Gone => ApiError::Gone {
@@ -144,6 +175,10 @@ pub(super) async fn log_of(
             LogError::Busy => ApiError::Unavailable {
                 message: err.to_string(),
                 retry_after_secs: Some(5),
+            },
+            LogError::CallerBusy(_) => ApiError::TooMany {
+                message: err.to_string(),
+                retry_after_secs: 5,
             },
             LogError::Refused(why) | LogError::Unreachable(why) => {
                 ApiError::Upstream { message: why }

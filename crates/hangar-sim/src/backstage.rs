@@ -39,7 +39,8 @@ pub const RUN_TAKES: std::time::Duration = std::time::Duration::from_secs(2);
 pub const STATIC_TOKEN: &str = "hangar-sim-static-token-0123456789";
 /// The guest user's entity ref.
 pub const GUEST: &str = "user:development/guest";
-/// The groups the guest is a member of in the demo's catalog: it owns `team-a`'s apps, not
+/// The groups the guest is a member of in the demo's catalog unless set otherwise
+/// ([`Platform::set_guest_owns`], `tower demo --guest-owns`): it owns `team-a`'s apps, not
 /// `team-b`'s.
 pub const GUEST_GROUPS: &[&str] = &["group:default/team-a"];
 
@@ -300,7 +301,7 @@ async fn userinfo(State(backstage): State<Arc<Backstage>>, request: RequestInfo)
     let sub = claims["sub"].as_str().unwrap_or_default();
     let mut ent = vec![sub.to_owned()];
     if sub == GUEST {
-        ent.extend(GUEST_GROUPS.iter().map(|g| (*g).to_owned()));
+        ent.extend(backstage.platform.guest_owns());
     }
     Json(json!({"claims": {"sub": sub, "ent": ent}})).into_response()
 }

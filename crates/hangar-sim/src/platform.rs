@@ -35,6 +35,15 @@ pub struct Platform {
     object_overrides: std::sync::Mutex<BTreeMap<(String, crate::store::Key), Value>>,
     /// Where GitHub delivers webhooks, and the secret it signs them with.
     webhook: std::sync::Mutex<Option<Webhook>>,
+    /// Catalog entities registered by hand (a Location someone added), which hold their
+    /// names before the ingestor's.
+    registered: std::sync::Mutex<Vec<Value>>,
+    /// What Backstage's guest stands for besides itself (its `ent`): as Backstage's
+    /// `auth.providers.guest.ownershipEntityRefs` configures it.
+    guest_owns: std::sync::Mutex<Vec<String>>,
+    /// Names of entities the catalog shows nobody (a permission policy denying
+    /// `catalog.entity.read` for them): their lookups answer 404.
+    hidden: std::sync::Mutex<BTreeSet<String>>,
     /// What the stories said at the last tick beside their objects: the APIs read it
     /// instead of asking every story on every request.
     told: std::sync::RwLock<Arc<Told>>,
@@ -157,6 +166,14 @@ impl Platform {
             pr_overrides: std::sync::Mutex::default(),
             object_overrides: std::sync::Mutex::default(),
             webhook: std::sync::Mutex::default(),
+            registered: std::sync::Mutex::default(),
+            hidden: std::sync::Mutex::default(),
+            guest_owns: std::sync::Mutex::new(
+                crate::backstage::GUEST_GROUPS
+                    .iter()
+                    .map(|g| (*g).to_owned())
+                    .collect(),
+            ),
             told: std::sync::RwLock::default(),
             memo: std::sync::Mutex::default(),
             clusters: clusters
@@ -383,12 +400,51 @@ impl Platform {
             .cloned()
     }
 
-    /// The first catalog entity at the last tick that `wanted` picks.
+    /// From now on the catalog shows nobody the entities named `name`, as Backstage does
+    /// for a user its permission policy denies `catalog.entity.read`.
+    pub fn hide_entity(&self, name: &str) {
+        locked(&self.hidden).insert(name.to_owned());
+    }
+
+    /// The first catalog entity that `wanted` picks: one registered by hand, else one the
+    /// ingestor wrote at the last tick; never a hidden one ([`Platform::hide_entity`]).
     pub fn catalog_entity(
         &self,
         wanted: impl Fn(&crate::stories::CatalogEntity) -> bool,
     ) -> Option<crate::stories::CatalogEntity> {
-        self.told().catalog.iter().find(|e| wanted(e)).cloned()
+        let hidden = locked(&self.hidden).clone();
+        let wanted = |e: &crate::stories::CatalogEntity| {
+            e.entity["metadata"]["name"]
+                .as_str()
+                .is_none_or(|name| !hidden.contains(name))
+                && wanted(e)
+        };
+        let registered = locked(&self.registered)
+            .iter()
+            .map(|entity| crate::stories::CatalogEntity {
+                entity: entity.clone(),
+                readable_since: chrono::DateTime::<chrono::Utc>::MIN_UTC,
+            })
+            .find(|e| wanted(e));
+        registered.or_else(|| self.told().catalog.iter().find(|e| wanted(e)).cloned())
+    }
+
+    /// What Backstage's guest stands for besides itself from now on (entity refs, e.g.
+    /// `group:default/team-b`; default [`crate::backstage::GUEST_GROUPS`]).
+    pub fn set_guest_owns(&self, refs: Vec<String>) {
+        *locked(&self.guest_owns) = refs;
+    }
+
+    /// What Backstage's guest stands for besides itself.
+    pub fn guest_owns(&self) -> Vec<String> {
+        locked(&self.guest_owns).clone()
+    }
+
+    /// Registers `entity` in the catalog as someone adding a Location does (its
+    /// `backstage.io/managed-by-location` is theirs, not the ingestor's): it holds its name
+    /// from now on, as the first entity of a name does in Backstage.
+    pub fn register_entity(&self, entity: Value) {
+        locked(&self.registered).push(entity);
     }
 
     /// Every story's catalog entities at the last tick.

@@ -168,6 +168,7 @@ async fn provisioning_snapshot_readiness_metrics_and_openapi() {
         token: None,
         guest_sign_in: false,
         app_url: None,
+        ingestor_location: None,
     }));
     let router = tower_backend::app::router(
         state,
@@ -475,28 +476,83 @@ async fn history_records_once_and_serves_typicals(tower: Live) {
         .unwrap();
     assert_eq!(response.status(), StatusCode::PAYLOAD_TOO_LARGE);
 
-    // Two more NodeJS runs make three: the measured median replaces the estimate.
-    for (service, build) in [("billing-2", 300), ("billing-3", 500)] {
+    // A person records runs only of services Tower observes.
+    let mut fake = run.clone();
+    fake["service"] = json!("zz-fake-1");
+    // (Of a kind of its own: the NodeJS typicals below stay those of observed services.)
+    fake["kind"] = json!("Go");
+    let refused = post(fake.clone()).await.unwrap();
+    assert_eq!(refused.status(), StatusCode::NOT_FOUND);
+    let error: Value = refused.json().await.unwrap();
+    assert_eq!(error["field"], "service", "{error}");
+    // A tool (a pipeline reporting provisions Tower cannot see) records it.
+    let secret = "provision-reporter-token-0123456789";
+    let router = tower.router_with_tool("tool:reporter", secret, &["/provisioning-history/*"]);
+    let request = axum::http::Request::post("/provisioning-history/runs")
+        .header("authorization", format!("Bearer {secret}"));
+    let (status, stored) = crate::support::call(&router, request, &fake.to_string()).await;
+    assert_eq!(status, StatusCode::CREATED, "{stored}");
+
+    // Two more NodeJS runs, of services Tower observes, make three: the measured median
+    // replaces the estimate.
+    let others: Vec<String> =
+        hangar_sim::stories::fleet::SteadyFleet::new(1, crate::support::test_start())
+            .apps
+            .into_iter()
+            .map(|a| a.name)
+            .filter(|name| name != "billing")
+            .take(3)
+            .collect();
+    for (service, build) in others.iter().zip([300, 500]) {
         let mut more = run.clone();
         more["service"] = json!(service);
         more["steps"]["first-build"] = json!(build);
         assert_eq!(post(more).await.unwrap().status(), StatusCode::CREATED);
     }
-    let (status, body) = tower
-        .get("/provisioning-history/typical?kind=NodeJS")
-        .await
-        .unwrap();
-    assert_eq!(status, StatusCode::OK, "{body}");
-    let build = body["steps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["id"] == "first-build")
-        .unwrap();
-    assert_eq!(
-        (build["seconds"].as_u64(), build["source"].as_str()),
-        (Some(400), Some("measured"))
-    );
+    let typical_build = || async {
+        let (status, body) = tower
+            .get("/provisioning-history/typical?kind=NodeJS")
+            .await
+            .unwrap();
+        assert_eq!(status, StatusCode::OK, "{body}");
+        let build = body["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["id"] == "first-build")
+            .unwrap()
+            .clone();
+        (
+            build["seconds"].as_u64(),
+            build["source"].as_str().map(str::to_owned),
+            body,
+        )
+    };
+    let (seconds, source, body) = typical_build().await;
+    assert_eq!((seconds, source.as_deref()), (Some(400), Some("measured")));
+
+    // One service recorded again and again, each run a week long: it keeps five runs (a
+    // sixth is refused), and the typical build reads two of them — the median moves to the
+    // next run's 500 s, not to the loop's 600,000 s.
+    let looped = &others[2];
+    let start: chrono::DateTime<chrono::Utc> = "2026-11-20T00:00:00Z".parse().unwrap();
+    for i in 0..6 {
+        let started = start + chrono::TimeDelta::hours(i);
+        let body = json!({"service": looped, "kind": "NodeJS",
+            "startedAt": started.to_rfc3339(),
+            "finishedAt": (started + chrono::TimeDelta::seconds(600_100)).to_rfc3339(),
+            "steps": {"first-build": 600_000}});
+        let answer = post(body).await.unwrap();
+        if i < 5 {
+            assert_eq!(answer.status(), StatusCode::CREATED, "run {i}");
+        } else {
+            assert_eq!(answer.status(), StatusCode::CONFLICT, "run {i}");
+            let error: Value = answer.json().await.unwrap();
+            assert_eq!(error["field"], "service", "{error}");
+        }
+    }
+    let (seconds, _, _) = typical_build().await;
+    assert_eq!(seconds, Some(500));
     let request = body["steps"]
         .as_array()
         .unwrap()

@@ -152,7 +152,8 @@ pub struct CatalogEntity {
     pub readable_since: DateTime<Utc>,
 }
 
-/// A Component entity as Backstage serves it for a Hangar service.
+/// A Component entity as Backstage serves it for a Hangar service: written by Hangar's
+/// ingestor, which names where it read the service (`cluster:dev/<name>`, as captured).
 pub fn component(name: &str, component_type: &str, owner: &str) -> Value {
     serde_json::json!({
         "apiVersion": "backstage.io/v1alpha1",
@@ -162,7 +163,8 @@ pub fn component(name: &str, component_type: &str, owner: &str) -> Value {
             "name": name,
             "uid": crate::store::uid_of(&format!("backstage/component/{name}")),
             "annotations": {
-                "backstage.io/managed-by-location": format!("url:https://github.com/acme/{name}/blob/main/catalog-info.yaml"),
+                "backstage.io/managed-by-location": format!("cluster:dev/{name}"),
+                "backstage.io/managed-by-origin-location": format!("cluster:dev/{name}"),
                 "backstage.io/kubernetes-id": name,
                 "github.com/project-slug": format!("acme/{name}"),
             },

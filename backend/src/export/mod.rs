@@ -1,8 +1,12 @@
 //! A release record exported for whoever asks later: a self-contained HTML page (no
-//! external assets; prints well) and a PDF (searchable text, written by `pdf-writer` with
-//! the standard Helvetica fonts, so no font files and no browser at run time). Both draw the
-//! same [`outline`] of the record, so they say the same things in the same order.
+//! external assets; prints well) and a PDF (searchable text, written by `pdf-writer` in
+//! DejaVu Sans, embedded — see [`font`] — so no font files and no browser at run time). Both
+//! draw the same [`outline`] of the record, so they say the same things in the same order.
 
+mod font;
+
+pub use font::draws;
+use font::width;
 use pdf_writer::{Content, Finish, Name, Pdf, Rect, Ref, Str, TextStr};
 use tower_shared::records::{Record, Risk};
 
@@ -292,47 +296,6 @@ pub fn html(record: &Record) -> String {
     )
 }
 
-/// Helvetica's advance widths (thousandths of an em) for ASCII 32 to 126.
-const HELVETICA: [u16; 95] = [
-    278, 278, 355, 556, 556, 889, 667, 191, 333, 333, 389, 584, 278, 333, 278, 278, 556, 556, 556,
-    556, 556, 556, 556, 556, 556, 556, 278, 278, 584, 584, 584, 556, 1015, 667, 667, 722, 722, 667,
-    611, 778, 722, 278, 500, 667, 556, 833, 722, 778, 667, 778, 722, 667, 611, 722, 667, 944, 667,
-    667, 611, 278, 278, 278, 469, 556, 333, 556, 556, 500, 556, 556, 278, 556, 556, 222, 222, 500,
-    222, 833, 556, 556, 556, 556, 333, 500, 278, 556, 500, 722, 500, 500, 500, 334, 260, 334, 584,
-];
-
-/// `c` in WinAnsiEncoding, the standard fonts' encoding here; what it lacks reads as `?`.
-fn win_ansi(c: char) -> u8 {
-    match c {
-        ' '..='~' => c as u8,
-        '\u{a0}'..='\u{ff}' => c as u32 as u8,
-        '\u{2026}' => 0x85,
-        '\u{2013}' => 0x96,
-        '\u{2014}' => 0x97,
-        '\u{2018}' => 0x91,
-        '\u{2019}' => 0x92,
-        '\u{201c}' => 0x93,
-        '\u{201d}' => 0x94,
-        '\u{2022}' => 0x95,
-        '\u{20ac}' => 0x80,
-        '\t' | '\n' | '\r' => b' ',
-        _ => b'?',
-    }
-}
-
-/// The width of `text` in points at `size` (bold runs about 8 % wider).
-fn width(text: &str, size: f32, bold: bool) -> f32 {
-    let em: u32 = text
-        .chars()
-        .map(|c| match win_ansi(c) {
-            b @ 32..=126 => u32::from(HELVETICA[usize::from(b - 32)]),
-            _ => 556,
-        })
-        .sum();
-    let scale = if bold { 1.08 } else { 1.0 };
-    em as f32 / 1000.0 * size * scale
-}
-
 /// `text` broken into lines no wider than `max` points (a word longer than a line is cut).
 fn wrap(text: &str, size: f32, bold: bool, max: f32) -> Vec<String> {
     let mut lines = Vec::new();
@@ -384,6 +347,9 @@ struct Pages {
     page: Content,
     /// The baseline of the next line.
     y: f32,
+    /// The glyphs each font shows.
+    regular: font::Used,
+    bold: font::Used,
 }
 
 impl Pages {
@@ -392,6 +358,8 @@ impl Pages {
             done: Vec::new(),
             page: Content::new(),
             y: PAGE_HEIGHT - MARGIN,
+            regular: font::Used::default(),
+            bold: font::Used::default(),
         }
     }
 
@@ -405,7 +373,12 @@ impl Pages {
     }
 
     fn text(&mut self, x: f32, y: f32, text: &str, size: f32, bold: bool) {
-        let bytes: Vec<u8> = text.chars().map(win_ansi).collect();
+        let used = if bold {
+            &mut self.bold
+        } else {
+            &mut self.regular
+        };
+        let bytes = used.encode(text, bold);
         self.page
             .begin_text()
             .set_font(if bold { BOLD } else { REGULAR }, size)
@@ -458,13 +431,14 @@ impl Pages {
         self.rule(self.y + 1.5, if bold { 0.4 } else { 0.8 });
     }
 
-    fn finish(mut self) -> Vec<Content> {
+    /// Every page, and the glyphs each font showed (regular, bold).
+    fn finish(mut self) -> (Vec<Content>, [font::Used; 2]) {
         self.done.push(self.page);
-        self.done
+        (self.done, [self.regular, self.bold])
     }
 }
 
-/// The record as a PDF: A4 pages of searchable text in the standard Helvetica fonts.
+/// The record as a PDF: A4 pages of searchable text in DejaVu Sans.
 pub fn pdf(record: &Record) -> Vec<u8> {
     let blocks = outline(record);
     let mut pages = Pages::new();
@@ -486,7 +460,7 @@ pub fn pdf(record: &Record) -> Vec<u8> {
             }
         }
     }
-    let contents = pages.finish();
+    let (contents, [used_regular, used_bold]) = pages.finish();
 
     let mut pdf = Pdf::new();
     let catalog = Ref::new(1);
@@ -515,11 +489,9 @@ pub fn pdf(record: &Record) -> Vec<u8> {
         page.finish();
         pdf.stream(stream, &content.finish());
     }
-    for (id, name) in [(regular, &b"Helvetica"[..]), (bold, &b"Helvetica-Bold"[..])] {
-        pdf.type1_font(id)
-            .base_font(Name(name))
-            .encoding_predefined(Name(b"WinAnsiEncoding"));
-    }
+    let next = first + 2 * page_ids.len() as i32;
+    let next = used_regular.write(&mut pdf, regular, false, next);
+    used_bold.write(&mut pdf, bold, true, next);
     let title = format!("Release record: {} {}", record.service, record.release);
     pdf.document_info(info)
         .title(TextStr(&title))
@@ -563,13 +535,37 @@ mod tests {
     }
 
     #[test]
-    fn html_is_escaped_and_characters_outside_win_ansi_read_as_a_question_mark() {
+    fn html_is_escaped_and_the_pdf_draws_scripts_beyond_latin() {
         assert_eq!(
             escape("<a href=\"x\">&'"),
             "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
         );
-        assert_eq!(win_ansi('—'), 0x97);
-        assert_eq!(win_ansi('é'), 0xe9);
-        assert_eq!(win_ansi('→'), b'?');
+        for c in ['—', 'é', '→', 'ß', 'Ω', 'Ж', 'ש', '✓', '€'] {
+            assert!(draws(c, false) && draws(c, true), "{c}");
+        }
+        assert!(!draws('漢', false));
+    }
+
+    /// A record of `service` whose human part says `notes`.
+    fn record(service: &str, notes: &str) -> Record {
+        serde_json::from_value(serde_json::json!({
+            "schema": tower_shared::records::SCHEMA, "service": service,
+            "release": "1.0.0-aaaaaaa", "image": "ghcr.io/acme/shop:1.0.0-aaaaaaa",
+            "transitions": [], "gates": [], "confidence": {"score": 0.0, "factors": []},
+            "human": {"summary": notes, "risk": "low", "checked": notes},
+        }))
+        .expect("a record")
+    }
+
+    proptest::proptest! {
+        /// Any text at all — any script, combining marks, controls, what the fonts lack —
+        /// makes a PDF, wrapped without losing or cutting a character.
+        #[test]
+        fn any_unicode_makes_a_pdf(title in "\\PC{0,60}", notes in "(\\PC|\n){0,400}") {
+            let lines = wrap(&notes, 9.5, false, 200.0);
+            proptest::prop_assert_eq!(lines.concat().replace(' ', ""), notes.replace([' ', '\n'], ""));
+            let pdf = pdf(&record(&title, &notes));
+            proptest::prop_assert!(pdf.starts_with(b"%PDF-") && pdf.ends_with(b"%%EOF"));
+        }
     }
 }
