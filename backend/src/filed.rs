@@ -172,6 +172,12 @@ impl Filed {
                     .collect(),
                 pull_requests,
                 github_host: base.github_host.clone(),
+                compared: base
+                    .compared
+                    .iter()
+                    .filter(|c| c.service == service)
+                    .cloned()
+                    .collect(),
                 ..Snapshot::empty(base.now)
             };
             (service, part)

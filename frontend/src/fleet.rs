@@ -3,7 +3,6 @@
 use chrono::{DateTime, Utc};
 use leptos::prelude::*;
 use tower_shared::api::{ActivityAnswer, DoraAnswer};
-use tower_shared::dora::Outcome;
 use tower_shared::fleet::{attention, needs_attention, Fleet, FleetApp, FleetCell, Severity};
 use tower_shared::time::age;
 
@@ -151,9 +150,13 @@ fn headline(
     attention: RwSignal<Option<usize>>,
     now: ReadSignal<DateTime<Utc>>,
 ) -> Result<AnyView, crate::tabs::Unloaded> {
-    // The week's DORA figures: the failure rate and the last day's deploys.
-    let dora =
-        crate::feed::decoded::<DoraAnswer>(crate::feed::text_resource(|| api::dora_text(None, 7)));
+    // The week's DORA figures: the failure rate and the last day's deploys, read again on
+    // every change (an unchanged answer is a 304).
+    let any = crate::feed::feed().refresh.any;
+    let dora = crate::feed::decoded::<DoraAnswer>(crate::feed::text_resource(move || {
+        any.track();
+        api::dora_text(None, 7)
+    }));
     let figure = |value: Option<String>| value.unwrap_or_else(|| "unknown".to_owned());
     let week = move || dora().and_then(Result::ok);
     let deploys = move || {
@@ -162,8 +165,7 @@ fn headline(
             dora.report
                 .rollouts
                 .iter()
-                .filter(|r| r.outcome == Outcome::Live)
-                .filter_map(|r| r.ended_at)
+                .filter_map(|r| r.live_at)
                 .filter(|t| *t >= since)
                 .count()
                 .to_string()
@@ -199,11 +201,14 @@ fn strip(attention: AnyView, deploys: AnyView, rate: AnyView) -> impl IntoView {
 
 /// The fleet's or one app's DORA figures over a window its reader picks (a day, a week —
 /// the default — or 30 days; `GET /api/dora`): the sentence, then what it counted — each
-/// prod rollout linking to its app's Releases tab, each change to its pull request. Read
-/// once per window chosen (the fleet's figures read every app).
+/// prod rollout linking to its release's row of its app's release matrix, each change to
+/// its pull request. Read once per window chosen and again when the fleet changes (the
+/// fleet's figures read every app).
 pub(crate) fn dora_panel(service: Option<String>, now: ReadSignal<DateTime<Utc>>) -> impl IntoView {
     let days = RwSignal::new(7_u32);
+    let any = crate::feed::feed().refresh.any;
     let answer = crate::feed::decoded::<DoraAnswer>(crate::feed::text_resource(move || {
+        any.track();
         api::dora_text(service.clone(), days.get())
     }));
     use crate::nav::{tab_href, Tab};
@@ -221,8 +226,14 @@ pub(crate) fn dora_panel(service: Option<String>, now: ReadSignal<DateTime<Utc>>
                 .iter()
                 .map(|r| {
                     let outcome = api::wire_name(&r.outcome).replace('-', " ");
-                    item((
+                    // Its row of the app's release matrix.
+                    let href = format!(
+                        "{}#release-{}",
                         tab_href(Tab::Releases, &r.service, None),
+                        tower_shared::image::release_name(&r.release).unwrap_or_default()
+                    );
+                    item((
+                        href,
                         format!("{} {}", r.service, tag(&r.release)),
                         format!(" — {outcome}, started {}", ago(Some(r.started_at), now)),
                     ))
@@ -238,7 +249,9 @@ pub(crate) fn dora_panel(service: Option<String>, now: ReadSignal<DateTime<Utc>>
                         format!(
                             " merged {}, in {}",
                             ago(Some(c.merged_at), now),
-                            tag(&c.release)
+                            c.release
+                                .as_deref()
+                                .map_or_else(|| "an unknown release".to_owned(), tag)
                         ),
                     ))
                 })

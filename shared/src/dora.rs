@@ -1,20 +1,23 @@
-//! DORA's four keys from what Tower already reads: each prod rollout (when it started, how
-//! it ended) and each merged change (when it merged, which release carried it). The rules
-//! are `docs/dora.md`'s; every figure keeps what it counted, so a reader can check it.
+//! DORA's four keys from what Tower already reads: each prod rollout (when it started, went
+//! live and ended, and how) and each merged change (when it merged, its merge commit, the
+//! release its own build made). The rules are `docs/dora.md`'s; every figure keeps what it
+//! counted, so a reader can check it.
 //!
-//! - **Deployment frequency**: prod rollouts that completed in the window, per day.
-//! - **Lead time for changes**: for each change whose release went live in prod in the
-//!   window, merge → live; median and 90th percentile (nearest rank).
-//! - **Change failure rate**: of the prod rollouts that ended in the window, those that
-//!   failed — aborted or rolled back, or replaced in prod by the next release within
-//!   [`FIX_FORWARD`] of going live (a fix forward).
-//! - **Time to restore**: for each failure, from when the bad release started serving to
-//!   when prod was healthy again (the abort or rollback that returned traffic to the stable
-//!   version, or the fix going live); median.
+//! - **Deployment frequency**: prod rollouts that went live in the window, per day.
+//! - **Lead time for changes**: each change counted once, at its first arrival in prod —
+//!   brought by the first release whose commit has it as an ancestor (GitHub's comparison of
+//!   the previous prod release's commit with this one's, [`Compared`]; without one, the
+//!   release its own merge commit's build made) — merge → live; median and 90th percentile
+//!   (nearest rank).
+//! - **Change failure rate**: of the rollouts that went live in the window, those rolled back
+//!   (prod went back to an earlier release). A canary aborted before it went live is a
+//!   failure prevented, counted apart; a release replaced by the next is no failure.
+//! - **Time to restore**: for each rollback, from the bad release going live to the earlier
+//!   one being live again; median and 90th percentile.
 //!
 //! Nothing counted is `None`, never zero: a window with no rollout has no failure rate.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
@@ -26,19 +29,20 @@ use crate::kube::{str_at, time, Object};
 use crate::pulls::{PrState, Pulls};
 use crate::snapshot::Snapshot;
 
-/// A release that replaces the one before in prod this soon after it went live fixes it.
-pub const FIX_FORWARD: Duration = Duration::hours(1);
-
-/// How a prod rollout ended.
+/// How a prod rollout ended (or has not).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Outcome {
-    /// Fully live (the canary completed, or it was promoted at once).
+    /// Went live and serves prod now.
     Live,
-    /// Aborted: traffic went back to the stable version.
-    Aborted,
-    /// Rolled back to an earlier release after going live.
+    /// Went live, then the next release went live over it: no failure by itself.
+    Replaced,
+    /// Went live, then prod went back to an earlier release: a change failure, restored when
+    /// the earlier release was live again.
     RolledBack,
+    /// Stopped before it went live (its analysis failed, or someone aborted it): traffic
+    /// went back to the stable release — a failure prevented, not a change failure.
+    Aborted,
     /// Still on its way.
     InProgress,
 }
@@ -47,28 +51,52 @@ pub enum Outcome {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ProdRollout {
-    /// The app it belongs to: a release fixes forward only its own app's.
+    /// The app it belongs to.
     #[serde(default)]
     pub service: String,
     /// The image without its digest.
     pub release: String,
     pub started_at: DateTime<Utc>,
+    /// When it went live (all of prod's traffic); `None` when it never did.
+    #[serde(default)]
+    pub live_at: Option<DateTime<Utc>>,
     pub outcome: Outcome,
-    /// When it went live, or was aborted or rolled back; `None` while in progress.
+    /// When it stopped serving, or was aborted; `None` while it serves or is on its way, or
+    /// when Tower cannot tell.
     pub ended_at: Option<DateTime<Utc>>,
 }
 
-/// A merged change and the release that carried it.
+/// A merged change.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Change {
+    /// The app whose source it changed.
+    #[serde(default)]
+    pub service: String,
     /// How a reader finds it: `acme/shop#42`.
     pub id: String,
     /// Its page on GitHub, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
     pub merged_at: DateTime<Utc>,
-    pub release: String,
+    /// Its merge commit, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+    /// The release that brought it to prod first, as counted ([`report`]); in
+    /// [`derive`]'s input, the release its own merge commit's build made, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub release: Option<String>,
+}
+
+/// GitHub's comparison of two releases' commits of one app (`base...head`): the commits
+/// `head` has that `base` lacks.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Compared {
+    pub service: String,
+    pub base: String,
+    pub head: String,
+    pub commits: Vec<String>,
 }
 
 /// A duration figure and what it was computed from.
@@ -77,7 +105,7 @@ pub struct Change {
 pub struct Durations {
     pub median_sec: i64,
     pub p90_sec: i64,
-    /// What was measured (changes, or failed releases).
+    /// What was measured (changes, or rolled-back releases).
     pub counted: Vec<String>,
 }
 
@@ -87,14 +115,19 @@ pub struct Durations {
 pub struct Dora {
     pub from: DateTime<Utc>,
     pub to: DateTime<Utc>,
+    /// Since when the rollouts Tower reads go back (the oldest one's start): the clusters
+    /// keep a few old ReplicaSets, so a long window may rest on less; `None` with none.
+    pub history_from: Option<DateTime<Utc>>,
     /// The releases that went live in prod in the window.
     pub deployed: Vec<String>,
     pub deployments_per_day: f64,
     pub lead_time: Option<Durations>,
-    /// Failed / ended, and which failed; `None` when no rollout ended in the window.
+    /// Rolled back / went live, and which were rolled back; `None` when none went live.
     pub change_failure_rate: Option<f64>,
     pub failed: Vec<String>,
-    pub ended: usize,
+    /// The canaries stopped before they went live in the window: failures prevented.
+    #[serde(default)]
+    pub prevented: Vec<String>,
     pub time_to_restore: Option<Durations>,
 }
 
@@ -117,20 +150,23 @@ fn durations(mut measured: Vec<(String, i64)>) -> Option<Durations> {
     })
 }
 
-/// The four keys for the window `[from, to)` from `rollouts` (any order) and `changes`.
+/// The four keys for the window `[from, to)` from `rollouts` (any order), `changes` and the
+/// comparisons Tower has of consecutive prod releases' commits.
 pub fn derive(
     rollouts: &[ProdRollout],
     changes: &[Change],
+    compared: &[Compared],
     from: DateTime<Utc>,
     to: DateTime<Utc>,
 ) -> Dora {
-    let mut rollouts: Vec<&ProdRollout> = rollouts.iter().collect();
-    rollouts.sort_by_key(|r| r.started_at);
     let within = |t: DateTime<Utc>| t >= from && t < to;
-    let live: Vec<&ProdRollout> = rollouts
+    let mut went_live: Vec<&ProdRollout> =
+        rollouts.iter().filter(|r| r.live_at.is_some()).collect();
+    went_live.sort_by_key(|r| (r.live_at, r.started_at));
+    let live: Vec<&ProdRollout> = went_live
         .iter()
         .copied()
-        .filter(|r| r.outcome == Outcome::Live && r.ended_at.is_some_and(within))
+        .filter(|r| r.live_at.is_some_and(within))
         .collect();
     let days = (to - from).num_seconds() as f64 / 86_400.0;
     let deployments_per_day = if days > 0.0 {
@@ -138,79 +174,108 @@ pub fn derive(
     } else {
         0.0
     };
-
-    // Looked up, not searched: a fleet's week holds thousands of each.
-    let mut live_at: BTreeMap<&str, DateTime<Utc>> = BTreeMap::new();
-    for r in &live {
-        if let Some(at) = r.ended_at {
-            // Its first time live, as the oldest first list has it.
-            live_at.entry(r.release.as_str()).or_insert(at);
-        }
-    }
-    let lead = changes
-        .iter()
-        .filter_map(|c| {
-            let at = live_at.get(c.release.as_str())?;
-            Some((c.id.clone(), (*at - c.merged_at).num_seconds()))
-        })
-        .collect::<Vec<_>>();
-    // Each app's rollouts, by start (a release fixes forward only its own app's).
-    let mut by_service: BTreeMap<&str, Vec<&ProdRollout>> = BTreeMap::new();
-    for rollout in &rollouts {
-        by_service
-            .entry(&rollout.service)
-            .or_default()
-            .push(rollout);
-    }
-
-    // Which ended rollouts failed, and when their harm began and ended.
-    let mut failed = Vec::new();
-    let mut restores = Vec::new();
-    let ended: Vec<&ProdRollout> = rollouts
+    let failed: Vec<&ProdRollout> = live
         .iter()
         .copied()
-        .filter(|r| r.outcome != Outcome::InProgress && r.ended_at.is_some_and(within))
+        .filter(|r| r.outcome == Outcome::RolledBack)
         .collect();
-    for rollout in &ended {
-        let Some(end) = rollout.ended_at else {
-            continue;
-        };
-        match rollout.outcome {
-            Outcome::Aborted | Outcome::RolledBack => {
-                failed.push(rollout.release.clone());
-                restores.push((
-                    rollout.release.clone(),
-                    (end - rollout.started_at).num_seconds(),
-                ));
-            }
-            Outcome::Live => {
-                let own = by_service
-                    .get(rollout.service.as_str())
-                    .map_or(&[][..], Vec::as_slice);
-                let after = own.partition_point(|next| next.started_at <= end);
-                let fix = own[after..]
-                    .iter()
-                    .take_while(|next| next.started_at - end <= FIX_FORWARD)
-                    .find(|next| next.outcome == Outcome::Live);
-                if let Some(fixed_at) = fix.and_then(|f| f.ended_at) {
-                    failed.push(rollout.release.clone());
-                    restores.push((rollout.release.clone(), (fixed_at - end).num_seconds()));
-                }
-            }
-            Outcome::InProgress => {}
-        }
-    }
+    let restores = failed
+        .iter()
+        .filter_map(|r| Some((r.release.clone(), (r.ended_at? - r.live_at?).num_seconds())))
+        .collect();
+    let prevented = rollouts
+        .iter()
+        .filter(|r| r.outcome == Outcome::Aborted && r.ended_at.is_some_and(within))
+        .map(|r| r.release.clone())
+        .collect();
+    let lead = carried(&went_live, changes, compared)
+        .into_iter()
+        .filter(|(_, _, at)| within(*at))
+        .map(|(change, _, at)| (change.id.clone(), (at - change.merged_at).num_seconds()))
+        .collect();
     Dora {
         from,
         to,
+        history_from: history_from(rollouts),
         deployed: live.iter().map(|r| r.release.clone()).collect(),
         deployments_per_day,
         lead_time: durations(lead),
-        change_failure_rate: (!ended.is_empty()).then(|| failed.len() as f64 / ended.len() as f64),
-        ended: ended.len(),
-        failed,
+        change_failure_rate: (!live.is_empty()).then(|| failed.len() as f64 / live.len() as f64),
+        failed: failed.iter().map(|r| r.release.clone()).collect(),
+        prevented,
         time_to_restore: durations(restores),
     }
+}
+
+/// Since when every app's rollouts are known: the latest of the apps' oldest starts (an app
+/// whose cluster kept one day of ReplicaSets knows one day, whatever another kept).
+fn history_from(rollouts: &[ProdRollout]) -> Option<DateTime<Utc>> {
+    let mut oldest: BTreeMap<&str, DateTime<Utc>> = BTreeMap::new();
+    for r in rollouts {
+        let at = oldest.entry(&r.service).or_insert(r.started_at);
+        *at = (*at).min(r.started_at);
+    }
+    oldest.into_values().max()
+}
+
+/// Each change and the release that first brought it to prod, with when that went live.
+/// `went_live` is in the order the releases went live. Per app, a release brings the changes
+/// GitHub's comparison of the release live before it with this one lists; without such a
+/// comparison (the app's first release Tower sees, or one GitHub was not asked about), the
+/// changes its own merge commit's build made. A change is counted once, at its first arrival.
+fn carried<'a>(
+    went_live: &[&'a ProdRollout],
+    changes: &'a [Change],
+    compared: &[Compared],
+) -> Vec<(&'a Change, &'a str, DateTime<Utc>)> {
+    let by_commit: BTreeMap<(&str, &str), &Change> = changes
+        .iter()
+        .filter_map(|c| Some(((c.service.as_str(), c.commit.as_deref()?), c)))
+        .collect();
+    let comparison = |service: &str, base: &str, head: &str| {
+        compared
+            .iter()
+            .find(|c| c.service == service && c.base == base && c.head == head)
+    };
+    let mut counted: BTreeSet<&str> = BTreeSet::new();
+    let mut previous: BTreeMap<&str, &str> = BTreeMap::new();
+    let mut seen: BTreeSet<(&str, &str)> = BTreeSet::new();
+    let mut out = Vec::new();
+    for rollout in went_live {
+        let (service, release) = (rollout.service.as_str(), rollout.release.as_str());
+        // A release live again after a rollback arrives once.
+        if !seen.insert((service, release)) {
+            continue;
+        }
+        let Some(at) = rollout.live_at else {
+            continue;
+        };
+        let commit = crate::image::commit(release);
+        let listed = previous
+            .get(service)
+            .zip(commit)
+            .and_then(|(base, head)| comparison(service, base, head));
+        let brought: Vec<&Change> = match listed {
+            Some(listed) => listed
+                .commits
+                .iter()
+                .filter_map(|sha| by_commit.get(&(service, sha.as_str())).copied())
+                .collect(),
+            None => changes
+                .iter()
+                .filter(|c| c.service == service && c.release.as_deref() == Some(release))
+                .collect(),
+        };
+        for change in brought {
+            if counted.insert(change.id.as_str()) {
+                out.push((change, release, at));
+            }
+        }
+        if let Some(commit) = commit {
+            previous.insert(service, commit);
+        }
+    }
+    out
 }
 
 /// The prod rollouts of `service` its clusters still show: one per ReplicaSet Argo Rollouts
@@ -220,8 +285,12 @@ pub fn derive(
 ///   or when it is the Rollout's current template and the Rollout is aborted (at
 ///   `abortedAt`);
 /// - **in progress** while it is the current template and not yet the stable one;
-/// - else **live**, from when it arrived: Argo Rollouts keeps no completion time for older
-///   rollouts, so the arrival stands for it (`docs/dora.md`).
+/// - else it went **live**, at its arrival (Argo Rollouts keeps no completion time for older
+///   rollouts, `docs/dora.md`), and then: **rolled back** when the ReplicaSet prod took next
+///   (the next revision) is an older one (Argo Rollouts re-uses the old ReplicaSet of a
+///   rollback and gives it the next revision number) — ended when prod was on the earlier
+///   release again, which the cluster does not keep; **replaced** when a later one went live
+///   over it (ended then); **live** otherwise.
 pub fn prod_rollouts(snapshot: &Snapshot, service: &str) -> Vec<ProdRollout> {
     let mut by_namespace: BTreeMap<&str, Vec<&Object>> = BTreeMap::new();
     for object in snapshot.clusters.values().flatten() {
@@ -246,6 +315,8 @@ pub fn prod_rollouts(snapshot: &Snapshot, service: &str) -> Vec<ProdRollout> {
                 Some((hash, run.status.get("completedAt").and_then(time)))
             })
             .collect();
+        // Each ReplicaSet as a rollout, oldest first, with its revision.
+        let mut sets: Vec<(ProdRollout, Option<u64>)> = Vec::new();
         for set in of_kind("ReplicaSet") {
             let (Some(hash), Some(started_at)) =
                 (set.label(POD_HASH), set.metadata.creation_timestamp)
@@ -256,52 +327,94 @@ pub fn prod_rollouts(snapshot: &Snapshot, service: &str) -> Vec<ProdRollout> {
                 continue;
             };
             let is_current = current == Some(hash) && stable != Some(hash);
-            let (outcome, ended_at) = match (failed.get(hash), is_current, aborted_at) {
-                (Some(at), _, _) => (Outcome::Aborted, *at),
-                (None, true, Some(at)) => (Outcome::Aborted, at),
-                (None, true, None) => (Outcome::InProgress, None),
-                (None, false, _) => (Outcome::Live, Some(started_at)),
+            let (outcome, live_at, ended_at) = match (failed.get(hash), is_current, aborted_at) {
+                (Some(at), _, _) => (Outcome::Aborted, None, *at),
+                (None, true, Some(at)) => (Outcome::Aborted, None, at),
+                (None, true, None) => (Outcome::InProgress, None, None),
+                (None, false, _) => (Outcome::Live, Some(started_at), None),
             };
-            rollouts.push(ProdRollout {
-                service: service.to_owned(),
-                release: without_digest(image).to_owned(),
-                started_at,
-                outcome,
-                ended_at,
-            });
+            let revision = set.annotation(REVISION).and_then(|r| r.parse::<u64>().ok());
+            sets.push((
+                ProdRollout {
+                    service: service.to_owned(),
+                    release: without_digest(image).to_owned(),
+                    started_at,
+                    live_at,
+                    outcome,
+                    ended_at,
+                },
+                revision,
+            ));
         }
+        sets.sort_by(|(a, _), (b, _)| (a.started_at, &a.release).cmp(&(b.started_at, &b.release)));
+        for i in 0..sets.len() {
+            if sets[i].0.outcome != Outcome::Live {
+                continue;
+            }
+            // The ReplicaSet prod took next (the next revision): an older one is a rollback.
+            let revision = sets[i].1;
+            let next_turn = sets
+                .iter()
+                .filter(|(_, r)| r.zip(revision).is_some_and(|(r, own)| r > own))
+                .min_by_key(|(_, r)| *r);
+            let rolled_back =
+                next_turn.is_some_and(|(next, _)| next.started_at < sets[i].0.started_at);
+            let next_live = sets[i + 1..].iter().find_map(|(later, _)| later.live_at);
+            let rollout = &mut sets[i].0;
+            if rolled_back {
+                rollout.outcome = Outcome::RolledBack;
+            } else if let Some(at) = next_live {
+                rollout.outcome = Outcome::Replaced;
+                rollout.ended_at = Some(at);
+            }
+        }
+        rollouts.extend(sets.into_iter().map(|(rollout, _)| rollout));
     }
     rollouts.sort_by(|a, b| (a.started_at, &a.release).cmp(&(b.started_at, &b.release)));
     rollouts
 }
 
+/// The annotation Argo Rollouts numbers each ReplicaSet's turn with.
+const REVISION: &str = "rollout.argoproj.io/revision";
+
 /// The label Argo Rollouts puts on a pod template's ReplicaSet and AnalysisRuns.
 const POD_HASH: &str = "rollouts-pod-template-hash";
 
-/// The merged pull requests on the app's source repository whose build's image Tower knows:
-/// each a change carried by that release.
-pub fn changes(pulls: &Pulls) -> Vec<Change> {
+/// The merged pull requests on `service`'s source repository: each change with its merge
+/// commit, and the release its own build made when Tower knows it.
+pub fn changes(pulls: &Pulls, service: &str) -> Vec<Change> {
     pulls
         .pulls
         .iter()
         .filter(|pr| pr.source && pr.state == PrState::Merged)
         .filter_map(|pr| {
             Some(Change {
+                service: service.to_owned(),
                 id: format!("{}#{}", pr.repo, pr.number),
                 url: pr.url.clone(),
                 merged_at: pr.ended_at?,
-                release: without_digest(pr.image.as_deref()?).to_owned(),
+                commit: pr.merge_commit.clone(),
+                release: pr.image.as_deref().map(|i| without_digest(i).to_owned()),
             })
         })
         .collect()
 }
 
-/// The four keys in one sentence, unknowns said as such.
+/// The four keys in one sentence, unknowns said as such, and how much of the window the
+/// clusters' history covers when it is less than all of it.
 pub fn sentence(dora: &Dora, days: u32) -> String {
     let span = if days == 1 {
         "Over the last day".to_owned()
     } else {
         format!("Over the last {days} days")
+    };
+    let span = match dora.history_from {
+        Some(oldest) if oldest > dora.from => format!(
+            "{span} (history covers {} of them)",
+            crate::time::compact_duration((dora.to - oldest).num_seconds())
+        ),
+        None => format!("{span} (no history)"),
+        Some(_) => span,
     };
     let live = dora.deployed.len();
     let deployed = match live {
@@ -326,9 +439,8 @@ pub fn sentence(dora: &Dora, days: u32) -> String {
         },
     );
     let failures = match dora.change_failure_rate {
-        None => "no rollout ended, so there is no change failure rate".to_owned(),
+        None => "none went live, so there is no change failure rate".to_owned(),
         Some(rate) => {
-            let failed = dora.failed.len();
             let restored = dora.time_to_restore.as_ref().map_or_else(String::new, |r| {
                 format!(
                     ", restored in a median {}",
@@ -336,13 +448,18 @@ pub fn sentence(dora: &Dora, days: u32) -> String {
                 )
             });
             format!(
-                "{failed} of {} rollouts that ended failed ({:.0} %){restored}",
-                dora.ended,
+                "{} of {live} rolled back ({:.0} %){restored}",
+                dora.failed.len(),
                 rate * 100.0
             )
         }
     };
-    format!("{span}: {deployed}; {lead}; {failures}.")
+    let prevented = match dora.prevented.len() {
+        0 => String::new(),
+        1 => "; 1 canary was stopped before it went live".to_owned(),
+        n => format!("; {n} canaries were stopped before they went live"),
+    };
+    format!("{span}: {deployed}; {lead}; {failures}{prevented}.")
 }
 
 /// The longest window asked of [`report`], in days: the pull requests Tower reads are
@@ -370,28 +487,45 @@ pub fn report<'a>(
     days: u32,
     now: DateTime<Utc>,
 ) -> Report {
-    let (mut rollouts, mut changes) = (Vec::new(), Vec::new());
+    let (mut rollouts, mut changes, mut compared) = (Vec::new(), Vec::new(), Vec::new());
     for (service, part) in parts {
         rollouts.extend(prod_rollouts(&part, service));
-        changes.extend(self::changes(&crate::pulls::of(&part, service, now)));
+        changes.extend(self::changes(
+            &crate::pulls::of(&part, service, now),
+            service,
+        ));
+        compared.extend(part.compared);
     }
     let from = now - Duration::days(i64::from(days.clamp(1, MAX_DAYS)));
-    let dora = derive(&rollouts, &changes, from, now);
-    let within = |t: DateTime<Utc>| t >= from && t < now;
-    rollouts.retain(|r| within(r.started_at) || r.ended_at.is_some_and(within));
-    rollouts.sort_by_key(|r| std::cmp::Reverse(r.started_at));
-    let counted: std::collections::BTreeSet<&str> = dora
+    let dora = derive(&rollouts, &changes, &compared, from, now);
+    // Each change counted, with the release that first brought it to prod.
+    let counted: BTreeSet<&str> = dora
         .lead_time
         .iter()
         .flat_map(|l| l.counted.iter().map(String::as_str))
         .collect();
-    changes.retain(|c| counted.contains(c.id.as_str()));
-    changes.sort_by_key(|c| std::cmp::Reverse(c.merged_at));
+    let mut went_live: Vec<&ProdRollout> =
+        rollouts.iter().filter(|r| r.live_at.is_some()).collect();
+    went_live.sort_by_key(|r| (r.live_at, r.started_at));
+    let mut listed: Vec<Change> = carried(&went_live, &changes, &compared)
+        .into_iter()
+        .filter(|(change, _, _)| counted.contains(change.id.as_str()))
+        .map(|(change, release, _)| Change {
+            release: Some(release.to_owned()),
+            ..change.clone()
+        })
+        .collect();
+    listed.sort_by_key(|c| std::cmp::Reverse(c.merged_at));
+    let within = |t: DateTime<Utc>| t >= from && t < now;
+    rollouts.retain(|r| {
+        within(r.started_at) || r.live_at.is_some_and(within) || r.ended_at.is_some_and(within)
+    });
+    rollouts.sort_by_key(|r| std::cmp::Reverse(r.started_at));
     Report {
         sentence: sentence(&dora, days),
         dora,
         rollouts,
-        changes,
+        changes: listed,
     }
 }
 
@@ -403,87 +537,203 @@ mod tests {
         "2026-11-01T00:00:00Z".parse::<DateTime<Utc>>().unwrap() + Duration::minutes(minutes)
     }
 
-    fn rollout(release: &str, start: i64, outcome: Outcome, end: Option<i64>) -> ProdRollout {
+    /// shop's release `version`, built from commit `sha` (seven hex digits).
+    fn image(version: &str, sha: &str) -> String {
+        format!("ghcr.io/acme/shop:{version}-{sha}")
+    }
+
+    fn rollout(
+        release: &str,
+        start: i64,
+        live: Option<i64>,
+        outcome: Outcome,
+        end: Option<i64>,
+    ) -> ProdRollout {
         ProdRollout {
             service: "shop".to_owned(),
             release: release.to_owned(),
             started_at: at(start),
+            live_at: live.map(at),
             outcome,
             ended_at: end.map(at),
         }
     }
 
-    fn change(id: &str, merged: i64, release: &str) -> Change {
+    fn change(id: &str, merged: i64, commit: Option<&str>, release: Option<&str>) -> Change {
         Change {
+            service: "shop".to_owned(),
             id: id.to_owned(),
             url: None,
             merged_at: at(merged),
-            release: release.to_owned(),
+            commit: commit.map(str::to_owned),
+            release: release.map(str::to_owned),
         }
     }
 
-    /// A week worked out by hand (minutes from the window's start):
+    /// A full commit sha of one repeated hex pair.
+    fn sha(pair: &str) -> String {
+        pair.repeat(20)
+    }
+
+    /// Two pull requests merged one after the other; only the second's merge commit was
+    /// built (the first rode along): 1.0 (commit a0a0a0a) live at 60; #1 merged at 100
+    /// (commit c1…), #2 at 130 (commit d2…, built as 1.1); 1.1 live at 200. GitHub's
+    /// comparison a0a0a0a...d2d2d2d lists both commits, so both count through 1.1: #1 took
+    /// 100 minutes, #2 70. A later 1.2 whose comparison lists d2… again does not count #2
+    /// twice.
+    #[test]
+    fn two_changes_in_one_release_both_count_through_it() {
+        let (v10, v11, v12) = (
+            image("1.0.0", "a0a0a0a"),
+            image("1.1.0", "d2d2d2d"),
+            image("1.2.0", "e3e3e3e"),
+        );
+        let rollouts = [
+            rollout(&v10, 50, Some(60), Outcome::Replaced, Some(200)),
+            rollout(&v11, 190, Some(200), Outcome::Replaced, Some(400)),
+            rollout(&v12, 390, Some(400), Outcome::Live, None),
+        ];
+        let changes = [
+            change("#1", 100, Some(&sha("c1")), None),
+            change("#2", 130, Some(&sha("d2")), Some(&v11)),
+            change("#3", 350, Some(&sha("e3")), Some(&v12)),
+        ];
+        let compared = [
+            Compared {
+                service: "shop".to_owned(),
+                base: "a0a0a0a".to_owned(),
+                head: "d2d2d2d".to_owned(),
+                commits: vec![sha("c1"), sha("d2")],
+            },
+            Compared {
+                service: "shop".to_owned(),
+                base: "d2d2d2d".to_owned(),
+                head: "e3e3e3e".to_owned(),
+                commits: vec![sha("d2"), sha("e3")],
+            },
+        ];
+        let day = derive(&rollouts, &changes, &compared, at(0), at(1440));
+        // Lead times: #1 100, #2 70, #3 50 minutes → sorted 50, 70, 100: median (rank 2)
+        // 70, p90 (rank 3) 100.
+        let lead = day.lead_time.unwrap();
+        assert_eq!((lead.median_sec, lead.p90_sec), (70 * 60, 100 * 60));
+        assert_eq!(lead.counted, ["#3", "#2", "#1"]);
+        // Without GitHub's comparisons, #1 (never built on its own) is not counted.
+        let alone = derive(&rollouts, &changes, &[], at(0), at(1440));
+        assert_eq!(alone.lead_time.unwrap().counted, ["#3", "#2"]);
+    }
+
+    /// 2.0 live at 0; 2.1 started at 60, live at 80, and prod went back to 2.0 at 110: a
+    /// rollback after promotion — 1 of the 2 that went live failed, restored in 30 minutes.
+    #[test]
+    fn a_rollback_after_promotion_is_a_change_failure_until_the_earlier_release_is_back() {
+        let rollouts = [
+            rollout("2.0", 0, Some(0), Outcome::Live, None),
+            rollout("2.1", 60, Some(80), Outcome::RolledBack, Some(110)),
+        ];
+        let day = derive(&rollouts, &[], &[], at(0), at(1440));
+        assert_eq!(day.deployed, ["2.0", "2.1"]);
+        assert_eq!(day.failed, ["2.1"]);
+        assert_eq!(day.change_failure_rate, Some(0.5));
+        let restore = day.time_to_restore.unwrap();
+        assert_eq!((restore.median_sec, restore.p90_sec), (30 * 60, 30 * 60));
+    }
+
+    /// 3.0 live; 3.1's canary stopped by its analysis at 20 %: prod never took it. A failure
+    /// prevented, counted apart; no change failed.
+    #[test]
+    fn an_abort_by_analysis_is_a_failure_prevented_not_a_change_failure() {
+        let rollouts = [
+            rollout("3.0", 0, Some(10), Outcome::Live, None),
+            rollout("3.1", 100, None, Outcome::Aborted, Some(121)),
+        ];
+        let day = derive(&rollouts, &[], &[], at(0), at(1440));
+        assert_eq!(day.deployed, ["3.0"]);
+        assert_eq!(day.prevented, ["3.1"]);
+        assert_eq!((day.failed.len(), day.change_failure_rate), (0, Some(0.0)));
+        assert_eq!(day.time_to_restore, None);
+        assert!(
+            sentence(&day, 1)
+                .ends_with("0 of 1 rolled back (0 %); 1 canary was stopped before it went live."),
+            "{}",
+            sentence(&day, 1)
+        );
+    }
+
+    /// 4.0 live at 0, 4.1 (an unrelated change) live 23 minutes later: back to back, and
+    /// neither failed.
+    #[test]
+    fn back_to_back_unrelated_releases_are_no_failure() {
+        let rollouts = [
+            rollout("4.0", 0, Some(0), Outcome::Replaced, Some(23)),
+            rollout("4.1", 20, Some(23), Outcome::Live, None),
+        ];
+        let day = derive(&rollouts, &[], &[], at(0), at(1440));
+        assert_eq!(day.deployed, ["4.0", "4.1"]);
+        assert_eq!((day.failed.len(), day.change_failure_rate), (0, Some(0.0)));
+    }
+
+    /// A week worked out by hand (minutes from the window's start), each change built on
+    /// its own:
     /// - 1.0 starts at 60, live at 85 (changes #1 merged at 0, #2 at 30);
     /// - 1.1 starts at 1440, aborted at 1460 (change #3 merged at 1400);
-    /// - 1.2 starts at 2000, live at 2025 (changes #3 again via 1.2: merged 1400, #4 at 1990);
-    /// - 1.3 starts at 2060 — 35 minutes after 1.2 went live: a fix forward — live at 2085
-    ///   (change #5 merged at 2050);
+    /// - 1.2 starts at 2000, live at 2025 (#3 again via 1.2: merged 1400; #4 at 1990);
+    /// - 1.3 starts at 2060, live at 2085 (#5 merged at 2050);
     /// - 1.4 starts at 10000, still in progress at the end of the week.
     #[test]
     fn a_hand_computed_week() {
         let rollouts = [
-            rollout("1.3", 2060, Outcome::Live, Some(2085)),
-            rollout("1.0", 60, Outcome::Live, Some(85)),
-            rollout("1.1", 1440, Outcome::Aborted, Some(1460)),
-            rollout("1.2", 2000, Outcome::Live, Some(2025)),
-            rollout("1.4", 10_000, Outcome::InProgress, None),
+            rollout("1.3", 2060, Some(2085), Outcome::Live, None),
+            rollout("1.0", 60, Some(85), Outcome::Replaced, Some(2025)),
+            rollout("1.1", 1440, None, Outcome::Aborted, Some(1460)),
+            rollout("1.2", 2000, Some(2025), Outcome::Replaced, Some(2085)),
+            rollout("1.4", 10_000, None, Outcome::InProgress, None),
         ];
         let changes = [
-            change("#1", 0, "1.0"),
-            change("#2", 30, "1.0"),
-            change("#3", 1400, "1.2"),
-            change("#4", 1990, "1.2"),
-            change("#5", 2050, "1.3"),
-            change("#6", 9000, "1.4"),
+            change("#1", 0, None, Some("1.0")),
+            change("#2", 30, None, Some("1.0")),
+            change("#3", 1400, None, Some("1.2")),
+            change("#4", 1990, None, Some("1.2")),
+            change("#5", 2050, None, Some("1.3")),
+            change("#6", 9000, None, Some("1.4")),
         ];
-        let week = derive(&rollouts, &changes, at(0), at(7 * 1440));
+        let week = derive(&rollouts, &changes, &[], at(0), at(7 * 1440));
         // Three went live in 7 days.
         assert_eq!(week.deployed, vec!["1.0", "1.2", "1.3"]);
         assert!((week.deployments_per_day - 3.0 / 7.0).abs() < 1e-12);
         // Lead times in minutes: #1 85, #2 55, #3 625, #4 35, #5 35 → sorted 35, 35, 55,
         // 85, 625: the median (rank 3) is 55, the 90th percentile (rank 5) 625.
-        let lead = week.lead_time.unwrap();
+        let lead = week.lead_time.as_ref().unwrap();
         assert_eq!((lead.median_sec, lead.p90_sec), (55 * 60, 625 * 60));
         assert_eq!(lead.counted.len(), 5);
-        // Ended: 1.0, 1.1, 1.2, 1.3 (1.4 has not). Failed: 1.1 (aborted) and 1.2 (fixed
-        // forward by 1.3 within the hour): 2 of 4.
-        assert_eq!(week.ended, 4);
-        assert_eq!(week.failed, vec!["1.1", "1.2"]);
-        assert_eq!(week.change_failure_rate, Some(0.5));
-        // Restores: 1.1 started 1440, aborted 1460 → 20 min; 1.2 live 2025, fix live
-        // 2085 → 60 min. Median (rank 1 of 2) 20 min, 90th (rank 2) 60 min.
-        let restore = week.time_to_restore.unwrap();
-        assert_eq!((restore.median_sec, restore.p90_sec), (20 * 60, 60 * 60));
+        // None was rolled back: 0 of 3; 1.2, replaced 60 minutes after it went live, is no
+        // failure (Tower once counted that a fix forward). 1.1 was stopped in time.
+        assert_eq!(week.change_failure_rate, Some(0.0));
+        assert_eq!(week.prevented, ["1.1"]);
+        assert_eq!(week.time_to_restore, None);
+        // The history reaches back to 1.0's start, an hour into the week.
+        assert_eq!(week.history_from, Some(at(60)));
+        assert_eq!(
+            sentence(&week, 7),
+            "Over the last 7 days (history covers 6d 23h of them): 3 releases went live in \
+             prod (0.4 a day); changes took a median 55m 00s from merge to prod (p90 10h \
+             25m); 0 of 3 rolled back (0 %); 1 canary was stopped before it went live."
+        );
     }
 
     #[test]
     fn an_empty_window_says_unknown_not_zero() {
-        let week = derive(&[], &[], at(0), at(1440));
+        let week = derive(&[], &[], &[], at(0), at(1440));
         assert_eq!(week.change_failure_rate, None);
         assert_eq!(week.lead_time, None);
         assert_eq!(week.time_to_restore, None);
         assert_eq!(week.deployments_per_day, 0.0);
-    }
-
-    #[test]
-    fn a_release_replaced_after_the_hour_is_not_a_failure() {
-        let rollouts = [
-            rollout("2.0", 0, Outcome::Live, Some(25)),
-            rollout("2.1", 86, Outcome::Live, Some(110)),
-        ];
-        let day = derive(&rollouts, &[], at(0), at(1440));
-        assert_eq!(day.failed, Vec::<String>::new());
-        assert_eq!(day.change_failure_rate, Some(0.0));
+        assert_eq!(
+            sentence(&week, 1),
+            "Over the last day (no history): no release went live in prod; no merged change \
+             reached prod, so there is no lead time; none went live, so there is no change \
+             failure rate."
+        );
     }
 
     #[test]
@@ -512,10 +762,10 @@ mod tests {
         assert_eq!(
             outcomes,
             [
-                ("1.0.0-a0a0a0a", Outcome::Live, Some(at(60))),
+                ("1.0.0-a0a0a0a", Outcome::Replaced, Some(at(2000))),
                 ("1.1.0-b1b1b1b", Outcome::Aborted, Some(at(1460))),
-                ("1.2.0-c2c2c2c", Outcome::Live, Some(at(2000))),
-                ("1.3.0-d3d3d3d", Outcome::Live, Some(at(2060))),
+                ("1.2.0-c2c2c2c", Outcome::Replaced, Some(at(2060))),
+                ("1.3.0-d3d3d3d", Outcome::Live, None),
                 ("1.4.0-e4e4e4e", Outcome::InProgress, None),
             ]
         );
@@ -531,19 +781,12 @@ mod tests {
             lead.counted,
             ["acme/shop#43", "acme/shop#40", "acme/shop#42"]
         );
-        // Ended 4; failed 1.1 (aborted) and 1.2 (1.3 started 60 min after it went live).
-        assert_eq!(dora.ended, 4);
-        assert_eq!(dora.change_failure_rate, Some(0.5));
-        // Restores 20 (1.1: 1440 → 1460) and 60 min (1.2: live 2000 → 1.3 live 2060).
-        let restore = dora.time_to_restore.as_ref().unwrap();
-        assert_eq!((restore.median_sec, restore.p90_sec), (20 * 60, 60 * 60));
-        assert_eq!(
-            report.sentence,
-            "Over the last 7 days: 3 releases went live in prod (0.4 a day); changes took a \
-             median 1h 00m from merge to prod (p90 1h 40m); 2 of 4 rollouts that ended failed \
-             (50 %), restored in a median 20m 00s."
-        );
-        // Every rollout of the week is listed, newest first; the changes counted too.
+        // None rolled back; 1.1 stopped in time.
+        assert_eq!(dora.change_failure_rate, Some(0.0));
+        assert_eq!(dora.prevented.len(), 1);
+        assert_eq!(dora.time_to_restore, None);
+        // Every rollout of the week is listed, newest first; the changes counted too, each
+        // with the release that brought it.
         assert_eq!(report.rollouts.len(), 5);
         assert_eq!(report.rollouts[0].outcome, Outcome::InProgress);
         assert_eq!(report.changes.len(), 3);
@@ -551,24 +794,72 @@ mod tests {
             report.changes[0].url.as_deref(),
             Some("https://github.com/acme/shop/pull/43")
         );
+        assert!(report.changes[0]
+            .release
+            .as_deref()
+            .is_some_and(|r| r.ends_with("1.3.0-d3d3d3d")));
     }
 
+    /// `fixtures/dora/two-changes.json`: the week again, with pull request #45 merged at
+    /// 1950 whose merge commit was never built on its own, and GitHub's comparisons of the
+    /// releases that went live one after the other (1.0...1.2 lists #41's, #45's and #42's
+    /// commits; 1.2...1.3 #43's). 1.2 brings #41 (built as 1.1, which prod never took: 700
+    /// min), #45 (50) and #42 (100); 1.0 #40 (60); 1.3 #43 (10) → sorted 10, 50, 60, 100, 700:
+    /// median (rank 3) 60 min, p90 (rank 5) 700 min.
     #[test]
-    fn a_fix_forward_is_only_within_one_app() {
-        let mut other = rollout("9.0", 30, Outcome::Live, Some(40));
-        other.service = "cart".to_owned();
-        let rollouts = [rollout("2.0", 0, Outcome::Live, Some(25)), other];
-        let day = derive(&rollouts, &[], at(0), at(1440));
-        assert_eq!(day.failed, Vec::<String>::new());
-    }
-
-    #[test]
-    fn unknowns_are_said_not_zeroed() {
-        let empty = derive(&[], &[], at(0), at(1440));
+    fn changes_are_counted_by_ancestry_through_the_first_release_that_has_them() {
+        let text = include_str!("../../fixtures/dora/two-changes.json");
+        let snapshot = Snapshot::from_json(text).unwrap();
+        let report = report([("shop", snapshot.clone())], 7, snapshot.now);
+        let lead = report.dora.lead_time.as_ref().unwrap();
+        assert_eq!((lead.median_sec, lead.p90_sec), (60 * 60, 700 * 60));
         assert_eq!(
-            sentence(&empty, 1),
-            "Over the last day: no release went live in prod; no merged change reached prod, \
-             so there is no lead time; no rollout ended, so there is no change failure rate."
+            lead.counted,
+            [
+                "acme/shop#43",
+                "acme/shop#45",
+                "acme/shop#40",
+                "acme/shop#42",
+                "acme/shop#41"
+            ]
         );
+        let brought_by = |id: &str| {
+            report
+                .changes
+                .iter()
+                .find(|c| c.id == id)
+                .and_then(|c| c.release.as_deref())
+                .map(|r| r[r.len() - 13..].to_owned())
+        };
+        assert_eq!(brought_by("acme/shop#45").as_deref(), Some("1.2.0-c2c2c2c"));
+        assert_eq!(brought_by("acme/shop#41").as_deref(), Some("1.2.0-c2c2c2c"));
+    }
+
+    /// `fixtures/dora/week-rolled-back.json`: the week where, after 1.3, prod went back to
+    /// 1.2 — Argo Rollouts re-used 1.2's ReplicaSet and gave it the next revision (1.0 1,
+    /// 1.1 2, 1.3 4, 1.2 5, 1.4 6). 1.3 was rolled back: 1 of the 3 that went live.
+    #[test]
+    fn a_rollback_is_read_from_the_revisions_argo_rollouts_gives() {
+        let text = include_str!("../../fixtures/dora/week-rolled-back.json");
+        let snapshot = Snapshot::from_json(text).unwrap();
+        let outcomes: Vec<Outcome> = prod_rollouts(&snapshot, "shop")
+            .iter()
+            .map(|r| r.outcome)
+            .collect();
+        assert_eq!(
+            outcomes,
+            [
+                Outcome::Replaced,
+                Outcome::Aborted,
+                Outcome::Replaced,
+                Outcome::RolledBack,
+                Outcome::InProgress
+            ]
+        );
+        let report = report([("shop", snapshot.clone())], 7, snapshot.now);
+        assert_eq!(report.dora.failed.len(), 1);
+        assert_eq!(report.dora.change_failure_rate, Some(1.0 / 3.0));
+        // When prod was on 1.2 again the cluster does not keep: no restore time is made up.
+        assert_eq!(report.dora.time_to_restore, None);
     }
 }

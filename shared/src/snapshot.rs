@@ -70,6 +70,10 @@ pub struct Snapshot {
     /// A GitHub Enterprise host whose pages links may point to, besides github.com.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub github_host: Option<String>,
+    /// GitHub's comparisons of consecutive prod releases' commits, by app: the changes each
+    /// release brought, for DORA's lead time ([`crate::dora::Compared`]). Empty: none read.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub compared: Vec<crate::dora::Compared>,
 }
 
 fn default_control_plane() -> String {
@@ -175,6 +179,7 @@ impl Snapshot {
             measured: BTreeMap::new(),
             infisical_url: None,
             github_host: None,
+            compared: Vec::new(),
         }
     }
 
@@ -277,6 +282,12 @@ impl Snapshot {
             measured: only_entry(&self.measured, service),
             infisical_url: self.infisical_url.clone(),
             github_host: self.github_host.clone(),
+            compared: self
+                .compared
+                .iter()
+                .filter(|c| c.service == service)
+                .cloned()
+                .collect(),
         }
     }
 }

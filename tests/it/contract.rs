@@ -677,18 +677,26 @@ fn samples() -> Vec<(&'static str, Value)> {
     ]
 }
 
-/// A DORA answer with every figure given, from the week `fixtures/dora/week.json` holds.
+/// A DORA answer with every figure given, from the week `fixtures/dora/two-changes.json`
+/// holds (a change brought by ancestry, a canary stopped), with a rollback's restore time
+/// (the clusters keep none, `docs/dora.md`, so it is set here for the document's check).
 fn dora_answer() -> tower_shared::api::DoraAnswer {
-    let text = std::fs::read_to_string(root().join("fixtures/dora/week.json")).unwrap();
+    let text = std::fs::read_to_string(root().join("fixtures/dora/two-changes.json")).unwrap();
     let snapshot = tower_shared::snapshot::Snapshot::from_json(&text).unwrap();
-    let answer = tower_backend::tabs::dora_answer(
+    let mut answer = tower_backend::tabs::dora_answer(
         Some("shop"),
         7,
         [("shop", snapshot.clone())],
         snapshot.now,
         &Health::default(),
     );
-    assert!(answer.report.dora.lead_time.is_some() && answer.report.dora.time_to_restore.is_some());
+    let dora = &mut answer.report.dora;
+    assert!(dora.lead_time.is_some() && !dora.prevented.is_empty() && dora.history_from.is_some());
+    dora.time_to_restore = Some(tower_shared::dora::Durations {
+        median_sec: 1800,
+        p90_sec: 1800,
+        counted: vec!["ghcr.io/acme/shop:1.3.0-d3d3d3d".to_owned()],
+    });
     answer
 }
 

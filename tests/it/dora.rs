@@ -1,6 +1,6 @@
 //! DORA's four keys over the routes and the command line: the demo fleet's aborted canary
-//! counted as its one failure, each figure with what it counted, the week of
-//! `fixtures/dora/week.json` worked out by hand, and bad input refused by name.
+//! counted as a failure prevented (not a change failure), each figure with what it counted,
+//! the weeks of `fixtures/dora/` worked out by hand, and bad input refused by name.
 
 use std::process::Command;
 use std::time::Duration;
@@ -11,7 +11,7 @@ use serde_json::Value;
 use crate::support::{eventually, fleet_app, prod_rollout, root, tower_bin, Live};
 
 #[tokio::test]
-async fn the_fleet_counts_the_aborted_canary_as_its_failure_and_lists_what_it_counted() {
+async fn the_fleet_counts_the_aborted_canary_as_a_failure_prevented_and_lists_what_it_counted() {
     let tower = Live::start(0.0).await.unwrap();
     let aborting = fleet_app(Role::AbortedCanary).name;
     // The world stands still: when its canary is still measuring, move it past the third
@@ -41,7 +41,7 @@ async fn the_fleet_counts_the_aborted_canary_as_its_failure_and_lists_what_it_co
             .get(&format!("/api/dora?service={aborting}"))
             .await
             .ok()?;
-        (body["failed"] == serde_json::json!([canary])).then_some(body)
+        (body["prevented"] == serde_json::json!([canary])).then_some(body)
     })
     .await
     .unwrap();
@@ -56,10 +56,11 @@ async fn the_fleet_counts_the_aborted_canary_as_its_failure_and_lists_what_it_co
         .collect();
     assert_eq!(aborted.len(), 1, "{rollouts:?}");
     assert_eq!(aborted[0]["release"], canary.as_str());
-    // The aborted one did not go live; every other ended one did, and each is listed.
+    // The aborted one never went live; every release that went live is listed with when.
+    assert_eq!(aborted[0]["liveAt"], Value::Null);
     let live: Vec<&str> = rollouts
         .iter()
-        .filter(|r| r["outcome"] == "live")
+        .filter(|r| r["liveAt"].is_string())
         .map(|r| r["release"].as_str().unwrap())
         .collect();
     let deployed: Vec<&str> = app["deployed"]
@@ -74,21 +75,24 @@ async fn the_fleet_counts_the_aborted_canary_as_its_failure_and_lists_what_it_co
             "{release} deployed but not listed live"
         );
     }
-    let ended = app["ended"].as_u64().unwrap();
-    let rate = app["changeFailureRate"].as_f64().unwrap();
-    assert!((rate - 1.0 / ended as f64).abs() < 1e-9, "{app}");
-    // Its time to restore: the canary's start to its abort (the third failed measurement
-    // a minute after the second, 121 s in).
-    let restore = &app["timeToRestore"];
-    assert_eq!(restore["medianSec"], 121, "{app}");
-    assert!(app["sentence"]
-        .as_str()
-        .unwrap()
-        .contains(&format!("1 of {ended} rollouts that ended failed")));
+    // Prod never took it: no change failed, nothing was restored.
+    let went_live = deployed.len();
+    assert!(went_live > 0, "{app}");
+    assert_eq!(app["failed"], serde_json::json!([]), "{app}");
+    assert_eq!(app["changeFailureRate"], 0.0, "{app}");
+    assert_eq!(app["timeToRestore"], Value::Null, "{app}");
+    let sentence = app["sentence"].as_str().unwrap();
+    assert!(
+        sentence.contains(&format!("0 of {went_live} rolled back (0 %)"))
+            && sentence.ends_with("1 canary was stopped before it went live."),
+        "{sentence}"
+    );
     // Every change counted names its pull request, and its release went live in the week.
     for change in app["changes"].as_array().unwrap() {
         assert!(
-            deployed.contains(&change["release"].as_str().unwrap()),
+            change["release"]
+                .as_str()
+                .is_some_and(|release| deployed.contains(&release)),
             "{change}"
         );
         assert!(
@@ -101,7 +105,7 @@ async fn the_fleet_counts_the_aborted_canary_as_its_failure_and_lists_what_it_co
     let (status, fleet) = tower.get("/api/dora?days=7").await.unwrap();
     assert_eq!(status, 200, "{fleet}");
     assert_eq!(fleet["service"], Value::Null);
-    assert!(fleet["failed"]
+    assert!(fleet["prevented"]
         .as_array()
         .unwrap()
         .contains(&Value::from(canary.as_str())));
@@ -150,26 +154,70 @@ fn tower(args: &[&str]) -> (i32, Value, String) {
     (out.status.code().unwrap_or(-1), json, stderr)
 }
 
-/// The week `shared::dora`'s unit test works out by hand, through `tower dora`: the same
-/// figures for the app and for the fleet it is the only app of.
+/// The weeks `shared::dora`'s unit tests work out by hand, through `tower dora`: the same
+/// figures for the app and for the fleet it is the only app of. Minutes from the week's start:
+/// - `week.json`: 1.0, 1.2 and 1.3 went live at 60, 2000 and 2060 (1.2 replaced an hour
+///   later: no failure), 1.1's canary was stopped; lead times 10, 60 and 100 minutes;
+/// - `week-rolled-back.json`: the same, and prod went back from 1.3 to 1.2: 1 of 3 failed;
+/// - `two-changes.json`: the same with #41 (built as the stopped 1.1) and #45 (never built
+///   on its own) brought by 1.2, as GitHub's comparison of 1.0 and 1.2 lists them: lead
+///   times 10, 50, 60, 100 and 700 minutes.
 #[test]
-fn tower_dora_reads_a_snapshot_week_as_worked_out_by_hand() {
-    let week = root().join("fixtures/dora/week.json");
-    let week = week.to_str().unwrap();
-    for args in [
-        vec!["dora", "--snapshot", week, "--service", "shop"],
-        vec!["dora", "--snapshot", week],
-    ] {
-        let (code, answer, stderr) = tower(&args);
-        assert_eq!(code, 0, "{args:?}: {stderr}");
-        assert_eq!(answer["deployed"].as_array().unwrap().len(), 3);
-        assert_eq!(answer["leadTime"]["medianSec"], 3600);
-        assert_eq!(answer["leadTime"]["p90Sec"], 6000);
-        assert_eq!(answer["changeFailureRate"], 0.5);
-        assert_eq!(answer["timeToRestore"]["medianSec"], 1200);
-        assert_eq!(answer["timeToRestore"]["p90Sec"], 3600);
-        assert_eq!(answer["rollouts"].as_array().unwrap().len(), 5);
+fn tower_dora_reads_snapshot_weeks_as_worked_out_by_hand() {
+    let path = |name: &str| {
+        root()
+            .join("fixtures/dora")
+            .join(name)
+            .to_str()
+            .unwrap()
+            .to_owned()
+    };
+    // (file, median and p90 lead time in minutes, change failure rate, changes counted)
+    let weeks = [
+        ("week.json", 60, 100, 0.0, 3),
+        ("week-rolled-back.json", 60, 100, 1.0 / 3.0, 3),
+        ("two-changes.json", 60, 700, 0.0, 5),
+    ];
+    for (name, median, p90, rate, changes) in weeks {
+        let week = path(name);
+        for args in [
+            vec![
+                "dora",
+                "--snapshot",
+                &week,
+                "--service",
+                "shop",
+                "--days",
+                "7",
+            ],
+            vec!["dora", "--snapshot", &week],
+        ] {
+            let (code, answer, stderr) = tower(&args);
+            assert_eq!(code, 0, "{args:?}: {stderr}");
+            assert_eq!(answer["deployed"].as_array().unwrap().len(), 3, "{name}");
+            assert_eq!(answer["leadTime"]["medianSec"], median * 60, "{name}");
+            assert_eq!(answer["leadTime"]["p90Sec"], p90 * 60, "{name}");
+            assert_eq!(answer["changeFailureRate"], rate, "{name}");
+            assert_eq!(answer["prevented"].as_array().unwrap().len(), 1, "{name}");
+            // No rollback's end is kept by the cluster: no restore time is made up.
+            assert_eq!(answer["timeToRestore"], Value::Null, "{name}");
+            assert_eq!(answer["rollouts"].as_array().unwrap().len(), 5, "{name}");
+            assert_eq!(
+                answer["changes"].as_array().unwrap().len(),
+                changes,
+                "{name}"
+            );
+            assert!(
+                answer["sentence"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("Over the last 7 days (history covers 6d 23h of them): "),
+                "{answer}"
+            );
+        }
     }
+    let week = path("week.json");
+    let week = week.as_str();
     let (code, _, stderr) = tower(&["dora", "--snapshot", week, "--days", "31"]);
     assert_eq!(code, 2);
     assert!(stderr.contains("--days"), "{stderr}");

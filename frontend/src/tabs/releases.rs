@@ -290,6 +290,12 @@ pub fn PromotionPanel(service: String, chosen: RwSignal<Chosen>) -> impl IntoVie
     }
 }
 
+/// The release the address's fragment names (`#release-<name>`), if any.
+fn linked_release() -> Option<String> {
+    let hash = web_sys::window()?.location().hash().ok()?;
+    hash.strip_prefix("#release-").map(str::to_owned)
+}
+
 fn row(
     release: &Release,
     service: &str,
@@ -343,8 +349,19 @@ fn row(
             }
         })
         .collect_view();
+    // The release a link named (`#release-<name>`, from the DORA panel): marked and shown.
+    let linked = linked_release().is_some_and(|linked| linked == name(release));
+    let row_ref = NodeRef::<leptos::html::Tr>::new();
+    if linked {
+        Effect::new(move |_| {
+            if let Some(row) = row_ref.get() {
+                row.scroll_into_view();
+            }
+        });
+    }
     view! {
-        <tr data-release=name(release)>
+        <tr data-release=name(release) id=format!("release-{}", name(release))
+            class:linked=linked aria-current=linked.then_some("true") node_ref=row_ref>
             <th scope="row">
                 <span class="release-name">{name(release)}</span>
                 <span class="tag">

@@ -441,7 +441,7 @@ async fn the_fleet_says_its_dora_figures_and_what_they_counted() {
         "the abort counted",
         || async {
             let (_, dora) = tower.get("/api/dora").await.ok()?;
-            (!dora["failed"].as_array()?.is_empty()).then_some(())
+            (!dora["prevented"].as_array()?.is_empty()).then_some(())
         },
     )
     .await
@@ -454,14 +454,15 @@ async fn the_fleet_says_its_dora_figures_and_what_they_counted() {
             eventually_every(LOOK, Duration::from_secs(20), "the DORA sentence", || async {
                 Ok(text_of(c, ".dora .sentence")
                     .await?
-                    .is_some_and(|t| t.starts_with("Over the last 7 days: ")))
+                    .is_some_and(|t| t.starts_with("Over the last 7 days")))
             })
             .await?;
             let sentence = text_of(c, ".dora .sentence").await?.unwrap_or_default();
             anyhow::ensure!(
                 sentence.contains("went live in prod")
                     && sentence.contains("from merge to prod")
-                    && sentence.contains("rollouts that ended failed"),
+                    && sentence.contains("rolled back")
+                    && sentence.contains("stopped before it went live"),
                 "{sentence}"
             );
             // What it counted: every rollout links to its app's Releases tab.
@@ -519,21 +520,49 @@ async fn the_fleet_says_its_dora_figures_and_what_they_counted() {
                 .await?
                 .select_by_value("30")
                 .await?;
+            // The demo's clusters keep a day or two of ReplicaSets: the month's figures say
+            // how much of it they rest on.
             eventually_every(LOOK, Duration::from_secs(20), "the month's figures", || async {
                 Ok(text_of(c, ".dora .sentence")
                     .await?
-                    .is_some_and(|t| t.starts_with("Over the last 30 days: ")))
+                    .is_some_and(|t| t.starts_with("Over the last 30 days (history covers ")))
             })
             .await?;
+            let month = text_of(c, ".dora .sentence").await?.unwrap_or_default();
+            let (_, asked) = tower.get("/api/dora?days=30").await?;
+            anyhow::ensure!(month == asked["sentence"], "{month} / {}", asked["sentence"]);
+            browser.screenshot("fleet-dora-30-days").await?;
 
-            // One app's figures under its release matrix: the aborting canary's one failure.
+            // A counted rollout opens its release: its row of its app's release matrix.
+            let newest = asked["rollouts"]
+                .as_array()
+                .and_then(|r| r.iter().find(|r| r["liveAt"].is_string()))
+                .context("a rollout that went live")?;
+            let name = tower_shared::image::release_name(newest["release"].as_str().unwrap_or_default())
+                .context("its release's name")?
+                .to_owned();
+            let href = format!(
+                "/tower?view=releases&service={}#release-{name}",
+                newest["service"].as_str().unwrap_or_default()
+            );
+            if c.find(Locator::Css(".dora details[open]")).await.is_err() {
+                c.find(Locator::Css(".dora details summary")).await?.click().await?;
+            }
+            click(c, &format!(".dora-rollouts a[href='{href}']")).await?;
+            c.wait()
+                .at_most(Duration::from_secs(20))
+                .for_element(Locator::Css(&format!("tr.linked[aria-current='true'][data-release='{name}']")))
+                .await
+                .context("the rollout did not open its release")?;
+
+            // One app's figures under its release matrix: the aborting canary, stopped in time.
             let aborting = crate::support::fleet_app(hangar_sim::stories::fleet::Role::AbortedCanary).name;
             c.goto(&tower.url(&format!("/tower?view=releases&service={aborting}")))
                 .await?;
             eventually_every(LOOK, Duration::from_secs(20), "the app's DORA sentence", || async {
                 Ok(text_of(c, ".dora .sentence")
                     .await?
-                    .is_some_and(|t| t.contains("1 of ") && t.contains("rollouts that ended failed")))
+                    .is_some_and(|t| t.ends_with("1 canary was stopped before it went live.")))
             })
             .await?;
             browser.check_page("releases-dora").await?;
