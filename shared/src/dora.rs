@@ -88,16 +88,7 @@ pub struct Change {
     pub release: Option<String>,
 }
 
-/// GitHub's comparison of two releases' commits of one app (`base...head`): the commits
-/// `head` has that `base` lacks.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Compared {
-    pub service: String,
-    pub base: String,
-    pub head: String,
-    pub commits: Vec<String>,
-}
+pub use crate::github::Compared;
 
 /// A duration figure and what it was computed from.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

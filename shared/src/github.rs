@@ -125,3 +125,14 @@ impl PullRequest {
         self.state == "closed" && !self.is_merged()
     }
 }
+
+/// GitHub's comparison of two releases' commits of one app (`base...head`): the commits
+/// `head` has that `base` lacks (read for DORA's lead time, `crate::dora`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Compared {
+    pub service: String,
+    pub base: String,
+    pub head: String,
+    pub commits: Vec<String>,
+}

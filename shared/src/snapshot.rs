@@ -71,9 +71,9 @@ pub struct Snapshot {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub github_host: Option<String>,
     /// GitHub's comparisons of consecutive prod releases' commits, by app: the changes each
-    /// release brought, for DORA's lead time ([`crate::dora::Compared`]). Empty: none read.
+    /// release brought, for DORA's lead time ([`crate::github::Compared`]). Empty: none read.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub compared: Vec<crate::dora::Compared>,
+    pub compared: Vec<crate::github::Compared>,
 }
 
 fn default_control_plane() -> String {

@@ -128,6 +128,77 @@ async fn the_fleet_counts_the_aborted_canary_as_a_failure_prevented_and_lists_wh
     assert_eq!(tower.revalidate(&path, &etag).await, 304);
 }
 
+/// The backend asks GitHub to compare each pair of an app's prod releases that went live one
+/// after the other — once per pair, ever (a pair's answer never changes) — and counts the
+/// changes each brought by ancestry.
+#[tokio::test]
+async fn the_backend_compares_consecutive_prod_releases_once_each() {
+    let tower = Live::start(0.0).await.unwrap();
+    let app = fleet_app(Role::AbortedCanary).name;
+    let path = format!("/api/dora?service={app}&days=30");
+    // The pairs, from the releases that went live, in the order prod took them.
+    let (_, answer) = tower.get(&path).await.unwrap();
+    let mut live: Vec<(&str, &str)> = answer["rollouts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| Some((r["liveAt"].as_str()?, r["release"].as_str()?)))
+        .collect();
+    live.sort_unstable();
+    let commits: Vec<&str> = live
+        .iter()
+        .filter_map(|(_, release)| tower_shared::image::commit(release))
+        .collect();
+    assert!(commits.len() > 1, "{answer}");
+    let pairs: Vec<String> = commits
+        .windows(2)
+        .map(|pair| format!("/repos/acme/{app}/compare/{}...{}", pair[0], pair[1]))
+        .collect();
+    let asked = || -> Vec<String> {
+        tower
+            .world
+            .platform
+            .github_requests()
+            .into_iter()
+            .map(|(_, path)| path)
+            .filter(|path| path.contains("/compare/"))
+            .collect()
+    };
+    // (Eight apps' pairs looked at per 5 s poll, four asked: the fleet's 31 apps in turn.)
+    eventually(Duration::from_secs(120), "every pair compared", || async {
+        let asked = asked();
+        pairs.iter().all(|pair| asked.contains(pair)).then_some(())
+    })
+    .await
+    .unwrap();
+    // Every change counted names the release that brought it; the answer is the same as
+    // the comparisons say once they are in.
+    let counted: Value = eventually(
+        Duration::from_secs(30),
+        "the figures by ancestry",
+        || async {
+            let (_, answer) = tower.get(&path).await.ok()?;
+            let changes = answer["changes"].as_array()?;
+            (!changes.is_empty() && changes.iter().all(|c| c["release"].is_string()))
+                .then_some(answer)
+        },
+    )
+    .await
+    .unwrap();
+    assert!(
+        counted["leadTime"]["medianSec"].as_i64().unwrap() > 0,
+        "{counted}"
+    );
+    let asked = asked();
+    for pair in &pairs {
+        assert_eq!(
+            asked.iter().filter(|path| *path == pair).count(),
+            1,
+            "{pair} asked more than once"
+        );
+    }
+}
+
 #[tokio::test]
 async fn bad_questions_are_refused_by_name() {
     let tower = Live::start(0.0).await.unwrap();

@@ -95,6 +95,18 @@ impl Live {
                 .collect()
         });
         snapshot.cicd = remote.cicd.clone();
+        snapshot.compared = remote
+            .compared
+            .iter()
+            .filter_map(|((service, base, head), commits)| {
+                Some(tower_shared::github::Compared {
+                    service: service.clone(),
+                    base: base.clone(),
+                    head: head.clone(),
+                    commits: commits.clone()?,
+                })
+            })
+            .collect();
         snapshot.catalog = remote
             .catalog_answered
             .then(|| remote.catalog.values().cloned().collect());

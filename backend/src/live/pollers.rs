@@ -32,6 +32,10 @@ pub(super) struct Remote {
     pub due_details: BTreeSet<(String, u64, Option<String>)>,
     /// What was read of them, by repo and number.
     pub details: BTreeMap<(String, u64), Arc<super::github::PullDetails>>,
+    /// GitHub's comparisons of consecutive prod releases' commits, by (service, base, head):
+    /// the commits `head` has that `base` lacks (`None`: GitHub knows no such commits). A
+    /// pair's answer never changes, so each is asked once.
+    pub compared: BTreeMap<(String, String, String), Option<Vec<String>>>,
     /// Each service's `cicd.yaml` text, once read.
     pub cicd: BTreeMap<String, String>,
     /// The newest recorded runs (for typical durations).
@@ -55,6 +59,11 @@ pub(super) struct Remote {
 /// How often the pollers look for what is due (GitHub answers are reused for 45 s, so an
 /// unchanged repo costs nothing in between).
 const POLL_EVERY: Duration = Duration::from_secs(5);
+/// Fleet apps whose consecutive prod releases are looked at per poll, in turn, and
+/// comparisons GitHub is asked for per poll at most (each pair once, ever).
+const APPS_COMPARED_PER_POLL: usize = 8;
+const COMPARES_PER_POLL: usize = 4;
+
 /// Fleet apps' repos asked about per poll, in turn (besides what is due at once): the PR
 /// tab's pull requests for every tracked app, at most ~5,800 conditional requests an hour —
 /// mostly 304s, which GitHub does not count against the rate limit.
@@ -115,8 +124,9 @@ impl Live {
         let mut ticker = tokio::time::interval(POLL_EVERY);
         let mut derivations = self.derivations();
         let mut known: Vec<Arc<str>> = Vec::new();
-        // Where the turn through the fleet's repos is.
+        // Where the turns through the fleet's repos, and its apps' releases, are.
         let mut turn = 0_usize;
+        let mut compare_turn = 0_usize;
         loop {
             // Every 5 s, at once when a service appears or goes, or a webhook arrives.
             tokio::select! {
@@ -251,6 +261,45 @@ impl Live {
                     }
                 }
             }
+            // DORA's lead time by ancestry: GitHub's comparison of each pair of prod releases
+            // that went live one after the other, a few apps and pairs per poll.
+            let apps: Vec<&str> = derived.fleet.apps.iter().map(|a| a.name.as_str()).collect();
+            if !apps.is_empty() {
+                compare_turn %= apps.len();
+                let looked: Vec<&str> = apps
+                    .iter()
+                    .cycle()
+                    .skip(compare_turn)
+                    .take(APPS_COMPARED_PER_POLL.min(apps.len()))
+                    .copied()
+                    .collect();
+                compare_turn += APPS_COMPARED_PER_POLL;
+                let wanted: Vec<(String, String, String)> = looked
+                    .iter()
+                    .flat_map(|app| release_pairs(&derived.service(app), app))
+                    .filter(|pair| !self.remote().compared.contains_key(pair))
+                    .take(COMPARES_PER_POLL)
+                    .collect();
+                for (service, base, head) in wanted {
+                    tokio::task::yield_now().await;
+                    let repo = format!("{}/{}", github.owner(), hangar::source_repo(&service));
+                    let commits = match github.compare(&repo, &base, &head).await {
+                        Ok(compared) => Some(compared.commits.into_iter().map(|c| c.sha).collect()),
+                        Err(err) if err.is_not_found() => None,
+                        Err(err) => {
+                            tracing::warn!(%repo, %base, %head, error = %err, "GitHub compare");
+                            continue;
+                        }
+                    };
+                    self.remote()
+                        .compared
+                        .insert((service.clone(), base, head), commits);
+                    self.note(Change {
+                        repo: Some(repo),
+                        ..Change::of(ChangeSource::GitHub, Some(service))
+                    });
+                }
+            }
             // Forget what was read of pull requests GitHub no longer lists.
             {
                 let mut remote = self.remote();
@@ -344,6 +393,34 @@ impl Live {
             }
         }
     }
+}
+
+/// The pairs of `service`'s releases that went live in prod one after the other (by their
+/// commits, as their image tags end), newest first: (service, base, head).
+fn release_pairs(
+    part: &tower_shared::snapshot::Snapshot,
+    service: &str,
+) -> Vec<(String, String, String)> {
+    let mut live: Vec<tower_shared::dora::ProdRollout> =
+        tower_shared::dora::prod_rollouts(part, service)
+            .into_iter()
+            .filter(|r| r.live_at.is_some())
+            .collect();
+    live.sort_by_key(|r| (r.live_at, r.started_at));
+    let mut commits: Vec<&str> = Vec::new();
+    for rollout in &live {
+        if let Some(commit) = tower_shared::image::commit(&rollout.release) {
+            if !commits.contains(&commit) {
+                commits.push(commit);
+            }
+        }
+    }
+    // The newest first: the windows DORA is asked about end now.
+    commits
+        .windows(2)
+        .rev()
+        .map(|pair| (service.to_owned(), pair[0].to_owned(), pair[1].to_owned()))
+        .collect()
 }
 
 #[cfg(test)]
