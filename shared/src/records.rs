@@ -659,7 +659,7 @@ impl HumanNotes {
 /// (HTTP 400 naming `field`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Invalid {
-    /// The field's path in the JSON (`summary`, `signedOff.by`).
+    /// The field's path in the JSON (`summary`, `checked`).
     pub field: String,
     pub message: String,
 }
@@ -667,9 +667,10 @@ pub struct Invalid {
 /// The longest summary and "how it was checked".
 pub const TEXT_MAX: usize = 4_000;
 
-/// Every problem with `human`, in field order; empty when it may be saved. `now` bounds the
-/// sign-off time (a sign-off is never in the future).
-pub fn validate(human: &HumanPart, now: DateTime<Utc>) -> Vec<Invalid> {
+/// Every problem with the words a person wrote, in field order; empty when they may be saved.
+/// (The sign-off is not theirs to write: Tower signs in the sender's name at its own time,
+/// [`HumanNotes::signed`].)
+pub fn validate(notes: &HumanNotes) -> Vec<Invalid> {
     let mut out = Vec::new();
     let mut text = |field: &str, value: &str, what: &str| {
         let trimmed = value.trim();
@@ -692,17 +693,8 @@ pub fn validate(human: &HumanPart, now: DateTime<Utc>) -> Vec<Invalid> {
             });
         }
     };
-    text("summary", &human.summary, "a plain summary");
-    text("checked", &human.checked, "how it was checked");
-    if let Some(sign) = &human.signed_off {
-        text("signedOff.by", &sign.by, "who signed it off");
-        if sign.at > now {
-            out.push(Invalid {
-                field: "signedOff.at".to_owned(),
-                message: "a sign-off cannot be in the future".to_owned(),
-            });
-        }
-    }
+    text("summary", &notes.summary, "a plain summary");
+    text("checked", &notes.checked, "how it was checked");
     out
 }
 
@@ -891,27 +883,19 @@ mod tests {
 
     #[test]
     fn the_human_part_is_refused_field_by_field() {
-        let now: DateTime<Utc> = "2026-12-01T12:00:00Z".parse().unwrap();
-        let good = HumanPart {
+        let good = HumanNotes {
             summary: "Faster checkout.".to_owned(),
             risk: Risk::Low,
             checked: "Canary at 40% for an hour, error rate flat.".to_owned(),
-            signed_off: Some(SignOff {
-                by: "user:default/ana".to_owned(),
-                at: now,
-            }),
+            sign_off: true,
         };
-        assert!(validate(&good, now).is_empty());
-        let bad = HumanPart {
+        assert!(validate(&good).is_empty());
+        let bad = HumanNotes {
             summary: "  ".to_owned(),
-            checked: "x".repeat(TEXT_MAX + 1),
-            signed_off: Some(SignOff {
-                by: "ana\u{7}".to_owned(),
-                at: now + chrono::Duration::minutes(1),
-            }),
-            ..good
+            checked: format!("{}\u{7}", "x".repeat(TEXT_MAX + 1)),
+            ..good.clone()
         };
-        let fields: Vec<(String, String)> = validate(&bad, now)
+        let fields: Vec<(String, String)> = validate(&bad)
             .into_iter()
             .map(|i| (i.field, i.message))
             .collect();
@@ -923,15 +907,21 @@ mod tests {
                     "checked".to_owned(),
                     format!("how it was checked is over {TEXT_MAX} characters")
                 ),
-                (
-                    "signedOff.by".to_owned(),
-                    "who signed it off has control characters".to_owned()
-                ),
-                (
-                    "signedOff.at".to_owned(),
-                    "a sign-off cannot be in the future".to_owned()
-                ),
             ]
+        );
+        let ringing = HumanNotes {
+            checked: "fine\u{7}".to_owned(),
+            ..good
+        };
+        assert_eq!(
+            validate(&ringing)
+                .into_iter()
+                .map(|i| (i.field, i.message))
+                .collect::<Vec<_>>(),
+            [(
+                "checked".to_owned(),
+                "how it was checked has control characters".to_owned()
+            )]
         );
         let unknown: Result<HumanPart, _> =
             serde_json::from_str(r#"{"summary":"s","risk":"extreme","checked":"c"}"#);

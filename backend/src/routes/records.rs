@@ -362,10 +362,7 @@ pub async fn notes(
     super::upstream::check_sha(&request.seen, "seen")?;
     let now = state.clock().now();
     // The words are checked before anything is read; the sign-off is Tower's to write.
-    if let Some(invalid) = records::validate(&request.human.unsigned(), now)
-        .into_iter()
-        .next()
-    {
+    if let Some(invalid) = records::validate(&request.human).into_iter().next() {
         return Err(ApiError::BadBody {
             field: format!("human.{}", invalid.field),
             message: invalid.message,

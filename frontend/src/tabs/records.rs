@@ -314,7 +314,6 @@ fn Downloads(service: String, release: String) -> impl IntoView {
 /// The human part's form: checked as typed by the shared rules, sent as a pull request.
 #[component]
 fn NotesForm(answer: RecordAnswer, seen: String) -> impl IntoView {
-    let now = crate::feed::feed().now;
     let current = answer.record.human.clone();
     let summary = RwSignal::new(
         current
@@ -339,7 +338,7 @@ fn NotesForm(answer: RecordAnswer, seen: String) -> impl IntoView {
         checked: checked.get(),
         sign_off: sign.get(),
     };
-    let problems = move || tower_shared::records::validate(&notes().unsigned(), now.get());
+    let problems = move || tower_shared::records::validate(&notes());
     let said = move |field: &'static str| {
         move || {
             tried
