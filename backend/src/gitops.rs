@@ -468,29 +468,33 @@ impl Writer {
         repo: &str,
         branch: &str,
     ) -> Result<Option<(u64, String, String)>, WriteError> {
+        let pulls = self
+            .open_pulls(repo, &format!("head={}:{branch}", self.github.owner()))
+            .await?;
+        Ok(pulls.iter().find_map(|pr| {
+            let (number, url) = numbered(pr)?;
+            let author = pr["user"]["login"].as_str().unwrap_or_default().to_owned();
+            Some((number, url, author))
+        }))
+    }
+
+    /// The open pull requests of `repo` that `query` picks (`head=…`, `per_page=…&page=…`),
+    /// as GitHub lists them.
+    async fn open_pulls(&self, repo: &str, query: &str) -> Result<Vec<Value>, WriteError> {
         let answer = self
             .send(
                 Method::GET,
-                &format!(
-                    "/repos/{repo}/pulls?state=open&head={}:{branch}",
-                    self.github.owner()
-                ),
+                &format!("/repos/{repo}/pulls?state=open&{query}"),
                 None,
             )
             .await?;
         if !answer.status.is_success() {
             return Err(answer.refused("listing pull requests"));
         }
-        Ok(answer.body.as_array().and_then(|pulls| {
-            pulls.iter().find_map(|pr| {
-                let number = pr["number"].as_u64()?;
-                Some((
-                    number,
-                    pr["html_url"].as_str().unwrap_or_default().to_owned(),
-                    pr["user"]["login"].as_str().unwrap_or_default().to_owned(),
-                ))
-            })
-        }))
+        Ok(match answer.body {
+            Value::Array(pulls) => pulls,
+            _ => Vec::new(),
+        })
     }
 
     /// Tower's open pull request in `repo` whose body carries `mark` ([`file_mark`]), if
@@ -502,31 +506,18 @@ impl Writer {
         login: &str,
     ) -> Result<Option<(u64, String)>, WriteError> {
         for page in 1..=MARK_PAGES {
-            let answer = self
-                .send(
-                    Method::GET,
-                    &format!("/repos/{repo}/pulls?state=open&per_page=100&page={page}"),
-                    None,
-                )
+            let pulls = self
+                .open_pulls(repo, &format!("per_page=100&page={page}"))
                 .await?;
-            if !answer.status.is_success() {
-                return Err(answer.refused("listing pull requests"));
-            }
-            let pulls = answer
-                .body
-                .as_array()
-                .map(Vec::as_slice)
-                .unwrap_or_default();
-            let found = pulls.iter().find_map(|pr| {
-                let towers = pr["user"]["login"].as_str() == Some(login);
-                let marked = pr["body"]
-                    .as_str()
-                    .is_some_and(|body| body.lines().any(|line| line == mark));
-                Some((
-                    pr["number"].as_u64().filter(|_| towers && marked)?,
-                    pr["html_url"].as_str().unwrap_or_default().to_owned(),
-                ))
-            });
+            let found = pulls
+                .iter()
+                .filter(|pr| pr["user"]["login"].as_str() == Some(login))
+                .filter(|pr| {
+                    pr["body"]
+                        .as_str()
+                        .is_some_and(|body| body.lines().any(|line| line == mark))
+                })
+                .find_map(numbered);
             if found.is_some() || pulls.len() < 100 {
                 return Ok(found);
             }
@@ -694,6 +685,14 @@ impl Writer {
             _ => Err(opened.refused("opening a pull request")),
         }
     }
+}
+
+/// A listed pull request's number and page.
+fn numbered(pr: &Value) -> Option<(u64, String)> {
+    Some((
+        pr["number"].as_u64()?,
+        pr["html_url"].as_str().unwrap_or_default().to_owned(),
+    ))
 }
 
 /// `text` read from elsewhere (a pull request's title) as it should stand in a pull request

@@ -150,10 +150,19 @@ pub fn derive(
     from: DateTime<Utc>,
     to: DateTime<Utc>,
 ) -> Dora {
+    counting(rollouts, changes, compared, from, to).0
+}
+
+/// [`derive`], and the changes its lead time counted, each with the release that brought it.
+fn counting(
+    rollouts: &[ProdRollout],
+    changes: &[Change],
+    compared: &[Compared],
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+) -> (Dora, Vec<Change>) {
     let within = |t: DateTime<Utc>| t >= from && t < to;
-    let mut went_live: Vec<&ProdRollout> =
-        rollouts.iter().filter(|r| r.live_at.is_some()).collect();
-    went_live.sort_by_key(|r| (r.live_at, r.started_at));
+    let went_live = in_order_live(rollouts);
     let live: Vec<&ProdRollout> = went_live
         .iter()
         .copied()
@@ -179,12 +188,22 @@ pub fn derive(
         .filter(|r| r.outcome == Outcome::Aborted && r.ended_at.is_some_and(within))
         .map(|r| r.release.clone())
         .collect();
-    let lead = carried(&went_live, changes, compared)
+    let counted: Vec<(&Change, &str, DateTime<Utc>)> = carried(&went_live, changes, compared)
         .into_iter()
         .filter(|(_, _, at)| within(*at))
-        .map(|(change, _, at)| (change.id.clone(), (at - change.merged_at).num_seconds()))
         .collect();
-    Dora {
+    let lead = counted
+        .iter()
+        .map(|(change, _, at)| (change.id.clone(), (*at - change.merged_at).num_seconds()))
+        .collect();
+    let counted = counted
+        .into_iter()
+        .map(|(change, release, _)| Change {
+            release: Some(release.to_owned()),
+            ..change.clone()
+        })
+        .collect();
+    let dora = Dora {
         from,
         to,
         history_from: history_from(rollouts),
@@ -195,7 +214,51 @@ pub fn derive(
         failed: failed.iter().map(|r| r.release.clone()).collect(),
         prevented,
         time_to_restore: durations(restores),
+    };
+    (dora, counted)
+}
+
+/// The rollouts that went live, in the order prod took them.
+fn in_order_live(rollouts: &[ProdRollout]) -> Vec<&ProdRollout> {
+    let mut went_live: Vec<&ProdRollout> =
+        rollouts.iter().filter(|r| r.live_at.is_some()).collect();
+    went_live.sort_by_key(|r| (r.live_at, r.started_at));
+    went_live
+}
+
+/// Each release's first arrival in prod (from `went_live`, in the order prod took them; a
+/// release live again after a rollback arrives once), with the commit of the release of its
+/// app that arrived before it — `None` for an app's first, or when no earlier one's tag
+/// names a commit.
+fn first_arrivals<'a>(went_live: &[&'a ProdRollout]) -> Vec<(&'a ProdRollout, Option<&'a str>)> {
+    let mut previous: BTreeMap<&str, &str> = BTreeMap::new();
+    let mut seen: BTreeSet<(&str, &str)> = BTreeSet::new();
+    let mut out = Vec::new();
+    for rollout in went_live {
+        let (service, release) = (rollout.service.as_str(), rollout.release.as_str());
+        if !seen.insert((service, release)) {
+            continue;
+        }
+        out.push((*rollout, previous.get(service).copied()));
+        if let Some(commit) = crate::image::commit(release) {
+            previous.insert(service, commit);
+        }
     }
+    out
+}
+
+/// The comparisons DORA's lead time asks GitHub for, newest first: (service, base, head) for
+/// each release that went live after another of its app, by their commits.
+pub fn comparisons_wanted(rollouts: &[ProdRollout]) -> Vec<(String, String, String)> {
+    first_arrivals(&in_order_live(rollouts))
+        .into_iter()
+        .rev()
+        .filter_map(|(rollout, base)| {
+            let head = crate::image::commit(&rollout.release)?;
+            let base = base.filter(|base| *base != head)?;
+            Some((rollout.service.clone(), base.to_owned(), head.to_owned()))
+        })
+        .collect()
 }
 
 /// Since when every app's rollouts are known: the latest of the apps' oldest starts (an app
@@ -229,22 +292,14 @@ fn carried<'a>(
             .find(|c| c.service == service && c.base == base && c.head == head)
     };
     let mut counted: BTreeSet<&str> = BTreeSet::new();
-    let mut previous: BTreeMap<&str, &str> = BTreeMap::new();
-    let mut seen: BTreeSet<(&str, &str)> = BTreeSet::new();
     let mut out = Vec::new();
-    for rollout in went_live {
+    for (rollout, base) in first_arrivals(went_live) {
         let (service, release) = (rollout.service.as_str(), rollout.release.as_str());
-        // A release live again after a rollback arrives once.
-        if !seen.insert((service, release)) {
-            continue;
-        }
         let Some(at) = rollout.live_at else {
             continue;
         };
-        let commit = crate::image::commit(release);
-        let listed = previous
-            .get(service)
-            .zip(commit)
+        let listed = base
+            .zip(crate::image::commit(release))
             .and_then(|(base, head)| comparison(service, base, head));
         let brought: Vec<&Change> = match listed {
             Some(listed) => listed
@@ -261,9 +316,6 @@ fn carried<'a>(
             if counted.insert(change.id.as_str()) {
                 out.push((change, release, at));
             }
-        }
-        if let Some(commit) = commit {
-            previous.insert(service, commit);
         }
     }
     out
@@ -488,24 +540,7 @@ pub fn report<'a>(
         compared.extend(part.compared);
     }
     let from = now - Duration::days(i64::from(days.clamp(1, MAX_DAYS)));
-    let dora = derive(&rollouts, &changes, &compared, from, now);
-    // Each change counted, with the release that first brought it to prod.
-    let counted: BTreeSet<&str> = dora
-        .lead_time
-        .iter()
-        .flat_map(|l| l.counted.iter().map(String::as_str))
-        .collect();
-    let mut went_live: Vec<&ProdRollout> =
-        rollouts.iter().filter(|r| r.live_at.is_some()).collect();
-    went_live.sort_by_key(|r| (r.live_at, r.started_at));
-    let mut listed: Vec<Change> = carried(&went_live, &changes, &compared)
-        .into_iter()
-        .filter(|(change, _, _)| counted.contains(change.id.as_str()))
-        .map(|(change, release, _)| Change {
-            release: Some(release.to_owned()),
-            ..change.clone()
-        })
-        .collect();
+    let (dora, mut listed) = counting(&rollouts, &changes, &compared, from, now);
     listed.sort_by_key(|c| std::cmp::Reverse(c.merged_at));
     let within = |t: DateTime<Utc>| t >= from && t < now;
     rollouts.retain(|r| {

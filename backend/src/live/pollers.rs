@@ -276,7 +276,11 @@ impl Live {
                 compare_turn += APPS_COMPARED_PER_POLL;
                 let wanted: Vec<(String, String, String)> = looked
                     .iter()
-                    .flat_map(|app| release_pairs(&derived.service(app), app))
+                    .flat_map(|app| {
+                        let rollouts =
+                            tower_shared::dora::prod_rollouts(&derived.service(app), app);
+                        tower_shared::dora::comparisons_wanted(&rollouts)
+                    })
                     .filter(|pair| !self.remote().compared.contains_key(pair))
                     .take(COMPARES_PER_POLL)
                     .collect();
@@ -393,34 +397,6 @@ impl Live {
             }
         }
     }
-}
-
-/// The pairs of `service`'s releases that went live in prod one after the other (by their
-/// commits, as their image tags end), newest first: (service, base, head).
-fn release_pairs(
-    part: &tower_shared::snapshot::Snapshot,
-    service: &str,
-) -> Vec<(String, String, String)> {
-    let mut live: Vec<tower_shared::dora::ProdRollout> =
-        tower_shared::dora::prod_rollouts(part, service)
-            .into_iter()
-            .filter(|r| r.live_at.is_some())
-            .collect();
-    live.sort_by_key(|r| (r.live_at, r.started_at));
-    let mut commits: Vec<&str> = Vec::new();
-    for rollout in &live {
-        if let Some(commit) = tower_shared::image::commit(&rollout.release) {
-            if !commits.contains(&commit) {
-                commits.push(commit);
-            }
-        }
-    }
-    // The newest first: the windows DORA is asked about end now.
-    commits
-        .windows(2)
-        .rev()
-        .map(|pair| (service.to_owned(), pair[0].to_owned(), pair[1].to_owned()))
-        .collect()
 }
 
 #[cfg(test)]
