@@ -138,14 +138,28 @@ pub fn dora_text(service: Option<String>, days: u32) -> TextFuture {
 /// `GET path`'s body (the last one kept, on a `304`), or why there is none.
 async fn get_text(path: &str) -> Result<String, ApiError> {
     let last = LAST.with(|l| l.borrow().get(path).cloned());
-    let mut request = with_token(Request::get(path).header("Accept", "application/json"));
-    if let Some((etag, _)) = &last {
-        request = request.header("If-None-Match", etag);
-    }
-    let response = request
-        .send()
-        .await
-        .map_err(|e| ApiError::Unreachable(e.to_string()))?;
+    let early = match last {
+        None => asked_early(path).await,
+        Some(_) => None,
+    };
+    let response = match early {
+        // The loader's answers are mostly here before this code is: each is read in a task of
+        // its own, so drawing them all does not hold the page in one long task.
+        Some(answer) => {
+            crate::live::sleep(std::time::Duration::ZERO).await;
+            answer?
+        }
+        None => {
+            let mut request = with_token(Request::get(path).header("Accept", "application/json"));
+            if let Some((etag, _)) = &last {
+                request = request.header("If-None-Match", etag);
+            }
+            request
+                .send()
+                .await
+                .map_err(|e| ApiError::Unreachable(e.to_string()))?
+        }
+    };
     read_clock(&response);
     let text = match (response.status(), last) {
         (304, Some((_, text))) => text,
@@ -169,6 +183,31 @@ async fn get_text(path: &str) -> Result<String, ApiError> {
         _ => return Err(refusal(response).await),
     };
     Ok(text)
+}
+
+/// The answer at `path` the page's loader (`index.html`) asked for while this code was on
+/// its way — the sign-in and the first answers every page reads — taken once; `None` when the
+/// loader did not ask for it (framed in Backstage, or any later request).
+async fn asked_early(path: &str) -> Option<Result<Response, ApiError>> {
+    let window = web_sys::window()?;
+    let early: js_sys::Function = js_sys::Reflect::get(&window, &"towerEarly".into())
+        .ok()?
+        .dyn_into()
+        .ok()?;
+    let promise: js_sys::Promise = early
+        .call1(&wasm_bindgen::JsValue::NULL, &path.into())
+        .ok()?
+        .dyn_into()
+        .ok()?;
+    match wasm_bindgen_futures::JsFuture::from(promise).await {
+        Ok(answer) => answer
+            .dyn_into::<web_sys::Response>()
+            .ok()
+            .map(|raw| Ok(Response::from(raw))),
+        Err(_) => Some(Err(ApiError::Unreachable(
+            "the network failed the page's first request".to_owned(),
+        ))),
+    }
 }
 
 /// `GET /auth/config`: how this page signs in.

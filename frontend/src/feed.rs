@@ -34,15 +34,13 @@ pub fn provide() -> Feed {
     let now = crate::clock::ticking_now();
     let signin = crate::signin::start();
     let refresh = crate::live::start(signin);
+    // Asked for once the page has signed in, not before.
     let summary = decoded(text_resource(move || {
         refresh.any.track();
-        if signin.get() == SignIn::Pending {
-            return Box::pin(async {
-                crate::signin::settled().await;
-                api::summary().await
-            }) as api::TextFuture;
-        }
-        api::summary()
+        Box::pin(async {
+            crate::signin::signed_in().await;
+            api::summary().await
+        })
     }));
     let summary = Memo::new(move |_| summary());
     let feed = Feed {
@@ -63,12 +61,13 @@ pub fn settled<T: Clone + PartialEq + Send + Sync + 'static>(
     Memo::new(move |_| resource.get())
 }
 
+/// An answer's text as it comes, or why it did not: what every page's resource holds.
+pub type Text = Memo<Option<Result<String, ApiError>>>;
+
 /// The text `fetch` answers, fetched again whenever what `fetch` reads changes; it moves
 /// only when the text differs. Every page's resource is this one: the fetcher is boxed, so
 /// the bundle carries one copy of the machinery that waits, whatever the page.
-pub fn text_resource(
-    fetch: impl Fn() -> api::TextFuture + 'static,
-) -> Memo<Option<Result<String, ApiError>>> {
+pub fn text_resource(fetch: impl Fn() -> api::TextFuture + 'static) -> Text {
     let fetch: Box<dyn Fn() -> api::TextFuture> = Box::new(fetch);
     settled(LocalResource::new(fetch))
 }
@@ -76,7 +75,7 @@ pub fn text_resource(
 /// An answer's text (a [`text_resource`]) read as a `T` when asked: a page reads it where it
 /// draws, which runs again only when the text changed.
 pub fn decoded<T: serde::de::DeserializeOwned>(
-    text: Memo<Option<Result<String, ApiError>>>,
+    text: Text,
 ) -> impl Fn() -> Option<Result<T, ApiError>> + Copy + Send + Sync + 'static {
     move || {
         text.with(|t| {

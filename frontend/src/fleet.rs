@@ -12,8 +12,10 @@ use crate::api;
 /// the DOM, each [`ROW_PX`] high (the stylesheet holds rows to it), so 10,000 apps scroll
 /// and filter like 30.
 const ROW_PX: f64 = 60.0;
-const OVERSCAN: usize = 8;
-/// The window's height before it has been measured.
+const OVERSCAN: usize = 4;
+/// The window's height before it has been measured, as a share of the viewport's (the
+/// stylesheet's `max-height: 75vh`), and when the viewport's is unknown.
+const FIRST_HEIGHT_SHARE: f64 = 0.75;
 const FIRST_HEIGHT_PX: f64 = 900.0;
 
 /// What the viewer chose; kept here so a refresh of the data keeps it.
@@ -36,6 +38,14 @@ pub fn FleetOverview() -> impl IntoView {
             feed.refresh.fleet.track();
             api::fleet()
         }));
+    // The fleet's DORA week, read by the headline and by the DORA panel (while it shows a
+    // week): one request and one answer for both, again on every change.
+    let any = feed.refresh.any;
+    let week = crate::feed::text_resource(move || {
+        any.track();
+        api::dora_text(None, 7)
+    });
+    let below = NodeRef::<leptos::html::Div>::new();
     let filters = Filters {
         query: RwSignal::new(String::new()),
         only_trouble: RwSignal::new(false),
@@ -50,15 +60,21 @@ pub fn FleetOverview() -> impl IntoView {
             // it comes, the strip stands with its figures unknown (nothing moves when they come).
             {crate::tabs::lazily_as(
                 || strip("…".into_any(), "…".into_any(), "…".into_any()).into_any(),
-                headline(filters.attention, now),
+                headline(filters.attention, now, week),
             )}
             {move || match fleet() {
                 None => view! { <p class="state loading matrix-hold">"Loading the fleet…"</p> }.into_any(),
                 Some(Ok(fleet)) => view! { <FleetMatrix fleet=fleet now=now filters=filters /> }.into_any(),
                 Some(Err(err)) => crate::ui::error_alert(&err),
             }}
-            // Below the matrix: their code comes after the matrix's, as a chunk of its own.
-            {crate::tabs::lazily("Loading the activity…".to_owned(), panels(now))}
+            // Below the matrix: their code is a chunk of its own, fetched when its reader
+            // scrolls to them.
+            <div class="fleet-panels" node_ref=below>
+                {crate::tabs::lazily("Loading the activity…".to_owned(), async move {
+                    crate::ui::in_view(below).await;
+                    panels(now, week).await
+                })}
+            </div>
         </section>
     }
 }
@@ -66,8 +82,11 @@ pub fn FleetOverview() -> impl IntoView {
 /// The fleet's recent activity and its DORA panel.
 #[allow(unsafe_code)]
 #[leptos::wasm_split::wasm_split(fleet_panels, wasm_split_path = ::leptos::wasm_split, fallible)]
-fn panels(now: ReadSignal<DateTime<Utc>>) -> Result<AnyView, crate::tabs::Unloaded> {
-    Ok(view! { <ActivityFeed /> {dora_panel(None, now)} }.into_any())
+fn panels(
+    now: ReadSignal<DateTime<Utc>>,
+    week: crate::feed::Text,
+) -> Result<AnyView, crate::tabs::Unloaded> {
+    Ok(view! { <ActivityFeed /> {dora_panel(None, now, Some(week))} }.into_any())
 }
 
 /// The fleet's recent activity (`GET /api/activity`), newest first, asked again whenever
@@ -149,40 +168,33 @@ fn ago(at: Option<DateTime<Utc>>, now: ReadSignal<DateTime<Utc>>) -> String {
 fn headline(
     attention: RwSignal<Option<usize>>,
     now: ReadSignal<DateTime<Utc>>,
+    week: crate::feed::Text,
 ) -> Result<AnyView, crate::tabs::Unloaded> {
-    // The week's DORA figures: the failure rate and the last day's deploys, read again on
-    // every change (an unchanged answer is a 304).
-    let any = crate::feed::feed().refresh.any;
-    let dora = crate::feed::decoded::<DoraAnswer>(crate::feed::text_resource(move || {
-        any.track();
-        api::dora_text(None, 7)
-    }));
-    let figure = |value: Option<String>| value.unwrap_or_else(|| "unknown".to_owned());
-    let week = move || dora().and_then(Result::ok);
-    let deploys = move || {
+    // The week's DORA figures: the last day's deploys and the failure rate, worked out once
+    // per answer.
+    let dora = crate::feed::decoded::<DoraAnswer>(week);
+    let figures = Memo::new(move |_| {
+        let dora = dora()?.ok()?;
         let since = now.get_untracked() - chrono::Duration::hours(24);
-        week().map(|dora| {
-            dora.report
-                .rollouts
-                .iter()
-                .filter_map(|r| r.live_at)
-                .filter(|t| *t >= since)
-                .count()
-                .to_string()
-        })
-    };
-    let rate = move || {
-        week().map(|dora| {
-            dora.report.dora.change_failure_rate.map_or_else(
-                || "none ended".to_owned(),
-                |r| format!("{:.0} %", r * 100.0),
-            )
-        })
-    };
+        let report = dora.report;
+        let deploys = report
+            .rollouts
+            .iter()
+            .filter_map(|r| r.live_at)
+            .filter(|t| *t >= since)
+            .count()
+            .to_string();
+        let rate = report.dora.change_failure_rate.map_or_else(
+            || "none ended".to_owned(),
+            |r| format!("{:.0} %", r * 100.0),
+        );
+        Some((deploys, rate))
+    });
+    let figure = |value: Option<String>| value.unwrap_or_else(|| "unknown".to_owned());
     Ok(strip(
         (move || figure(attention.get().map(|n| n.to_string()))).into_any(),
-        (move || figure(deploys())).into_any(),
-        (move || figure(rate())).into_any(),
+        (move || figure(figures.with(|f| f.as_ref().map(|f| f.0.clone())))).into_any(),
+        (move || figure(figures.with(|f| f.as_ref().map(|f| f.1.clone())))).into_any(),
     )
     .into_any())
 }
@@ -203,59 +215,36 @@ fn strip(attention: AnyView, deploys: AnyView, rate: AnyView) -> impl IntoView {
 /// the default — or 30 days; `GET /api/dora`): the sentence, then what it counted — each
 /// prod rollout linking to its release's row of its app's release matrix, each change to
 /// its pull request. Read once per window chosen and again when the fleet changes (the
-/// fleet's figures read every app).
-pub(crate) fn dora_panel(service: Option<String>, now: ReadSignal<DateTime<Utc>>) -> impl IntoView {
+/// fleet's figures read every app). `week`: the same answer over 7 days, when the page has
+/// it already. What was counted is drawn when its reader opens it.
+pub(crate) fn dora_panel(
+    service: Option<String>,
+    now: ReadSignal<DateTime<Utc>>,
+    week: Option<crate::feed::Text>,
+) -> impl IntoView {
     let days = RwSignal::new(7_u32);
     let any = crate::feed::feed().refresh.any;
-    let answer = crate::feed::decoded::<DoraAnswer>(crate::feed::text_resource(move || {
+    let shared = move || week.filter(|_| days.get() == 7);
+    // While the page's week is shown, this one answers at once with nothing it reads.
+    let own = crate::feed::text_resource(move || {
+        if shared().is_some() {
+            return Box::pin(std::future::ready(Ok(String::new()))) as api::TextFuture;
+        }
         any.track();
         api::dora_text(service.clone(), days.get())
-    }));
+    });
+    let text = Memo::new(move |_| match shared() {
+        Some(week) => week.get(),
+        None => own.get(),
+    });
+    let answer = crate::feed::decoded::<DoraAnswer>(text);
+    let open = RwSignal::new(false);
     use crate::nav::{tab_href, Tab};
     let body = move || match answer()? {
         Err(err) => Some(crate::ui::error_alert(&err)),
         Ok(dora) => {
             let report = dora.report;
-            let tag = |release: &str| tower_shared::image::short(release).to_owned();
-            // Each counted item as a link and what it was.
-            let item = |(href, link, rest): (String, String, String)| {
-                view! { <li><a href=href>{link}</a>{rest}</li> }
-            };
-            let rollouts = report
-                .rollouts
-                .iter()
-                .map(|r| {
-                    let outcome = api::wire_name(&r.outcome).replace('-', " ");
-                    // Its row of the app's release matrix.
-                    let href = format!(
-                        "{}#release-{}",
-                        tab_href(Tab::Releases, &r.service, None),
-                        tower_shared::image::release_name(&r.release).unwrap_or_default()
-                    );
-                    item((
-                        href,
-                        format!("{} {}", r.service, tag(&r.release)),
-                        format!(" — {outcome}, started {}", ago(Some(r.started_at), now)),
-                    ))
-                })
-                .collect_view();
-            let changes = report
-                .changes
-                .iter()
-                .map(|c| {
-                    item((
-                        c.url.clone().unwrap_or_default(),
-                        c.id.clone(),
-                        format!(
-                            " merged {}, in {}",
-                            ago(Some(c.merged_at), now),
-                            c.release
-                                .as_deref()
-                                .map_or_else(|| "an unknown release".to_owned(), tag)
-                        ),
-                    ))
-                })
-                .collect_view();
+            let sentence = report.sentence.clone();
             let many = |n: usize, one: &str, more: &str| {
                 format!("{n} {}", if n == 1 { one } else { more })
             };
@@ -264,13 +253,65 @@ pub(crate) fn dora_panel(service: Option<String>, now: ReadSignal<DateTime<Utc>>
                 many(report.rollouts.len(), "prod rollout", "prod rollouts"),
                 many(report.changes.len(), "change", "changes")
             );
-            Some(
-                view! {
-                    <p class="sentence">{report.sentence.clone()}</p>
-                    <details>
-                        <summary>{counted}</summary>
+            let lists = move || {
+                open.get().then(|| {
+                    let tag = |release: &str| tower_shared::image::short(release).to_owned();
+                    // Each counted item as a link and what it was.
+                    let item = |(href, link, rest): (String, String, String)| {
+                        view! { <li><a href=href>{link}</a>{rest}</li> }
+                    };
+                    let rollouts = report
+                        .rollouts
+                        .iter()
+                        .map(|r| {
+                            let outcome = api::wire_name(&r.outcome).replace('-', " ");
+                            // Its row of the app's release matrix.
+                            let href = format!(
+                                "{}#release-{}",
+                                tab_href(Tab::Releases, &r.service, None),
+                                tower_shared::image::release_name(&r.release).unwrap_or_default()
+                            );
+                            item((
+                                href,
+                                format!("{} {}", r.service, tag(&r.release)),
+                                format!(" — {outcome}, started {}", ago(Some(r.started_at), now)),
+                            ))
+                        })
+                        .collect_view();
+                    let changes = report
+                        .changes
+                        .iter()
+                        .map(|c| {
+                            item((
+                                c.url.clone().unwrap_or_default(),
+                                c.id.clone(),
+                                format!(
+                                    " merged {}, in {}",
+                                    ago(Some(c.merged_at), now),
+                                    c.release
+                                        .as_deref()
+                                        .map_or_else(|| "an unknown release".to_owned(), tag)
+                                ),
+                            ))
+                        })
+                        .collect_view();
+                    view! {
                         <ul class="dora-rollouts">{rollouts}</ul>
                         <ul class="dora-changes">{changes}</ul>
+                    }
+                })
+            };
+            Some(
+                view! {
+                    <p class="sentence">{sentence}</p>
+                    <details
+                        prop:open=open.get_untracked()
+                        on:toggle=move |ev| {
+                            open.set(event_target::<web_sys::Element>(&ev).has_attribute("open"));
+                        }
+                    >
+                        <summary>{counted}</summary>
+                        {lists}
                     </details>
                 }
                 .into_any(),
@@ -345,15 +386,23 @@ fn FleetMatrix(fleet: Fleet, now: ReadSignal<DateTime<Utc>>, filters: Filters) -
     });
     // Where the window is scrolled to, and how tall it is.
     let scrolled = RwSignal::new(0.0_f64);
-    let height = RwSignal::new(FIRST_HEIGHT_PX);
+    let first_height = web_sys::window()
+        .and_then(|w| w.inner_height().ok())
+        .and_then(|h| h.as_f64())
+        .map_or(FIRST_HEIGHT_PX, |h| h * FIRST_HEIGHT_SHARE);
+    let height = RwSignal::new(first_height);
     let scroller = NodeRef::<leptos::html::Div>::new();
-    // New filters start from the top.
-    Effect::new(move |_| {
+    // New filters start from the top. Not on the first drawing, which is at the top already:
+    // setting `scrollTop` lays the page out there and then, the largest piece of the fleet's
+    // first drawing on a slow phone.
+    Effect::new(move |drawn: Option<()>| {
         matching.track();
-        if let Some(el) = scroller.get_untracked() {
-            el.set_scroll_top(0);
+        if drawn.is_some() {
+            if let Some(el) = scroller.get_untracked() {
+                el.set_scroll_top(0);
+            }
+            scrolled.set(0.0);
         }
-        scrolled.set(0.0);
     });
     // The range of matching apps drawn: the ones in view and a few either side.
     let window = Memo::new(move |_| {

@@ -38,20 +38,50 @@ fn main() {
     leptos::mount::mount_to_body(App);
 }
 
-/// `?embed=1` (inside a Backstage page: no own masthead) and `?theme=dark|light`, read once
-/// from the first URL.
-fn page_options() -> (bool, &'static str) {
+/// `?embed=1`: inside a Backstage page, without the masthead of its own (`index.html` leaves
+/// it out, and sets the `?theme=` as it paints).
+fn embedded() -> bool {
     let search = web_sys::window()
         .and_then(|w| w.location().search().ok())
         .unwrap_or_default();
-    let params = web_sys::UrlSearchParams::new_with_str(&search).ok();
-    let get = |key: &str| params.as_ref().and_then(|p| p.get(key));
-    let embed = get("embed").is_some_and(|v| v == "1" || v == "true");
-    let theme = match get("theme").as_deref() {
-        Some("dark") => "theme-dark",
-        _ => "theme-light",
+    web_sys::UrlSearchParams::new_with_str(&search)
+        .ok()
+        .and_then(|params| params.get("embed"))
+        .is_some_and(|v| v == "1" || v == "true")
+}
+
+/// Keeps the masthead `index.html` drew up to date: the current section marked, and the
+/// Services badge saying how many services are being provisioned.
+fn follow_masthead(path: Memo<String>, in_flight: impl Fn() -> Option<usize> + 'static) {
+    let element = |id: &str| {
+        web_sys::window()
+            .and_then(|w| w.document())
+            .and_then(|d| d.get_element_by_id(id))
     };
-    (embed, theme)
+    let (Some(fleet), Some(services)) = (element("section-fleet"), element("section-services"))
+    else {
+        return;
+    };
+    Effect::new(move |_| {
+        let _ = if path.get() == "/" {
+            fleet.set_attribute("aria-current", "page")
+        } else {
+            fleet.remove_attribute("aria-current")
+        };
+    });
+    let Ok(Some(badge)) = services.query_selector(".badge") else {
+        return;
+    };
+    Effect::new(move |_| {
+        let _ = match in_flight() {
+            Some(n) => {
+                badge.set_text_content(Some(&n.to_string()));
+                let _ = badge.set_attribute("aria-label", &format!("{n} in flight"));
+                badge.remove_attribute("hidden")
+            }
+            None => badge.set_attribute("hidden", ""),
+        };
+    });
 }
 
 #[component]
@@ -63,40 +93,17 @@ fn App() -> impl IntoView {
         service::preload();
     }
     let signin = feed.signin;
-    let (embed, theme) = page_options();
-    if let Some(root) = web_sys::window()
-        .and_then(|w| w.document())
-        .and_then(|d| d.document_element())
-    {
-        root.set_class_name(theme);
-    }
     let in_flight = move || {
         feed.summary
             .get()
             .and_then(Result::ok)
             .map(|s| s.counts.in_flight)
     };
+    follow_masthead(path, in_flight);
     view! {
         <>
             // Inside Backstage the page keeps its one top heading for screen readers.
-            {embed.then(|| view! { <h1 class="visually-hidden">"Tower"</h1> })}
-            {(!embed).then(|| view! {
-                <header class="masthead">
-                    <h1>
-                        <a href="/">"Tower"</a>
-                    </h1>
-                    <nav class="sections" aria-label="Sections">
-                        <a href="/" aria-current=move || (path.get() == "/").then_some("page")>"Fleet"</a>
-                        <a href=nav::SERVICES_HREF>
-                            "Services"
-                            {move || in_flight().map(|n| view! {
-                                <span class="badge" aria-label=format!("{n} in flight")>{n}</span>
-                            })}
-                        </a>
-                    </nav>
-                    <p class="tagline">"Every app, every environment, one glance."</p>
-                </header>
-            })}
+            {embedded().then(|| view! { <h1 class="visually-hidden">"Tower"</h1> })}
             <main>
                 {move || match signin.get() {
                     signin::SignIn::SignedIn => match path.get().as_str() {

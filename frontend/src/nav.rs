@@ -92,9 +92,6 @@ pub fn environment_href(service: &str, env: &str) -> String {
     )
 }
 
-/// The Services tab.
-pub const SERVICES_HREF: &str = "/tower?view=services";
-
 /// Where the browser is: the path and the query, following `history` — links within Tower
 /// move by `pushState` (no reload), and Back and Forward by `popstate`. Provided once by the
 /// app ([`provide_location`]); every page reads it through [`use_query`] and [`use_path`].

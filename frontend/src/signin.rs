@@ -22,15 +22,15 @@ use wasm_bindgen::JsCast as _;
 
 thread_local! {
     static TOKEN: RefCell<Option<String>> = const { RefCell::new(None) };
-    /// Who waits for signing in to settle ([`settled`]); `None` once it has.
+    /// Who waits for the page to sign in ([`signed_in`]); `None` once it has.
     static SETTLING: RefCell<Option<Vec<futures::channel::oneshot::Sender<()>>>> =
         const { RefCell::new(Some(Vec::new())) };
 }
 
-/// Done once signing in has settled — signed in, or needing the user — so a page does not
-/// ask Tower for what it would refuse before the page has signed in (a `401` and a second
-/// round trip on the first load).
-pub fn settled() -> impl std::future::Future<Output = ()> {
+/// Done once the page has signed in, so it does not ask Tower for what it would refuse
+/// before (a `401`, and the answer asked for again once signed in). A page that never signs
+/// in has nothing to ask for.
+pub fn signed_in() -> impl std::future::Future<Output = ()> {
     let waiting = SETTLING.with(|s| {
         s.borrow_mut().as_mut().map(|waiting| {
             let (settle, settled) = futures::channel::oneshot::channel();
@@ -40,13 +40,13 @@ pub fn settled() -> impl std::future::Future<Output = ()> {
     });
     async move {
         if let Some(settled) = waiting {
-            // A page dropped before signing in settles has nothing to wait for.
+            // A page dropped before signing in has nothing to wait for.
             let _ = settled.await;
         }
     }
 }
 
-/// Wakes whoever waits in [`settled`].
+/// Wakes whoever waits in [`signed_in`].
 fn settle() {
     if let Some(waiting) = SETTLING.with(|s| s.borrow_mut().take()) {
         for settle in waiting {
@@ -73,7 +73,7 @@ pub enum SignIn {
 pub fn start() -> ReadSignal<SignIn> {
     let (state, set_state) = signal(SignIn::Pending);
     Effect::new(move |_| {
-        if state.get() != SignIn::Pending {
+        if state.get() == SignIn::SignedIn {
             settle();
         }
     });

@@ -160,3 +160,42 @@ pub fn outcome_line(
         </span>
     }
 }
+
+/// Done once the element `node` holds has come into the viewport — what is below the fold
+/// (the fleet's activity and DORA panels) fetches its code when its reader gets there, not
+/// while the page above it is still drawing.
+pub async fn in_view(node: NodeRef<leptos::html::Div>) {
+    use wasm_bindgen::JsCast as _;
+    // The element is in the page once the view holding it is mounted.
+    let element = loop {
+        if let Some(element) = node.get_untracked() {
+            break element;
+        }
+        crate::live::sleep(std::time::Duration::ZERO).await;
+    };
+    let (seen, came) = futures::channel::oneshot::channel::<()>();
+    let seen = std::cell::RefCell::new(Some(seen));
+    let on_change = wasm_bindgen::closure::Closure::<dyn Fn(js_sys::Array)>::new(
+        move |entries: js_sys::Array| {
+            let visible = entries.iter().any(|entry| {
+                entry
+                    .dyn_into::<web_sys::IntersectionObserverEntry>()
+                    .is_ok_and(|entry| entry.is_intersecting())
+            });
+            if visible {
+                if let Some(seen) = seen.borrow_mut().take() {
+                    let _ = seen.send(());
+                }
+            }
+        },
+    );
+    let Ok(observer) = web_sys::IntersectionObserver::new(on_change.as_ref().unchecked_ref())
+    else {
+        // A browser without it shows the part at once.
+        return;
+    };
+    observer.observe(&element);
+    let _ = came.await;
+    observer.disconnect();
+    drop(on_change);
+}

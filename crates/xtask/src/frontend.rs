@@ -265,14 +265,16 @@ pub fn build(root: &Path, toolchain: &Toolchain) -> anyhow::Result<Bundle> {
     if tabs.is_empty() {
         bail!("the module was not split: no tab has a chunk (are the split points gone?)");
     }
-    // `parts.json`: each part's files as the page asks for them, for the server to preload
-    // the part a page's address opens (`tower::assets::Dist::page_preloads`).
+    // `parts.json`: what a page opening each part needs before it can draw it — the main
+    // module, then the part's files as the page asks for them — for the server to preload
+    // for the part a page's address opens (`tower::assets::Dist::page_preloads`). The page
+    // asks for the main module only once its masthead has painted (`index.html`); a page that
+    // draws a part must not wait for that.
     let parts: BTreeMap<&str, Vec<String>> = tabs
         .iter()
         .map(|(tab, files)| {
-            let paths = files
-                .iter()
-                .map(|file| format!("/{folder}/{}", file.name))
+            let paths = std::iter::once(format!("/{folder}/{MAIN}_bg.wasm"))
+                .chain(files.iter().map(|file| format!("/{folder}/{}", file.name)))
                 .collect();
             (tab.as_str(), paths)
         })

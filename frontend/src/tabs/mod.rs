@@ -159,6 +159,9 @@ pub(crate) fn lazily_as(
                 }
                 .into_any()
             });
+            // Drawn in a task of its own, not in the one that fetched and started its code,
+            // so neither holds the page for long.
+            crate::live::sleep(std::time::Duration::ZERO).await;
             // The page may have moved on (the signal is gone with its owner).
             part.try_set(Some(view));
         },
@@ -360,6 +363,6 @@ fn ReleasesPage(service: String) -> impl IntoView {
     );
     let records = view! { <records::RecordsPanel service=service.clone() /> };
     // The app's DORA figures, under its matrix.
-    let dora = crate::fleet::dora_panel(Some(service.clone()), now);
+    let dora = crate::fleet::dora_panel(Some(service.clone()), now, None);
     view! { {panel}{matrix}{dora}{records} }
 }

@@ -13,6 +13,9 @@ async fn fleet_page_shows_what_the_backend_serves() {
     browser
         .checked("fleet", async {
             let c = &browser.client;
+            // The matrix draws the rows its window shows (and a few more): a screen tall
+            // enough for all 31 shows every app at once.
+            c.set_window_size(1280, 3000).await?;
             open_fleet(c, &demo.url).await?;
 
             let mut shown = texts(c, ".app-name").await?;
@@ -23,6 +26,7 @@ async fn fleet_page_shows_what_the_backend_serves() {
                 shown == served,
                 "page shows {shown:?}, backend serves {served:?}"
             );
+            c.set_window_size(1280, 900).await?;
             // Every service Tower knows: those on a cloud target and those still
             // provisioning too, each saying how it is.
             for name in ["thumbnailer", "events-bus", "orders-api", "ledger"] {
@@ -380,6 +384,7 @@ async fn the_fleets_activity_shows_a_canary_aborted_while_the_page_is_open() {
         .checked("fleet-activity", async {
             let c = &browser.client;
             c.goto(&tower.url("/tower")).await?;
+            scroll_to_the_panels(c).await?;
             eventually_every(
                 LOOK,
                 Duration::from_secs(20),
@@ -451,6 +456,7 @@ async fn the_fleet_says_its_dora_figures_and_what_they_counted() {
         .checked("fleet-dora", async {
             let c = &browser.client;
             c.goto(&tower.url("/tower")).await?;
+            scroll_to_the_panels(c).await?;
             eventually_every(LOOK, Duration::from_secs(20), "the DORA sentence", || async {
                 Ok(text_of(c, ".dora .sentence")
                     .await?
@@ -465,18 +471,25 @@ async fn the_fleet_says_its_dora_figures_and_what_they_counted() {
                     && sentence.contains("stopped before it went live"),
                 "{sentence}"
             );
-            // What it counted: every rollout links to its app's Releases tab.
+            // What it counted (drawn when opened): every rollout links to its app's
+            // Releases tab.
             c.find(Locator::Css(".dora details summary"))
                 .await?
                 .click()
                 .await?;
-            let links = c
-                .execute(
-                    "return [...document.querySelectorAll('.dora-rollouts a')].map(a => a.getAttribute('href'));",
-                    vec![],
-                )
-                .await?;
-            let links = links.as_array().cloned().unwrap_or_default();
+            let links = std::cell::RefCell::new(Vec::new());
+            eventually_every(LOOK, Duration::from_secs(10), "what was counted, opened", || async {
+                let found = c
+                    .execute(
+                        "return [...document.querySelectorAll('.dora-rollouts a')].map(a => a.getAttribute('href'));",
+                        vec![],
+                    )
+                    .await?;
+                *links.borrow_mut() = found.as_array().cloned().unwrap_or_default();
+                Ok(!links.borrow().is_empty())
+            })
+            .await?;
+            let links = links.into_inner();
             anyhow::ensure!(
                 !links.is_empty()
                     && links.iter().all(|l| l

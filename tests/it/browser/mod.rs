@@ -38,6 +38,22 @@ async fn open_fleet(c: &fantoccini::Client, url: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Scrolls the fleet's panels (activity, DORA) into view, as their reader does: their code is
+/// fetched when they come into view.
+async fn scroll_to_the_panels(c: &fantoccini::Client) -> anyhow::Result<()> {
+    c.wait()
+        .at_most(Duration::from_secs(20))
+        .for_element(Locator::Css(".fleet-panels"))
+        .await
+        .context("the fleet's panels never had their place")?;
+    c.execute(
+        "document.querySelector('.fleet-panels').scrollIntoView();",
+        vec![],
+    )
+    .await?;
+    Ok(())
+}
+
 /// Clicks the element matching `css`. The page draws a row anew when its data arrives, so
 /// an element found may be gone by the click: then it is found again, for up to 20 s.
 async fn click(c: &fantoccini::Client, css: &str) -> anyhow::Result<()> {

@@ -467,9 +467,13 @@ async fn a_page_preloads_its_sign_in_and_the_code_of_the_part_it_opens() {
     let services = preloads(format!("{}tower?view=services", demo.url)).await;
     assert_eq!(services[..2], sign_in);
     let code = &services[2..];
+    // The main module first (the page asks for it only once its masthead has painted), then
+    // the part's chunks.
     assert!(
-        code.iter()
-            .any(|path| path.ends_with("/split_services.wasm"))
+        code[0].ends_with("/tower_bg.wasm")
+            && code
+                .iter()
+                .any(|path| path.ends_with("/split_services.wasm"))
             && code.iter().all(|path| path.ends_with(".wasm")),
         "the Services page preloads {code:?}"
     );
