@@ -47,7 +47,8 @@ pub struct Dist {
 }
 
 /// Each part of the app loaded later (a tab, the fleet's panels), by its name, and the paths
-/// of the files it fetches: `parts.json`, which `cargo xtask frontend` writes. A build without
+/// of the files a page opening it fetches before it can draw it — the main module, then the
+/// part's own: `parts.json`, which `cargo xtask frontend` writes. A build without
 /// it has no parts to preload.
 type Parts = BTreeMap<String, Vec<String>>;
 

@@ -38,26 +38,17 @@ fn main() {
     leptos::mount::mount_to_body(App);
 }
 
-/// `?embed=1`: inside a Backstage page, without the masthead of its own (`index.html` leaves
-/// it out, and sets the `?theme=` as it paints).
-fn embedded() -> bool {
-    let search = web_sys::window()
-        .and_then(|w| w.location().search().ok())
-        .unwrap_or_default();
-    web_sys::UrlSearchParams::new_with_str(&search)
-        .ok()
-        .and_then(|params| params.get("embed"))
-        .is_some_and(|v| v == "1" || v == "true")
+/// The element of the page with this `id`.
+fn element(id: &str) -> Option<web_sys::Element> {
+    web_sys::window()
+        .and_then(|w| w.document())
+        .and_then(|d| d.get_element_by_id(id))
 }
 
 /// Keeps the masthead `index.html` drew up to date: the current section marked, and the
-/// Services badge saying how many services are being provisioned.
+/// Services badge saying how many services are being provisioned. Inside a Backstage page
+/// (`?embed=1`) `index.html` has removed it: nothing to keep.
 fn follow_masthead(path: Memo<String>, in_flight: impl Fn() -> Option<usize> + 'static) {
-    let element = |id: &str| {
-        web_sys::window()
-            .and_then(|w| w.document())
-            .and_then(|d| d.get_element_by_id(id))
-    };
     let (Some(fleet), Some(services)) = (element("section-fleet"), element("section-services"))
     else {
         return;
@@ -99,11 +90,13 @@ fn App() -> impl IntoView {
             .and_then(Result::ok)
             .map(|s| s.counts.in_flight)
     };
+    // Inside Backstage (`index.html` removed the masthead) the page keeps its one top
+    // heading for screen readers.
+    let embedded = element("masthead").is_none();
     follow_masthead(path, in_flight);
     view! {
         <>
-            // Inside Backstage the page keeps its one top heading for screen readers.
-            {embedded().then(|| view! { <h1 class="visually-hidden">"Tower"</h1> })}
+            {embedded.then(|| view! { <h1 class="visually-hidden">"Tower"</h1> })}
             <main>
                 {move || match signin.get() {
                     signin::SignIn::SignedIn => match path.get().as_str() {
