@@ -124,12 +124,19 @@ fn sign_in_preloads(guest_sign_in: bool) -> Vec<String> {
     paths
 }
 
-/// A `Link` header preloading `paths` as the page fetches them (`fetch()` from the same
-/// origin), so the page's own requests take the preloaded answers.
-fn preload_links<'a>(paths: impl IntoIterator<Item = &'a String>) -> Option<http::HeaderValue> {
+/// A `Link` header preloading `paths` as the page fetches them, so the page's own requests
+/// take the preloaded answers: a module script (`.js`) as the page imports it, anything else
+/// as `fetch()` from the same origin asks for it.
+fn preload_links<'a>(paths: impl IntoIterator<Item = &'a str>) -> Option<http::HeaderValue> {
     let links: Vec<String> = paths
         .into_iter()
-        .map(|path| format!("<{path}>; rel=preload; as=fetch; crossorigin=anonymous"))
+        .map(|path| {
+            if path.ends_with(".js") {
+                format!("<{path}>; rel=modulepreload")
+            } else {
+                format!("<{path}>; rel=preload; as=fetch; crossorigin=anonymous")
+            }
+        })
         .collect();
     if links.is_empty() {
         return None;
@@ -138,9 +145,9 @@ fn preload_links<'a>(paths: impl IntoIterator<Item = &'a String>) -> Option<http
 }
 
 /// Adds to the app's pages (HTML answers, not its files) the preloads of what they fetch
-/// once the wasm runs: the sign-in answers ([`sign_in_preloads`]) and the part of the app
-/// the address opens ([`Dist::page_preloads`]) — the browser fetches them beside the wasm
-/// instead of after it has started.
+/// before they can draw: the sign-in answers ([`sign_in_preloads`]) and, on a page that draws
+/// nothing until the app's code runs, that code and the part of the app the address opens
+/// ([`Dist::page_preloads`]) — the browser fetches them together instead of one after another.
 async fn preload_page(
     axum::extract::State((sign_in, dist)): axum::extract::State<(Arc<[String]>, Dist)>,
     request: axum::extract::Request,
@@ -154,7 +161,12 @@ async fn preload_page(
         .and_then(|kind| kind.to_str().ok())
         .is_some_and(|kind| kind.starts_with("text/html"));
     if page {
-        if let Some(links) = preload_links(sign_in.iter().chain(dist.page_preloads(&uri))) {
+        if let Some(links) = preload_links(
+            sign_in
+                .iter()
+                .map(String::as_str)
+                .chain(dist.page_preloads(&uri)),
+        ) {
             response.headers_mut().insert(http::header::LINK, links);
         }
     }

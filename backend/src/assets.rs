@@ -46,11 +46,17 @@ pub struct Dist {
     parts: Arc<Parts>,
 }
 
-/// Each part of the app loaded later (a tab, the fleet's panels), by its name, and the paths
-/// of the files a page opening it fetches before it can draw it — the main module, then the
-/// part's own: `parts.json`, which `cargo xtask frontend` writes. A build without
-/// it has no parts to preload.
-type Parts = BTreeMap<String, Vec<String>>;
+/// What a page fetches before it can draw, for it to preload: `parts.json`, which
+/// `cargo xtask frontend` writes. A build without it has nothing to preload.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Parts {
+    /// The main module's files: its JS, the chunks' loader, the module.
+    main: Vec<String>,
+    /// Each part of the app loaded later (a tab, the fleet's panels), by its name, and the
+    /// paths of its own files.
+    parts: BTreeMap<String, Vec<String>>,
+}
 
 /// The name of the parts file in `dist/`.
 const PARTS: &str = "parts.json";
@@ -58,7 +64,7 @@ const PARTS: &str = "parts.json";
 /// Reads the parts file's text (`None`: there is none).
 fn parts_of(text: Option<&[u8]>) -> anyhow::Result<Parts> {
     text.map_or_else(
-        || Ok(Parts::new()),
+        || Ok(Parts::default()),
         |text| {
             serde_json::from_slice(text).with_context(|| format!("reading the frontend's {PARTS}"))
         },
@@ -104,7 +110,7 @@ impl Dist {
         })?;
         let parts = match std::fs::read(root.join(PARTS)) {
             Ok(text) => parts_of(Some(&text))?,
-            Err(missing) if missing.kind() == std::io::ErrorKind::NotFound => Parts::new(),
+            Err(missing) if missing.kind() == std::io::ErrorKind::NotFound => Parts::default(),
             Err(unreadable) => {
                 return Err(unreadable).context(format!("reading {}", root.join(PARTS).display()))
             }
@@ -190,16 +196,30 @@ impl Dist {
             .collect()
     }
 
-    /// The files of the part the page at `uri` opens first — the one its `view` names
-    /// (`?view=services`, `?service=ledger&view=releases`) — for the page to preload while
-    /// it loads and signs in; none for a page that opens no part (the fleet) or one this
-    /// build does not have.
-    pub fn page_preloads(&self, uri: &http::Uri) -> &[String] {
-        let view = axum::extract::Query::<BTreeMap<String, String>>::try_from_uri(uri)
-            .ok()
-            .and_then(|query| query.0.get("view").cloned());
-        view.and_then(|view| self.parts.get(&view))
-            .map_or(&[], Vec::as_slice)
+    /// What the page at `uri` fetches before it draws, for it to preload while it loads and
+    /// signs in. A page that names a view or a service (`?view=services`,
+    /// `?service=ledger&view=releases`) draws nothing until the main module runs: its files,
+    /// then the files of the part its `view` opens, if this build has one. The fleet has
+    /// its masthead to paint first and asks for the main module once it has (`index.html`),
+    /// so it preloads none of them.
+    pub fn page_preloads(&self, uri: &http::Uri) -> Vec<&str> {
+        let Ok(axum::extract::Query(query)) =
+            axum::extract::Query::<BTreeMap<String, String>>::try_from_uri(uri)
+        else {
+            return Vec::new();
+        };
+        if !query.contains_key("view") && !query.contains_key("service") {
+            return Vec::new();
+        }
+        let part = query
+            .get("view")
+            .and_then(|view| self.parts.parts.get(view));
+        self.parts
+            .main
+            .iter()
+            .chain(part.into_iter().flatten())
+            .map(String::as_str)
+            .collect()
     }
 
     /// Routes serving the files, with the cache policy and page fallback described above.
@@ -353,8 +373,9 @@ mod tests {
     }
 
     #[test]
-    fn a_page_preloads_the_part_its_view_names_and_nothing_else() {
-        let parts = br#"{"releases": ["/app-0123456789abcdef/split_releases.wasm", "/app-0123456789abcdef/chunk_1.wasm"]}"#;
+    fn a_page_preloads_the_main_module_and_the_part_its_view_names() {
+        let parts = br#"{"main": ["/app-0123456789abcdef/tower.js", "/app-0123456789abcdef/tower_bg.wasm"],
+            "parts": {"releases": ["/app-0123456789abcdef/split_releases.wasm", "/app-0123456789abcdef/chunk_1.wasm"]}}"#;
         let dist = Dist::in_memory([
             (
                 "index.html".to_owned(),
@@ -363,19 +384,34 @@ mod tests {
             (PARTS.to_owned(), Cow::Borrowed(&parts[..])),
         ])
         .unwrap();
-        let preloads = |uri: &str| dist.page_preloads(&uri.parse().unwrap()).to_vec();
+        let preloads = |uri: &str| {
+            dist.page_preloads(&uri.parse().unwrap())
+                .into_iter()
+                .map(|path| path.trim_start_matches("/app-0123456789abcdef/").to_owned())
+                .collect::<Vec<_>>()
+        };
         assert_eq!(
             preloads("/tower?service=ledger&view=releases"),
             [
-                "/app-0123456789abcdef/split_releases.wasm",
-                "/app-0123456789abcdef/chunk_1.wasm"
+                "tower.js",
+                "tower_bg.wasm",
+                "split_releases.wasm",
+                "chunk_1.wasm"
             ]
         );
-        assert!(preloads("/tower").is_empty(), "the fleet opens no part");
-        assert!(preloads("/tower?view=nope").is_empty(), "no such part");
-        assert!(
-            preloads("/tower?view=%ZZ").is_empty(),
-            "a query that does not decode"
+        let main = ["tower.js", "tower_bg.wasm"];
+        assert_eq!(
+            preloads("/tower?view=services"),
+            main,
+            "a view with no part"
+        );
+        assert_eq!(preloads("/tower?service=ledger"), main, "the default tab");
+        assert!(preloads("/tower").is_empty(), "the fleet paints first");
+        assert!(preloads("/").is_empty(), "the fleet paints first");
+        assert_eq!(
+            preloads("/tower?service=ledger&view=nope"),
+            main,
+            "the main module says there is no such tab"
         );
         // A build without the parts file has nothing to preload; a broken one is an error.
         let without = Dist::in_memory([("index.html".to_owned(), Cow::Borrowed(&b"x"[..]))]);
@@ -383,11 +419,13 @@ mod tests {
             .unwrap()
             .page_preloads(&"/tower?view=releases".parse().unwrap())
             .is_empty());
-        let broken = Dist::in_memory([
-            ("index.html".to_owned(), Cow::Borrowed(&b"x"[..])),
-            (PARTS.to_owned(), Cow::Borrowed(&b"[1"[..])),
-        ]);
-        assert!(broken.unwrap_err().to_string().contains("parts.json"));
+        for broken in [&b"[1"[..], br#"{"releases": ["/x.wasm"]}"#] {
+            let broken = Dist::in_memory([
+                ("index.html".to_owned(), Cow::Borrowed(&b"x"[..])),
+                (PARTS.to_owned(), Cow::Borrowed(broken)),
+            ]);
+            assert!(broken.unwrap_err().to_string().contains("parts.json"));
+        }
     }
 
     const FILES: [(&str, &[u8]); 3] = [

@@ -11,7 +11,9 @@ use crate::api;
 /// The matrix windows its rows: only those in view (and [`OVERSCAN`] either side) are in
 /// the DOM, each [`ROW_PX`] high (the stylesheet holds rows to it), so 10,000 apps scroll
 /// and filter like 30.
-const ROW_PX: f64 = 60.0;
+/// Whole pixels: the spacers' heights are drawn as integers, since drawing a float would bring
+/// the float formatter into the first load.
+const ROW_PX: u32 = 60;
 const OVERSCAN: usize = 4;
 /// The window's height before it has been measured, as a share of the viewport's (the
 /// stylesheet's `max-height: 75vh`), and when the viewport's is unknown.
@@ -361,7 +363,10 @@ fn FleetMatrix(fleet: Fleet, now: ReadSignal<DateTime<Utc>>, filters: Filters) -
     let rows: Vec<Row> = apps
         .into_iter()
         .map(|app| Row {
-            name: app.name.to_lowercase(),
+            // Names are Kubernetes names (lowercase letters, digits, `-`, `.`), so ASCII
+            // case is the only case a match can differ in; full Unicode lowercasing would
+            // bring its tables into the first load.
+            name: app.name.to_ascii_lowercase(),
             troubled: needs_attention(&app),
             app,
         })
@@ -373,7 +378,7 @@ fn FleetMatrix(fleet: Fleet, now: ReadSignal<DateTime<Utc>>, filters: Filters) -
 
     // Indices of the apps the filters let through, in the fleet's order.
     let matching = Memo::new(move |_| {
-        let needle = query.get().trim().to_lowercase();
+        let needle = query.get().trim().to_ascii_lowercase();
         let only_trouble = only_trouble.get();
         rows.with_value(|rows| {
             rows.iter()
@@ -407,8 +412,9 @@ fn FleetMatrix(fleet: Fleet, now: ReadSignal<DateTime<Utc>>, filters: Filters) -
     // The range of matching apps drawn: the ones in view and a few either side.
     let window = Memo::new(move |_| {
         let count = matching.with(Vec::len);
-        let first = ((scrolled.get() / ROW_PX).floor() as usize).saturating_sub(OVERSCAN);
-        let shown = (height.get() / ROW_PX).ceil() as usize + 2 * OVERSCAN;
+        let first =
+            ((scrolled.get() / f64::from(ROW_PX)).floor() as usize).saturating_sub(OVERSCAN);
+        let shown = (height.get() / f64::from(ROW_PX)).ceil() as usize + 2 * OVERSCAN;
         let first = first.min(count);
         (first, (first + shown).min(count))
     });
@@ -417,7 +423,8 @@ fn FleetMatrix(fleet: Fleet, now: ReadSignal<DateTime<Utc>>, filters: Filters) -
         let (first, last) = window.get();
         matching.with(|m| (first..last).map(|pos| (pos, m[pos])).collect::<Vec<_>>())
     };
-    let spacer = move |px: f64| {
+    let spacer = move |rows: usize| {
+        let px = rows.saturating_mul(ROW_PX as usize);
         view! {
             <tr class="spacer" aria-hidden="true" style:height=format!("{px}px")>
                 <td colspan=columns></td>
@@ -466,7 +473,7 @@ fn FleetMatrix(fleet: Fleet, now: ReadSignal<DateTime<Utc>>, filters: Filters) -
             on:scroll=move |ev| {
                 let el = event_target::<web_sys::Element>(&ev);
                 scrolled.set(f64::from(el.scroll_top()));
-                height.set(f64::from(el.client_height()).max(ROW_PX));
+                height.set(f64::from(el.client_height()).max(f64::from(ROW_PX)));
             }
         >
             <table class="matrix" aria-rowcount=move || matched() + 1>
@@ -481,7 +488,7 @@ fn FleetMatrix(fleet: Fleet, now: ReadSignal<DateTime<Utc>>, filters: Filters) -
                     </tr>
                 </thead>
                 <tbody>
-                    {move || spacer(window.get().0 as f64 * ROW_PX)}
+                    {move || spacer(window.get().0)}
                     <For each=drawn key=|place| *place let:((pos, i))>
                         <FleetRow
                             app=rows.with_value(|r| r[i].app.clone())
@@ -491,7 +498,7 @@ fn FleetMatrix(fleet: Fleet, now: ReadSignal<DateTime<Utc>>, filters: Filters) -
                     </For>
                     {move || {
                         let (_, last) = window.get();
-                        spacer((matched() - last) as f64 * ROW_PX)
+                        spacer(matched() - last)
                     }}
                 </tbody>
             </table>

@@ -60,12 +60,11 @@ pub fn ServicePage() -> impl IntoView {
     }
 }
 
-/// Fetches the code of the page the location names (Services', or its tab's chunk) while the
-/// page signs in, so it is here when the page opens.
+/// Fetches the code of the tab the location names (its chunk) while the page signs in, so it
+/// is here when the page opens.
 pub fn preload() {
     match crate::nav::use_query().with_untracked(Page::of_query) {
-        Page::Services => crate::tabs::preload_services_tab(),
         Page::Service { tab: Ok(tab), .. } => tab.preload(),
-        Page::Service { tab: Err(_), .. } | Page::Fleet => {}
+        Page::Service { tab: Err(_), .. } | Page::Services | Page::Fleet => {}
     }
 }

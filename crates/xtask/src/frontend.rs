@@ -244,16 +244,18 @@ pub fn build(root: &Path, toolchain: &Toolchain) -> anyhow::Result<Bundle> {
             .cloned()
             .with_context(|| format!("the build wrote no {name}"))
     };
-    let first_load = [
-        "index.html",
-        "style.css",
-        &format!("{MAIN}.js"),
-        &format!("{MAIN}_bg.wasm"),
-        "__wasm_split.js",
-    ]
-    .into_iter()
-    .map(take)
-    .collect::<anyhow::Result<Vec<_>>>()?;
+    // The main module: its JS, the chunks' loader it imports, the module.
+    let main = [
+        format!("{MAIN}.js"),
+        "__wasm_split.js".to_owned(),
+        format!("{MAIN}_bg.wasm"),
+    ];
+    let first_load = ["index.html", "style.css"]
+        .iter()
+        .copied()
+        .chain(main.iter().map(String::as_str))
+        .map(take)
+        .collect::<anyhow::Result<Vec<_>>>()?;
     let mut tabs = BTreeMap::new();
     for (tab, chunks) in &split.prefetch_map {
         let files = chunks
@@ -265,20 +267,22 @@ pub fn build(root: &Path, toolchain: &Toolchain) -> anyhow::Result<Bundle> {
     if tabs.is_empty() {
         bail!("the module was not split: no tab has a chunk (are the split points gone?)");
     }
-    // `parts.json`: what a page opening each part needs before it can draw it — the main
-    // module, then the part's files as the page asks for them — for the server to preload
-    // for the part a page's address opens (`tower::assets::Dist::page_preloads`). The page
-    // asks for the main module only once its masthead has painted (`index.html`); a page that
-    // draws a part must not wait for that.
-    let parts: BTreeMap<&str, Vec<String>> = tabs
-        .iter()
-        .map(|(tab, files)| {
-            let paths = std::iter::once(format!("/{folder}/{MAIN}_bg.wasm"))
-                .chain(files.iter().map(|file| format!("/{folder}/{}", file.name)))
-                .collect();
-            (tab.as_str(), paths)
-        })
-        .collect();
+    // `parts.json`: what a page needs before it can draw — the main module's files (`main`)
+    // and each part's own, as the page asks for them (`parts`) — for the server to preload
+    // (`tower::assets::Dist::page_preloads`). The page asks for the main module only once its
+    // masthead has painted (`index.html`), which suits the fleet; a page that names a view or
+    // a service draws nothing until the module runs, so it must not wait for that.
+    let parts = serde_json::json!({
+        "main": main.map(|name| format!("/{folder}/{name}")),
+        "parts": tabs
+            .iter()
+            .map(|(tab, files)| {
+                let paths: Vec<String> =
+                    files.iter().map(|file| format!("/{folder}/{}", file.name)).collect();
+                (tab.as_str(), paths)
+            })
+            .collect::<BTreeMap<_, _>>(),
+    });
     std::fs::write(dist.join(PARTS), serde_json::to_vec_pretty(&parts)?)?;
     let bundle = Bundle { first_load, tabs };
     bundle.report();

@@ -189,24 +189,11 @@ impl From<leptos::wasm_split::SplitLoaderError> for Unloaded {
 // (`cargo xtask frontend` splits the module with `wasm_split_cli_support`). The loader glue
 // the macro writes is FFI into the chunk, hence `unsafe_code` allowed on these alone.
 
-/// The Services tab (`/tower?view=services`), a chunk of its own.
+/// The Services tab (`/tower?view=services`). Not a part: it is small (2.6 KB brotli in the
+/// main module), and a page opened on it draws sooner without a part's dozen chunks
+/// sharing the line with the main module (docs/frontend-build.md).
 pub fn services_page() -> AnyView {
-    lazily("Loading Services…".to_owned(), services_split())
-}
-
-/// Fetches the Services tab's chunk without opening it (a page opened on it is still signing
-/// in).
-pub fn preload_services_tab() {
-    leptos::task::spawn_local(async move {
-        // A chunk that does not come now is asked for again when the tab opens.
-        let _ = preload_services().await;
-    });
-}
-
-#[allow(unsafe_code)]
-#[wasm_split(services, wasm_split_path = ::leptos::wasm_split, preload(preload_services), fallible)]
-fn services_split() -> Result<AnyView, Unloaded> {
-    Ok(view! { <provisioning::ServicesTab /> }.into_any())
+    view! { <provisioning::ServicesTab /> }.into_any()
 }
 
 #[allow(unsafe_code)]

@@ -444,11 +444,13 @@ async fn the_page_works_under_its_csp_and_an_injected_inline_script_does_not_run
 }
 
 /// A page's `Link` header preloads what it asks for before it can draw — the sign-in answers
-/// (the demo signs in as Backstage's guest) and the code of the part its address opens — so
-/// the browser fetches them beside the wasm; the page then takes each preloaded answer
-/// instead of fetching it again, and asks for nothing before it has signed in.
+/// (the demo signs in as Backstage's guest) and, where the page draws nothing until the app's
+/// code runs, that code and the part its address opens — so the browser fetches them
+/// together; the page then takes each preloaded file and answer instead of fetching it
+/// again, and asks for nothing before it has signed in.
 #[tokio::test]
 async fn a_page_preloads_its_sign_in_and_the_code_of_the_part_it_opens() {
+    use hangar_sim::stories::fleet::AWAITING_PROMOTION as APP;
     let demo = Demo::start_with(&["--speed", "0"]).await.unwrap();
     let preloads = |address: String| async move {
         let page = reqwest::get(&address).await.unwrap();
@@ -456,48 +458,76 @@ async fn a_page_preloads_its_sign_in_and_the_code_of_the_part_it_opens() {
         link.split(", ")
             .map(|one| {
                 let (path, how) = one.split_once(">; ").unwrap();
-                assert_eq!(how, "rel=preload; as=fetch; crossorigin=anonymous", "{one}");
-                path.trim_start_matches('<').to_owned()
+                let path = path.trim_start_matches('<').to_owned();
+                // Modules as the page imports them, the rest as `fetch()` asks for it.
+                let expected = if path.ends_with(".js") {
+                    "rel=modulepreload"
+                } else {
+                    "rel=preload; as=fetch; crossorigin=anonymous"
+                };
+                assert_eq!(how, expected, "{one}");
+                path
             })
             .collect::<Vec<_>>()
     };
     let sign_in = ["/auth/config", "/auth/guest"];
-    // The fleet opens no part of its own before it draws.
+    // The fleet paints its masthead first and asks for the code after.
     assert_eq!(preloads(format!("{}tower", demo.url)).await, sign_in);
+    // Services draws nothing until the main module runs: its JS, the chunks' loader and
+    // the module, and no part.
     let services = preloads(format!("{}tower?view=services", demo.url)).await;
     assert_eq!(services[..2], sign_in);
-    let code = &services[2..];
-    // The main module first (the page asks for it only once its masthead has painted), then
-    // the part's chunks.
+    let main: Vec<&str> = services[2..]
+        .iter()
+        .map(|path| path.rsplit_once('/').unwrap().1)
+        .collect();
+    assert_eq!(main, ["tower.js", "__wasm_split.js", "tower_bg.wasm"]);
+    // A tab: the main module, then its part's chunks.
+    let tab = preloads(format!("{}tower?view=releases&service={APP}", demo.url)).await;
+    assert_eq!(tab[..services.len()], services[..]);
+    let chunks = &tab[services.len()..];
     assert!(
-        code[0].ends_with("/tower_bg.wasm")
-            && code
-                .iter()
-                .any(|path| path.ends_with("/split_services.wasm"))
-            && code.iter().all(|path| path.ends_with(".wasm")),
-        "the Services page preloads {code:?}"
+        chunks
+            .iter()
+            .any(|path| path.ends_with("/split_releases.wasm"))
+            && chunks.iter().all(|path| path.ends_with(".wasm")),
+        "the Releases tab preloads {chunks:?}"
     );
+    let pages = [
+        (
+            format!("{}tower?view=services", demo.url),
+            "ul.strip",
+            services,
+        ),
+        (
+            format!("{}tower?view=releases&service={APP}", demo.url),
+            "table.releases tbody tr",
+            tab,
+        ),
+    ];
     let browser = Browser::start().await.unwrap();
     browser
         .checked("preloads", async {
             let c = &browser.client;
-            c.goto(&format!("{}tower?view=services", demo.url)).await?;
-            c.wait()
-                .at_most(Duration::from_secs(20))
-                .for_element(Locator::Css("ul.strip"))
-                .await?;
-            let fetched = c
-                .execute(
-                    "return arguments[0].map(path => performance.getEntriesByType('resource')
-                       .filter(e => new URL(e.name).pathname === path).length);",
-                    vec![serde_json::json!(services)],
-                )
-                .await?;
-            let fetched: Vec<u64> = serde_json::from_value(fetched)?;
-            anyhow::ensure!(
-                fetched.iter().all(|times| *times == 1),
-                "times each preload was fetched ({services:?}): {fetched:?}"
-            );
+            for (address, drawn, preloaded) in &pages {
+                c.goto(address).await?;
+                c.wait()
+                    .at_most(Duration::from_secs(20))
+                    .for_element(Locator::Css(drawn))
+                    .await?;
+                let fetched = c
+                    .execute(
+                        "return arguments[0].map(path => performance.getEntriesByType('resource')
+                           .filter(e => new URL(e.name).pathname === path).length);",
+                        vec![serde_json::json!(preloaded)],
+                    )
+                    .await?;
+                let fetched: Vec<u64> = serde_json::from_value(fetched)?;
+                anyhow::ensure!(
+                    fetched.iter().all(|times| *times == 1),
+                    "times each preload was fetched on {address} ({preloaded:?}): {fetched:?}"
+                );
+            }
             // Nor did it ask Tower for anything before it had signed in (a refused answer
             // is a round trip more before the page draws).
             let refused = c
