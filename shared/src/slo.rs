@@ -3,12 +3,17 @@
 //!
 //! An objective of 99.9 % allows an error ratio of 0.1 % — the error budget. Over a window,
 //! the **burn rate** is the error ratio seen divided by the budget: 1 spends the budget in
-//! exactly the SLO period (30 days), 14.4 spends 2 % of it in one hour. The budget **left**
-//! over the period is 1 − the period's burn rate. The workbook's alerts, each needing its
-//! long *and* short window over the threshold (so an alert stops soon after the burning
-//! does): page at 14.4 over 1 h and 5 min, page at 6 over 6 h and 30 min, ticket at 1 over
-//! 3 days and 6 h. A window Prometheus did not answer for is unknown, never zero: an alert
-//! needing it is not raised, and says why.
+//! exactly the SLO period ([`PERIOD_HOURS`], 30 days), 14.4 spends 2 % of a 30-day budget in
+//! one hour. The budget **left** over the period is 1 − the period's burn rate.
+//!
+//! The workbook's alerts ([`TABLE`]) each name a share of the period's budget spent within a
+//! long window, and need the long *and* a short window over the burn rate that spends it (so
+//! an alert stops soon after the burning does): page on 2 % in 1 h (short window 5 min), page
+//! on 5 % in 6 h (30 min), ticket on 10 % in 1 day (2 h), ticket on 10 % in 3 days (6 h). The
+//! burn rate is that share × the period ÷ the long window — 14.4, 6, 3 and 1 for 30 days, and
+//! as that arithmetic gives for another period ([`BurnAlert::for_period`]). A window
+//! Prometheus did not answer for is unknown, never zero: an alert needing it is not raised,
+//! and says why.
 
 use std::borrow::Cow;
 
@@ -23,9 +28,69 @@ pub struct Ratios {
     pub m5: Option<f64>,
     pub m30: Option<f64>,
     pub h1: Option<f64>,
+    pub h2: Option<f64>,
     pub h6: Option<f64>,
+    pub h24: Option<f64>,
     pub d3: Option<f64>,
     pub d30: Option<f64>,
+}
+
+impl Ratios {
+    /// The ratio over `window`.
+    fn over(&self, window: Window) -> Option<f64> {
+        match window {
+            Window::M5 => self.m5,
+            Window::M30 => self.m30,
+            Window::H1 => self.h1,
+            Window::H2 => self.h2,
+            Window::H6 => self.h6,
+            Window::H24 => self.h24,
+            Window::D3 => self.d3,
+        }
+    }
+}
+
+/// Tower's SLO period, in hours: 30 days, the window the budget left is read over.
+pub const PERIOD_HOURS: u32 = 30 * 24;
+
+/// A window the alerts read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Window {
+    M5,
+    M30,
+    H1,
+    H2,
+    H6,
+    H24,
+    D3,
+}
+
+impl Window {
+    /// As Prometheus and the readings name it: `5m`, `24h`.
+    pub const fn word(self) -> &'static str {
+        match self {
+            Window::M5 => "5m",
+            Window::M30 => "30m",
+            Window::H1 => "1h",
+            Window::H2 => "2h",
+            Window::H6 => "6h",
+            Window::H24 => "24h",
+            Window::D3 => "3d",
+        }
+    }
+
+    /// Its length in minutes.
+    pub const fn minutes(self) -> u32 {
+        match self {
+            Window::M5 => 5,
+            Window::M30 => 30,
+            Window::H1 => 60,
+            Window::H2 => 120,
+            Window::H6 => 360,
+            Window::H24 => 1440,
+            Window::D3 => 3 * 1440,
+        }
+    }
 }
 
 /// How loudly an alert asks.
@@ -46,39 +111,77 @@ impl Severity {
     }
 }
 
-/// One of the workbook's alerts (a constant of [`ALERTS`]).
+/// One row of the workbook's table: raise `severity` when `budget_spent` of the period's
+/// error budget is spent within `long`, and the burning goes on over `short`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Row {
+    pub severity: Severity,
+    /// The share of the period's budget (0.02 for 2 %).
+    pub budget_spent: f64,
+    pub long: Window,
+    pub short: Window,
+}
+
+/// The workbook's multiwindow, multi-burn-rate table.
+pub const TABLE: [Row; 4] = [
+    Row {
+        severity: Severity::Page,
+        budget_spent: 0.02,
+        long: Window::H1,
+        short: Window::M5,
+    },
+    Row {
+        severity: Severity::Page,
+        budget_spent: 0.05,
+        long: Window::H6,
+        short: Window::M30,
+    },
+    Row {
+        severity: Severity::Ticket,
+        budget_spent: 0.10,
+        long: Window::H24,
+        short: Window::H2,
+    },
+    Row {
+        severity: Severity::Ticket,
+        budget_spent: 0.10,
+        long: Window::D3,
+        short: Window::H6,
+    },
+];
+
+/// One of the workbook's alerts for an SLO period, on the wire as [`AlertState`] carries it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct BurnAlert {
     pub severity: Severity,
-    /// The burn rate both windows must exceed.
+    /// The burn rate both windows must exceed: the row's share of the budget × the period
+    /// ÷ the long window.
     pub threshold: f64,
     /// The long and the short window, in words (`1h`, `5m`).
     pub long: Cow<'static, str>,
     pub short: Cow<'static, str>,
 }
 
-/// The workbook's three alerts.
-pub const ALERTS: [BurnAlert; 3] = [
-    BurnAlert {
-        severity: Severity::Page,
-        threshold: 14.4,
-        long: Cow::Borrowed("1h"),
-        short: Cow::Borrowed("5m"),
-    },
-    BurnAlert {
-        severity: Severity::Page,
-        threshold: 6.0,
-        long: Cow::Borrowed("6h"),
-        short: Cow::Borrowed("30m"),
-    },
-    BurnAlert {
-        severity: Severity::Ticket,
-        threshold: 1.0,
-        long: Cow::Borrowed("3d"),
-        short: Cow::Borrowed("6h"),
-    },
-];
+impl BurnAlert {
+    /// `row`'s alert for an SLO period of `period_hours`.
+    pub fn for_period(row: Row, period_hours: u32) -> Self {
+        let threshold =
+            row.budget_spent * f64::from(period_hours) * 60.0 / f64::from(row.long.minutes());
+        BurnAlert {
+            severity: row.severity,
+            threshold,
+            long: Cow::Borrowed(row.long.word()),
+            short: Cow::Borrowed(row.short.word()),
+        }
+    }
+}
+
+/// A burn-rate factor in words: `14.4`, `3`, `0.93` (two decimals at most).
+fn factor(value: f64) -> String {
+    let text = format!("{value:.2}");
+    text.trim_end_matches('0').trim_end_matches('.').to_owned()
+}
 
 /// The burn rate of `error_ratio` against `objective` (e.g. 0.999); `None` when the
 /// objective leaves no budget (1 or more) or the ratio is unknown.
@@ -109,19 +212,13 @@ pub struct AlertState {
     pub said: String,
 }
 
-/// The workbook's alerts over `ratios` against `objective`.
-pub fn alerts(ratios: &Ratios, objective: f64) -> [AlertState; 3] {
-    let pick = |window: &str| match window {
-        "5m" => ratios.m5,
-        "30m" => ratios.m30,
-        "1h" => ratios.h1,
-        "6h" => ratios.h6,
-        "3d" => ratios.d3,
-        _ => ratios.d30,
-    };
-    ALERTS.map(|alert| {
-        let long_burn = burn_rate(pick(&alert.long), objective);
-        let short_burn = burn_rate(pick(&alert.short), objective);
+/// The workbook's alerts over `ratios` against `objective`, for Tower's period
+/// ([`PERIOD_HOURS`]).
+pub fn alerts(ratios: &Ratios, objective: f64) -> [AlertState; 4] {
+    TABLE.map(|row| {
+        let alert = BurnAlert::for_period(row, PERIOD_HOURS);
+        let long_burn = burn_rate(ratios.over(row.long), objective);
+        let short_burn = burn_rate(ratios.over(row.short), objective);
         let firing = match (long_burn, short_burn) {
             (Some(l), Some(s)) => Some(l > alert.threshold && s > alert.threshold),
             _ => None,
@@ -135,7 +232,7 @@ pub fn alerts(ratios: &Ratios, objective: f64) -> [AlertState; 3] {
         let said = format!(
             "{} at {}× over {} and {}: burning {} and {} — {state}",
             alert.severity.word(),
-            alert.threshold,
+            factor(alert.threshold),
             alert.long,
             alert.short,
             burn(long_burn),
@@ -201,10 +298,11 @@ const fn at(measure: Measure, window: &'static str) -> Asked {
 
 /// Every query per environment: the error ratio over the burn-rate alerts' windows and the
 /// shown ones, the latencies over the shown ones, and the two charted series.
-pub const ASKED: [Asked; 15] = [
+pub const ASKED: [Asked; 16] = [
     at(Measure::ErrorRatio, "5m"),
     at(Measure::ErrorRatio, "30m"),
     at(Measure::ErrorRatio, "1h"),
+    at(Measure::ErrorRatio, "2h"),
     at(Measure::ErrorRatio, "6h"),
     at(Measure::ErrorRatio, "24h"),
     at(Measure::ErrorRatio, "3d"),
@@ -230,11 +328,13 @@ pub const ASKED: [Asked; 15] = [
 /// What an environment's state is judged by ([`crate::state`]): the error ratio over the
 /// burn-rate alerts' windows and the month, the latencies over the last hour — figures
 /// only, no series.
-pub const JUDGED: [Asked; 8] = [
+pub const JUDGED: [Asked; 10] = [
     at(Measure::ErrorRatio, "5m"),
     at(Measure::ErrorRatio, "30m"),
     at(Measure::ErrorRatio, "1h"),
+    at(Measure::ErrorRatio, "2h"),
     at(Measure::ErrorRatio, "6h"),
+    at(Measure::ErrorRatio, "24h"),
     at(Measure::ErrorRatio, "3d"),
     at(Measure::ErrorRatio, "30d"),
     at(Measure::LatencyP95, "1h"),
@@ -268,7 +368,9 @@ impl Readings {
             m5: r("5m"),
             m30: r("30m"),
             h1: r("1h"),
+            h2: r("2h"),
             h6: r("6h"),
+            h24: r("24h"),
             d3: r("3d"),
             d30: r("30d"),
         }
@@ -314,32 +416,79 @@ mod tests {
     }
 
     #[test]
+    fn the_workbooks_factors_for_30_days_and_scaled_for_28_and_7() {
+        let factors = |period_days: u32| {
+            TABLE.map(|row| BurnAlert::for_period(row, period_days * 24).threshold)
+        };
+        let expect = |got: [f64; 4], want: [f64; 4]| {
+            for (g, w) in got.iter().zip(want) {
+                assert!((g - w).abs() < 1e-9, "{got:?} is not {want:?}");
+            }
+        };
+        // The workbook's table: 2 % in 1 h, 5 % in 6 h, 10 % in 1 day, 10 % in 3 days.
+        expect(factors(30), [14.4, 6.0, 3.0, 1.0]);
+        assert_eq!(PERIOD_HOURS, 30 * 24);
+        // The same shares of a shorter budget: share × period ÷ long window.
+        expect(factors(28), [13.44, 5.6, 2.8, 28.0 * 0.1 / 3.0]);
+        expect(factors(7), [3.36, 1.4, 0.7, 7.0 * 0.1 / 3.0]);
+        // Each row's short window is a twelfth of its long one, as the workbook advises.
+        for row in TABLE {
+            assert_eq!(row.long.minutes(), 12 * row.short.minutes(), "{row:?}");
+        }
+        assert_eq!(factor(14.4), "14.4");
+        assert_eq!(factor(1.0), "1");
+        assert_eq!(factor(28.0 * 0.1 / 3.0), "0.93");
+    }
+
+    #[test]
     fn an_alert_needs_its_long_and_short_window() {
         // A brief outage: 2 % errors in the last 5 minutes, 1.5 % over the hour (burn 20 and
         // 15, both over 14.4): page. Over 6 h 0.5 % (burn 5, under 6): the second page is
-        // quiet; 3 days at 0.2 % (burn 2) and 6 h at burn 5: ticket.
+        // quiet; a day at 0.4 % and 2 h at 0.8 % (burn 4 and 8, over 3): ticket; 3 days at
+        // 0.2 % (burn 2) and 6 h at burn 5: ticket.
         let ratios = Ratios {
             m5: Some(0.02),
             m30: Some(0.01),
             h1: Some(0.015),
+            h2: Some(0.008),
             h6: Some(0.005),
+            h24: Some(0.004),
             d3: Some(0.002),
             d30: Some(0.0004),
         };
-        let [fast, slow, ticket] = alerts(&ratios, 0.999);
+        let [fast, slow, day, days] = alerts(&ratios, 0.999);
         assert_eq!(fast.firing, Some(true));
         assert!(close(fast.long_burn, 15.0) && close(fast.short_burn, 20.0));
+        assert_eq!(
+            fast.said,
+            "page at 14.4× over 1h and 5m: burning 15.0× and 20.0× — firing"
+        );
         assert_eq!(slow.firing, Some(false));
         assert!(close(slow.long_burn, 5.0) && close(slow.short_burn, 10.0));
-        assert_eq!(ticket.firing, Some(true));
+        assert_eq!(day.firing, Some(true));
+        assert!(close(day.long_burn, 4.0) && close(day.short_burn, 8.0));
+        assert_eq!(
+            day.said,
+            "ticket at 3× over 24h and 2h: burning 4.0× and 8.0× — firing"
+        );
+        assert_eq!(days.firing, Some(true));
         // The burning stopped 5 minutes ago: the short window clears the page at once.
         let stopped = Ratios {
             m5: Some(0.0),
             ..ratios
         };
         assert_eq!(alerts(&stopped, 0.999)[0].firing, Some(false));
+        // The day's burning has slowed in the last 2 h (0.2 %, burn 2): that ticket clears.
+        let slowed = Ratios {
+            h2: Some(0.002),
+            ..ratios
+        };
+        assert_eq!(alerts(&slowed, 0.999)[2].firing, Some(false));
         // Prometheus did not answer for the hour: that alert is unknown, not quiet.
         let unknown = Ratios { h1: None, ..ratios };
         assert_eq!(alerts(&unknown, 0.999)[0].firing, None);
+        assert!(alerts(&unknown, 0.999)[0]
+            .said
+            .ends_with("burning unknown and 20.0× — cannot tell"));
     }
 }
