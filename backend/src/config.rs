@@ -22,7 +22,7 @@
 //! prometheus:                               # optional: the Runtime tab's objectives
 //!   url: http://prometheus.monitoring:9090
 //!   deadlineSecs: 5                         # each query's; the default
-//!   queries: {errorRatio: …, latencyP95: …, latencyP99: …}  # $namespace, $window; defaults in docs/runtime.md
+//!   queries: {errorRatio: …, latencyP95: …, latencyP99: …, requests: …}  # $namespace, $window; defaults in docs/runtime.md
 //! databaseUrl: sqlite:///var/lib/tower/history.db
 //! dataDir: /var/lib/tower
 //! frameAncestors: ["'self'"]                # Backstage's origin is always added
@@ -277,6 +277,10 @@ pub struct PrometheusQueries {
     pub latency_p95: String,
     #[serde(default = "PrometheusQueries::latency_p99")]
     pub latency_p99: String,
+    /// How many requests were served (a burn-rate alert is not judged on fewer than
+    /// `tower_shared::slo::MIN_REQUESTS`).
+    #[serde(default = "PrometheusQueries::requests")]
+    pub requests: String,
 }
 
 impl PrometheusQueries {
@@ -298,6 +302,10 @@ impl PrometheusQueries {
         Self::quantile("0.99")
     }
 
+    fn requests() -> String {
+        r#"sum(increase(http_requests_total{namespace="$namespace"}[$window]))"#.to_owned()
+    }
+
     /// The query for `measure`.
     pub fn of(&self, measure: tower_shared::runtime::Measure) -> &str {
         use tower_shared::runtime::Measure;
@@ -305,6 +313,7 @@ impl PrometheusQueries {
             Measure::ErrorRatio => &self.error_ratio,
             Measure::LatencyP95 => &self.latency_p95,
             Measure::LatencyP99 => &self.latency_p99,
+            Measure::Requests => &self.requests,
         }
     }
 }
@@ -315,6 +324,7 @@ impl Default for PrometheusQueries {
             error_ratio: Self::error_ratio(),
             latency_p95: Self::latency_p95(),
             latency_p99: Self::latency_p99(),
+            requests: Self::requests(),
         }
     }
 }

@@ -391,7 +391,7 @@ pub fn slo(
         .collect();
     let ratios = readings.error_ratios();
     let budget_left = slo::budget_left(ratios.d30, targets.availability);
-    let alerts = slo::alerts(&ratios, targets.availability).to_vec();
+    let alerts = slo::alerts(&ratios, &readings.requests(), targets.availability).to_vec();
     let span = (now - CHART_SPAN, now);
     let empty = Vec::new();
     let series = |m: Measure| {

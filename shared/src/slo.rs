@@ -13,7 +13,8 @@
 //! burn rate is that share × the period ÷ the long window — 14.4, 6, 3 and 1 for 30 days, and
 //! as that arithmetic gives for another period ([`BurnAlert::for_period`]). A window
 //! Prometheus did not answer for is unknown, never zero: an alert needing it is not raised,
-//! and says why.
+//! and says why. Nor is one whose short window (and so its long one, which holds it) saw
+//! fewer than [`MIN_REQUESTS`] requests: too few to judge.
 
 use std::borrow::Cow;
 
@@ -21,10 +22,11 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-/// The error ratios over the windows the alerts read (`None`: not known).
+/// A figure over each window the alerts read — the error ratio, or the count of requests
+/// (`None`: not known).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Ratios {
+pub struct ByWindow {
     pub m5: Option<f64>,
     pub m30: Option<f64>,
     pub h1: Option<f64>,
@@ -35,8 +37,8 @@ pub struct Ratios {
     pub d30: Option<f64>,
 }
 
-impl Ratios {
-    /// The ratio over `window`.
+impl ByWindow {
+    /// The figure over `window`.
     fn over(&self, window: Window) -> Option<f64> {
         match window {
             Window::M5 => self.m5,
@@ -49,6 +51,10 @@ impl Ratios {
         }
     }
 }
+
+/// The fewest requests a short window must hold for its alert to be judged: below it one
+/// failure weighs too much (1 in 50 is 2 %, twenty times a 99.9 % budget).
+pub const MIN_REQUESTS: f64 = 100.0;
 
 /// Tower's SLO period, in hours: 30 days, the window the budget left is read over.
 pub const PERIOD_HOURS: u32 = 30 * 24;
@@ -212,22 +218,28 @@ pub struct AlertState {
     pub said: String,
 }
 
-/// The workbook's alerts over `ratios` against `objective`, for Tower's period
-/// ([`PERIOD_HOURS`]).
-pub fn alerts(ratios: &Ratios, objective: f64) -> [AlertState; 4] {
+/// The workbook's alerts over the error ratios `errors` against `objective`, for Tower's
+/// period ([`PERIOD_HOURS`]); `requests` counts the requests in each window (an unknown
+/// count does not stop an alert being judged).
+pub fn alerts(errors: &ByWindow, requests: &ByWindow, objective: f64) -> [AlertState; 4] {
     TABLE.map(|row| {
         let alert = BurnAlert::for_period(row, PERIOD_HOURS);
-        let long_burn = burn_rate(ratios.over(row.long), objective);
-        let short_burn = burn_rate(ratios.over(row.short), objective);
-        let firing = match (long_burn, short_burn) {
-            (Some(l), Some(s)) => Some(l > alert.threshold && s > alert.threshold),
+        let long_burn = burn_rate(errors.over(row.long), objective);
+        let short_burn = burn_rate(errors.over(row.short), objective);
+        let too_few = requests.over(row.short).filter(|n| *n < MIN_REQUESTS);
+        let firing = match (too_few, long_burn, short_burn) {
+            (None, Some(l), Some(s)) => Some(l > alert.threshold && s > alert.threshold),
             _ => None,
         };
         let burn = |b: Option<f64>| b.map_or_else(|| "unknown".to_owned(), |b| format!("{b:.1}×"));
-        let state = match firing {
-            Some(true) => "firing",
-            Some(false) => "quiet",
-            None => "cannot tell",
+        let state = match (firing, too_few) {
+            (Some(true), _) => "firing".to_owned(),
+            (Some(false), _) => "quiet".to_owned(),
+            (None, Some(n)) => format!(
+                "too few requests to judge ({n:.0} in {}, fewer than {MIN_REQUESTS:.0})",
+                alert.short
+            ),
+            (None, None) => "cannot tell".to_owned(),
         };
         let said = format!(
             "{} at {}× over {} and {}: burning {} and {} — {state}",
@@ -256,6 +268,8 @@ pub enum Measure {
     ErrorRatio,
     LatencyP95,
     LatencyP99,
+    /// How many requests were served.
+    Requests,
 }
 
 impl Measure {
@@ -264,6 +278,7 @@ impl Measure {
             Self::ErrorRatio => "errorRatio",
             Self::LatencyP95 => "latencyP95",
             Self::LatencyP99 => "latencyP99",
+            Self::Requests => "requests",
         }
     }
 }
@@ -297,8 +312,9 @@ const fn at(measure: Measure, window: &'static str) -> Asked {
 }
 
 /// Every query per environment: the error ratio over the burn-rate alerts' windows and the
-/// shown ones, the latencies over the shown ones, and the two charted series.
-pub const ASKED: [Asked; 16] = [
+/// shown ones, the requests over the alerts' short windows, the latencies over the shown
+/// ones, and the two charted series.
+pub const ASKED: [Asked; 20] = [
     at(Measure::ErrorRatio, "5m"),
     at(Measure::ErrorRatio, "30m"),
     at(Measure::ErrorRatio, "1h"),
@@ -307,6 +323,10 @@ pub const ASKED: [Asked; 16] = [
     at(Measure::ErrorRatio, "24h"),
     at(Measure::ErrorRatio, "3d"),
     at(Measure::ErrorRatio, "30d"),
+    at(Measure::Requests, "5m"),
+    at(Measure::Requests, "30m"),
+    at(Measure::Requests, "2h"),
+    at(Measure::Requests, "6h"),
     at(Measure::LatencyP95, "1h"),
     at(Measure::LatencyP95, "24h"),
     at(Measure::LatencyP95, "30d"),
@@ -326,9 +346,9 @@ pub const ASKED: [Asked; 16] = [
 ];
 
 /// What an environment's state is judged by ([`crate::state`]): the error ratio over the
-/// burn-rate alerts' windows and the month, the latencies over the last hour — figures
-/// only, no series.
-pub const JUDGED: [Asked; 10] = [
+/// burn-rate alerts' windows and the month, the requests over their short windows, the
+/// latencies over the last hour — figures only, no series.
+pub const JUDGED: [Asked; 14] = [
     at(Measure::ErrorRatio, "5m"),
     at(Measure::ErrorRatio, "30m"),
     at(Measure::ErrorRatio, "1h"),
@@ -337,6 +357,10 @@ pub const JUDGED: [Asked; 10] = [
     at(Measure::ErrorRatio, "24h"),
     at(Measure::ErrorRatio, "3d"),
     at(Measure::ErrorRatio, "30d"),
+    at(Measure::Requests, "5m"),
+    at(Measure::Requests, "30m"),
+    at(Measure::Requests, "2h"),
+    at(Measure::Requests, "6h"),
     at(Measure::LatencyP95, "1h"),
     at(Measure::LatencyP99, "1h"),
 ];
@@ -362,9 +386,18 @@ impl Readings {
     }
 
     /// The error ratios over the burn-rate alerts' windows.
-    pub fn error_ratios(&self) -> Ratios {
-        let r = |w| self.figure(Measure::ErrorRatio, w);
-        Ratios {
+    pub fn error_ratios(&self) -> ByWindow {
+        self.by_window(Measure::ErrorRatio)
+    }
+
+    /// The requests counted over the burn-rate alerts' windows (asked for the short ones).
+    pub fn requests(&self) -> ByWindow {
+        self.by_window(Measure::Requests)
+    }
+
+    fn by_window(&self, measure: Measure) -> ByWindow {
+        let r = |w| self.figure(measure, w);
+        ByWindow {
             m5: r("5m"),
             m30: r("30m"),
             h1: r("1h"),
@@ -446,7 +479,7 @@ mod tests {
         // 15, both over 14.4): page. Over 6 h 0.5 % (burn 5, under 6): the second page is
         // quiet; a day at 0.4 % and 2 h at 0.8 % (burn 4 and 8, over 3): ticket; 3 days at
         // 0.2 % (burn 2) and 6 h at burn 5: ticket.
-        let ratios = Ratios {
+        let ratios = ByWindow {
             m5: Some(0.02),
             m30: Some(0.01),
             h1: Some(0.015),
@@ -456,7 +489,13 @@ mod tests {
             d3: Some(0.002),
             d30: Some(0.0004),
         };
-        let [fast, slow, day, days] = alerts(&ratios, 0.999);
+        // Thousands of requests in every window; how many is not always known.
+        let busy = ByWindow {
+            m5: Some(3_000.0),
+            h2: None,
+            ..ByWindow::default()
+        };
+        let [fast, slow, day, days] = alerts(&ratios, &busy, 0.999);
         assert_eq!(fast.firing, Some(true));
         assert!(close(fast.long_burn, 15.0) && close(fast.short_burn, 20.0));
         assert_eq!(
@@ -473,22 +512,42 @@ mod tests {
         );
         assert_eq!(days.firing, Some(true));
         // The burning stopped 5 minutes ago: the short window clears the page at once.
-        let stopped = Ratios {
+        let stopped = ByWindow {
             m5: Some(0.0),
             ..ratios
         };
-        assert_eq!(alerts(&stopped, 0.999)[0].firing, Some(false));
+        assert_eq!(alerts(&stopped, &busy, 0.999)[0].firing, Some(false));
         // The day's burning has slowed in the last 2 h (0.2 %, burn 2): that ticket clears.
-        let slowed = Ratios {
+        let slowed = ByWindow {
             h2: Some(0.002),
             ..ratios
         };
-        assert_eq!(alerts(&slowed, 0.999)[2].firing, Some(false));
+        assert_eq!(alerts(&slowed, &busy, 0.999)[2].firing, Some(false));
         // Prometheus did not answer for the hour: that alert is unknown, not quiet.
-        let unknown = Ratios { h1: None, ..ratios };
-        assert_eq!(alerts(&unknown, 0.999)[0].firing, None);
-        assert!(alerts(&unknown, 0.999)[0]
+        let unknown = ByWindow { h1: None, ..ratios };
+        assert_eq!(alerts(&unknown, &busy, 0.999)[0].firing, None);
+        assert!(alerts(&unknown, &busy, 0.999)[0]
             .said
             .ends_with("burning unknown and 20.0× — cannot tell"));
+        // A quiet night: 40 requests in the last 5 minutes, so their 2 % is a single failure
+        // — too few to page on; the 30 minutes' 400 requests are enough for the slower page.
+        let night = ByWindow {
+            m5: Some(40.0),
+            m30: Some(400.0),
+            ..busy
+        };
+        let [fast, slow, ..] = alerts(&ratios, &night, 0.999);
+        assert_eq!(fast.firing, None);
+        assert_eq!(
+            fast.said,
+            "page at 14.4× over 1h and 5m: burning 15.0× and 20.0× — too few requests to judge (40 in 5m, fewer than 100)"
+        );
+        assert_eq!(slow.firing, Some(false));
+        // None at all: not zero errors, too few to judge.
+        let none = ByWindow {
+            m5: Some(0.0),
+            ..busy
+        };
+        assert!(alerts(&ratios, &none, 0.999)[0].said.contains("(0 in 5m"));
     }
 }

@@ -616,7 +616,7 @@ pub fn objective_troubles(readings: &Readings, targets: &Targets) -> Vec<Trouble
     };
     let ratios = readings.error_ratios();
     // The loudest firing alert speaks for the burning (a page alert fires with its ticket).
-    let firing = crate::slo::alerts(&ratios, targets.availability)
+    let firing = crate::slo::alerts(&ratios, &readings.requests(), targets.availability)
         .into_iter()
         .filter(|a| a.firing == Some(true))
         .min_by_key(|a| a.alert.severity != crate::slo::Severity::Page);

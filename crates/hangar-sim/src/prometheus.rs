@@ -5,7 +5,7 @@
 //! or a latency quantile over a window is the mean of the story's signal over it.
 //!
 //! It understands the queries Tower ships as defaults (`docs/runtime.md`): the 5xx ratio of
-//! `http_requests_total` and `histogram_quantile(0.95|0.99, …http_request_duration_seconds_bucket…)`,
+//! `http_requests_total`, the requests counted by it (`increase`), and `histogram_quantile(0.95|0.99, …http_request_duration_seconds_bucket…)`,
 //! each for `namespace="<ns>"` over a `[<window>]`. Any other query is refused as Prometheus
 //! refuses a query it cannot parse (400, `errorType: bad_data`); a namespace no story runs
 //! has no series (an empty result). Past 11,000 points a range query is refused, as
@@ -52,6 +52,7 @@ enum Measure {
     ErrorRatio,
     P95,
     P99,
+    Requests,
 }
 
 /// What a query asks: a measure of a namespace over a window (seconds).
@@ -135,6 +136,9 @@ fn parse(query: &str) -> Result<Parsed, String> {
         Measure::P95
     } else if compact.contains("http_requests_total{") && compact.contains("code=~\"5..\"") {
         Measure::ErrorRatio
+    } else if compact.starts_with("sum(increase(http_requests_total{") && !compact.contains("code=")
+    {
+        Measure::Requests
     } else {
         return Err(format!(
             "1:1: parse error: the simulated Prometheus answers only Tower's default queries, not {query:?}"
@@ -180,7 +184,8 @@ impl Prometheus {
 
     /// The measure over the window ending at `at`: the mean of the story's signal sampled
     /// on a grid of whole multiples of the spacing (a minute, five for windows past 3 days),
-    /// so the same moment always reads the same. `None`: no story runs the namespace.
+    /// so the same moment always reads the same; the requests, that mean rate over the
+    /// window's seconds. `None`: no story runs the namespace.
     fn value(&self, parsed: &Parsed, at: DateTime<Utc>) -> Option<f64> {
         let spacing = if parsed.window > 3 * 86_400 { 300 } else { 60 };
         let end = at.timestamp().div_euclid(spacing) * spacing;
@@ -192,15 +197,23 @@ impl Prometheus {
                 error_ratio,
                 latency_p95,
                 latency_p99,
+                requests_per_second,
             } = self.platform.signals(&parsed.namespace, t)?;
             sum += match parsed.measure {
                 Measure::ErrorRatio => error_ratio,
                 Measure::P95 => latency_p95,
                 Measure::P99 => latency_p99,
+                Measure::Requests => requests_per_second,
             };
         }
         #[allow(clippy::cast_precision_loss)]
-        Some(sum / samples as f64)
+        let mean = sum / samples as f64;
+        // The requests counted are the mean rate over the window's seconds.
+        #[allow(clippy::cast_precision_loss)]
+        Some(match parsed.measure {
+            Measure::Requests => mean * parsed.window as f64,
+            Measure::ErrorRatio | Measure::P95 | Measure::P99 => mean,
+        })
     }
 
     /// Waits while switched off (a hung server: the caller's deadline decides).
@@ -335,6 +348,11 @@ mod tests {
         assert_eq!(
             parse(p99).map(|p| (p.measure, p.window)),
             Ok((Measure::P99, 2_592_000))
+        );
+        let requests = r#"sum(increase(http_requests_total{namespace="app-shop-prod"}[5m]))"#;
+        assert_eq!(
+            parse(requests).map(|p| (p.measure, p.window)),
+            Ok((Measure::Requests, 300))
         );
         assert!(parse("up").is_err());
         assert!(parse(r#"histogram_quantile(0.99, rate(x_bucket{namespace="a"}[5m]))"#).is_err());

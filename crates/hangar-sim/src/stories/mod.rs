@@ -39,12 +39,13 @@ impl RolloutAction {
 }
 
 /// What an app's requests look like at one moment (what its metrics would say): the share
-/// that fail, and the 95th and 99th percentile latencies in seconds.
+/// that fail, the 95th and 99th percentile latencies in seconds, and how many come a second.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Signals {
     pub error_ratio: f64,
     pub latency_p95: f64,
     pub latency_p99: f64,
+    pub requests_per_second: f64,
 }
 
 pub trait Story: Send + Sync + std::fmt::Debug {
