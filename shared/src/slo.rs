@@ -48,6 +48,7 @@ impl ByWindow {
             Window::H6 => self.h6,
             Window::H24 => self.h24,
             Window::D3 => self.d3,
+            Window::D30 => self.d30,
         }
     }
 }
@@ -56,10 +57,13 @@ impl ByWindow {
 /// failure weighs too much (1 in 50 is 2 %, twenty times a 99.9 % budget).
 pub const MIN_REQUESTS: f64 = 100.0;
 
-/// Tower's SLO period, in hours: 30 days, the window the budget left is read over.
-pub const PERIOD_HOURS: u32 = 30 * 24;
+/// Tower's SLO period: the window the budget left is read over.
+pub const PERIOD: Window = Window::D30;
 
-/// A window the alerts read.
+/// Tower's SLO period, in hours.
+pub const PERIOD_HOURS: u32 = PERIOD.minutes() / 60;
+
+/// A window the alerts and the budget read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Window {
     M5,
@@ -69,6 +73,7 @@ pub enum Window {
     H6,
     H24,
     D3,
+    D30,
 }
 
 impl Window {
@@ -82,6 +87,7 @@ impl Window {
             Window::H6 => "6h",
             Window::H24 => "24h",
             Window::D3 => "3d",
+            Window::D30 => "30d",
         }
     }
 
@@ -95,6 +101,7 @@ impl Window {
             Window::H6 => 360,
             Window::H24 => 1440,
             Window::D3 => 3 * 1440,
+            Window::D30 => 30 * 1440,
         }
     }
 }
@@ -396,16 +403,16 @@ impl Readings {
     }
 
     fn by_window(&self, measure: Measure) -> ByWindow {
-        let r = |w| self.figure(measure, w);
+        let r = |w: Window| self.figure(measure, w.word());
         ByWindow {
-            m5: r("5m"),
-            m30: r("30m"),
-            h1: r("1h"),
-            h2: r("2h"),
-            h6: r("6h"),
-            h24: r("24h"),
-            d3: r("3d"),
-            d30: r("30d"),
+            m5: r(Window::M5),
+            m30: r(Window::M30),
+            h1: r(Window::H1),
+            h2: r(Window::H2),
+            h6: r(Window::H6),
+            h24: r(Window::H24),
+            d3: r(Window::D3),
+            d30: r(Window::D30),
         }
     }
 
